@@ -1,0 +1,2 @@
+"""The controller: policies (framework, plugins, actions, engine), triggers, the simulated
+cluster, and the `tide` command line."""

@@ -1,0 +1,1 @@
+"""Pure folds of the log into state. Only ``store`` does I/O."""

@@ -1,0 +1,1 @@
+"""Log backends: the only modules that touch storage drivers."""

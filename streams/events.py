@@ -1,0 +1,108 @@
+"""The record on the log and the table of event types.
+
+Every record carries a log-assigned ``offset``, an ``at`` (timezone-aware UTC), a
+``type``, a unique ``id``, an optional ``cause`` (the id of the record that led to it)
+and ``data``: the payload as plain JSON (Kubernetes objects stay raw JSON; no client
+models are ever built from them).
+
+Ids are content-derived when not given (a hash of the canonical encoding), so the same
+input appended twice is the same record, and appends are idempotent by id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+JSON = dict[str, Any]
+
+#: type -> current payload schema version. Older versions are upcast on read
+#: (see ``streams.codec.UPCASTERS``); stored records are never rewritten.
+EVENT_TYPES: dict[str, int] = {
+    "k8s.watch": 1,
+    "metrics.node": 1,
+    "metrics.pod": 1,
+    "config.applied": 1,
+    "trigger.fired": 1,
+    "decision.evict": 1,
+    "decision.bind": 1,
+    "decision.taint": 1,
+    "decision.untaint": 1,
+    "effect.applied": 1,
+    "effect.failed": 1,
+}
+
+DECISION_TYPES = frozenset({"decision.evict", "decision.bind", "decision.taint", "decision.untaint"})
+EFFECT_TYPES = frozenset({"effect.applied", "effect.failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One record of the log. ``offset`` is -1 until the log assigns one."""
+
+    type: str
+    at: datetime
+    id: str
+    data: JSON
+    cause: str | None = None
+    offset: int = -1
+    v: int = 1
+
+    def with_offset(self, offset: int) -> Event:
+        return replace(self, offset=offset)
+
+
+def parse_time(value: str) -> datetime:
+    """Parse an RFC 3339 time; a time without zone is rejected (tide never guesses zones)."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError(f"time {value!r} has no timezone")
+    return parsed.astimezone(UTC)
+
+
+def format_time(at: datetime) -> str:
+    """Canonical UTC text: ``2026-11-21T21:00:00Z`` (microseconds only when non-zero)."""
+    at = at.astimezone(UTC)
+    if at.microsecond:
+        return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def content_id(type_: str, at: datetime, data: JSON, cause: str | None = None) -> str:
+    """A deterministic id: the hash of the canonical encoding of the record's content."""
+    body = orjson.dumps(
+        {"at": format_time(at), "type": type_, "cause": cause, "data": data},
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return hashlib.blake2b(body, digest_size=12).hexdigest()
+
+
+def make_event(
+    type_: str,
+    at: datetime,
+    data: JSON,
+    *,
+    cause: str | None = None,
+    id: str | None = None,  # noqa: A002 - the record's field is called id
+) -> Event:
+    """Build an event, deriving the id from its content when none is given."""
+    if type_ not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {type_!r}")
+    if at.tzinfo is None:
+        raise ValueError("event time must be timezone-aware")
+    at = at.astimezone(UTC)
+    return Event(
+        type=type_,
+        at=at,
+        id=id or content_id(type_, at, data, cause),
+        data=data,
+        cause=cause,
+        v=EVENT_TYPES[type_],
+    )

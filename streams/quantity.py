@@ -1,0 +1,66 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+Grammar (apimachinery ``resource.Quantity``): a signed decimal number (``1``, ``.5``,
+``1.``, ``+2``), then either a binary suffix (Ki Mi Gi Ti Pi Ei), a decimal SI suffix
+(n u m "" k M G T P E) or a decimal exponent (``e3``, ``E-2``). Values are returned as
+``Fraction`` so that nothing is rounded until the caller chooses a unit.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+from math import ceil
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_PATTERN = re.compile(
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+)
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+@lru_cache(maxsize=4096)
+def parse_quantity(text: str | int | float) -> Fraction:
+    """Parse a quantity (``"500m"``, ``"2Gi"``, ``"1e3"``, ``"0.5"``) to an exact number."""
+    if isinstance(text, bool):
+        raise QuantityError(f"quantity {text!r} is not a number")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        return Fraction(str(text))
+    match = _PATTERN.match(text.strip()) if isinstance(text, str) else None
+    if match is None or text != text.strip():
+        raise QuantityError(f"quantity {text!r} is not a valid Kubernetes quantity")
+    number = Fraction(match["num"])
+    if match["bin"]:
+        return number * _BINARY[match["bin"]]
+    if match["exp"]:
+        return number * Fraction(10) ** int(match["exp"][1:])
+    return number * _DECIMAL[match["dec"] or ""]
+
+
+def to_milli(text: str | int | float) -> int:
+    """The quantity in thousandths, rounded up (as ``Quantity.MilliValue``)."""
+    return ceil(parse_quantity(text) * 1000)
+
+
+def to_int(text: str | int | float) -> int:
+    """The quantity as an integer, rounded up (as ``Quantity.Value``)."""
+    return ceil(parse_quantity(text))
