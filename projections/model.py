@@ -140,6 +140,7 @@ class TaskInfo:
     annotations: dict[str, str] = field(default_factory=dict)
     grace_seconds: int = 30
     deleting: bool = False
+    affinity: JSON | None = None  # spec.affinity as raw JSON (shared, read-only)
 
     @property
     def key(self) -> str:
@@ -165,6 +166,10 @@ class JobInfo:
     phase: str = ""
     implicit: bool = False
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # task key -> task
+    # True while tasks name this job but its PodGroup has not been seen (Volcano keeps such
+    # a JobInfo without a PodGroup and leaves it out of the session snapshot).
+    placeholder: bool = False
+    priority_class: str = ""  # PodGroup spec.priorityClassName
 
     @property
     def id(self) -> str:
@@ -188,6 +193,8 @@ class NodeInfo:
     releasing: Resource = field(default_factory=Resource)
     pipelined: Resource = field(default_factory=Resource)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # task key -> task
+    # True while tasks name this node but the Node object is absent (not Ready).
+    placeholder: bool = False
 
     def future_idle(self) -> Resource:
         return self.idle.clone().add(self.releasing).sub(self.pipelined)

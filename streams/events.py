@@ -36,7 +36,9 @@ EVENT_TYPES: dict[str, int] = {
     "effect.failed": 1,
 }
 
-DECISION_TYPES = frozenset({"decision.evict", "decision.bind", "decision.taint", "decision.untaint"})
+DECISION_TYPES = frozenset(
+    {"decision.evict", "decision.bind", "decision.taint", "decision.untaint"}
+)
 EFFECT_TYPES = frozenset({"effect.applied", "effect.failed"})
 
 
@@ -90,7 +92,7 @@ def make_event(
     data: JSON,
     *,
     cause: str | None = None,
-    id: str | None = None,  # noqa: A002 - the record's field is called id
+    id: str | None = None,  # the record's field is called id
 ) -> Event:
     """Build an event, deriving the id from its content when none is given."""
     if type_ not in EVENT_TYPES:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache
-from math import ceil
+from math import ceil, isfinite
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -44,6 +44,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if isinstance(text, int):
         return Fraction(text)
     if isinstance(text, float):
+        if not isfinite(text):
+            raise QuantityError(f"quantity {text!r} is not a finite number")
         return Fraction(str(text))
     match = _PATTERN.match(text.strip()) if isinstance(text, str) else None
     if match is None or text != text.strip():

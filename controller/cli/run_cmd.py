@@ -1,9 +1,194 @@
-"""(placeholder: filled in by its owner)"""
+"""`tide simulate`, `tide demo`, `tide replay` and `tide audit`."""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from controller.cli.common import fail, load_configs, persist, read_log_events
+from controller.simulate.demo import run_demo
+from controller.simulate.runner import Simulation
+from controller.simulate.scenario import ScenarioError, is_scenario, load_scenario
+from replay.audit import explain, select_decisions, timeline
+from replay.verify import replay
+from streams.codec import decision_line
+from streams.events import Event, parse_time
+from streams.recording import read_recording
+
+
+def _inputs(path: Path) -> tuple[list[Event], int]:
+    if not path.exists():
+        fail(f"{path}: no such file")
+    if is_scenario(path):
+        try:
+            events, _, _ = load_scenario(path)
+        except ScenarioError as exc:
+            fail(str(exc))
+        return events, 0
+    events, bad = [], 0
+    for item in read_recording(path):
+        if isinstance(item, Event):
+            events.append(item)
+        else:
+            bad += 1
+            typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
+    return events, bad
+
+
+def simulate(
+    recording: Annotated[Path, typer.Argument(help="A JSON Lines recording or a scenario YAML.")],
+    config: Annotated[Path, typer.Option("--config", "-c", help="tide configuration YAML.")],
+    until: Annotated[str | None, typer.Option(help="Stop at this time (RFC 3339).")] = None,
+    decisions: Annotated[
+        Path | None, typer.Option(help="Write decisions here (JSON Lines); default stdout.")
+    ] = None,
+    log: Annotated[str | None, typer.Option(help="Also keep the whole log here (URL).")] = None,
+) -> None:
+    """Run the controller over a recording in virtual time against the simulated cluster."""
+    tide_config, eviction, _ = load_configs(config)
+    events, bad = _inputs(recording)
+    stop = None
+    if until:
+        try:
+            stop = parse_time(until)
+        except ValueError as exc:
+            fail(f"--until: {until!r}: {exc}")
+    if is_scenario(recording) and stop is None:
+        _, _, stop = load_scenario(recording)
+    result = Simulation(tide_config, eviction=eviction, config_source=str(config)).run(
+        events, until=stop
+    )
+    out = decisions.open("wb") if decisions else sys.stdout.buffer
+    try:
+        for decision in result.decisions:
+            out.write(decision_line(decision) + b"\n")
+    finally:
+        if decisions:
+            out.close()
+    if log:
+        persist(log, result.log.events)
+    typer.echo(
+        f"simulated {len(result.log.events)} records, {len(result.decisions)} decisions"
+        + (f"; log kept in {log}" if log else ""),
+        err=True,
+    )
+    if bad:
+        raise typer.Exit(1)
+
+
+def demo(
+    db: Annotated[Path, typer.Option(help="Where to keep the demo's log.")] = Path("tide-demo.db"),
+) -> None:
+    """A built-in co-located cluster through a day of virtual time."""
+    run_demo(db)
+
+
+def replay_cmd(
+    log: Annotated[str, typer.Argument(help="A log URL, a .db file or a .jsonl recording.")],
+    config: Annotated[Path | None, typer.Option(help="Replay with another configuration.")] = None,
+    verify: Annotated[bool, typer.Option(help="Fail on the first differing decision.")] = False,
+    diff: Annotated[bool, typer.Option(help="List every differing decision.")] = False,
+) -> None:
+    """Re-derive every decision of a log deterministically."""
+    events = read_log_events(log)
+    override = load_configs(config)[2] if config else None
+    report = replay(events, override=override, stop_at_first=not diff)
+    for difference in report.differences:
+        typer.echo(difference.describe())
+    typer.echo(
+        f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
+        + ("identical" if report.ok else f"{len(report.differences)} difference(s)")
+    )
+    if verify and not report.ok:
+        raise typer.Exit(1)
+
+
+audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
+
+
+@audit_app.command("why")
+def audit_why(
+    pod: Annotated[str, typer.Argument(help="namespace/name or name")],
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+) -> None:
+    """Why was this pod evicted or bound?"""
+    found = explain(read_log_events(log), pod)
+    if not found:
+        typer.echo(f"no decision about {pod}")
+        raise typer.Exit(1)
+    for explanation in found:
+        typer.echo("\n".join(explanation.lines()))
+
+
+@audit_app.command("decisions")
+def audit_decisions(
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    reason: str | None = None,
+    node: str | None = None,
+    namespace: str | None = None,
+    kind: str | None = None,
+    since: Annotated[str | None, typer.Option("--from", help="RFC 3339")] = None,
+    until: Annotated[str | None, typer.Option("--to", help="RFC 3339")] = None,
+) -> None:
+    """Decisions by time range, reason, node, namespace or kind (JSON Lines)."""
+    try:
+        start = parse_time(since) if since else None
+        stop = parse_time(until) if until else None
+    except ValueError as exc:
+        fail(str(exc))
+    for event in select_decisions(
+        read_log_events(log), reason=reason, node=node, namespace=namespace, kind=kind,
+        since=start, until=stop,
+    ):
+        typer.echo(decision_line(event).decode())
+
+
+@audit_app.command("timeline")
+def audit_timeline(
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    pod: str | None = None,
+    node: str | None = None,
+) -> None:
+    """Everything that happened to one pod or node."""
+    if not pod and not node:
+        fail("give --pod or --node")
+    for line in timeline(read_log_events(log), pod=pod, node=node):
+        typer.echo(line)
+
+
+@audit_app.command("metrics")
+def audit_metrics(
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+) -> None:
+    """The pressure-eviction metrics, computed from the log (Prometheus text format)."""
+    from replay.metrics import compute_metrics, render
+
+    typer.echo(render(compute_metrics(read_log_events(log))), nl=False)
+
+
+@audit_app.command("summary")
+def audit_summary(
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+) -> None:
+    """Counts of records and decisions by type and reason."""
+    events = read_log_events(log)
+    types = Counter(e.type for e in events)
+    reasons = Counter(
+        (e.data.get("kind"), e.data.get("reason")) for e in events if e.type.startswith("decision.")
+    )
+    for name, count in sorted(types.items()):
+        typer.echo(f"{name:18} {count}")
+    for (kind, reason), count in sorted(reasons.items(), key=lambda kv: (str(kv[0]), kv[1])):
+        typer.echo(f"  {kind} {reason}: {count}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    """Add simulate, demo, replay and audit."""
+    app.command()(simulate)
+    app.command()(demo)
+    app.command("replay")(replay_cmd)
+    app.add_typer(audit_app, name="audit")

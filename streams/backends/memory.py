@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
+from streams.codec import check_appendable
 from streams.events import Event
 from streams.log import EventLog, Quarantined
 
@@ -17,7 +18,7 @@ class MemoryLog(EventLog):
     def __init__(self) -> None:
         self._events: list[Event] = []
         self._ids: set[str] = set()
-        self._quarantine: list[Quarantined] = []
+        self._quarantine: dict[Quarantined, None] = {}  # ordered, and idempotent
         self._grew = asyncio.Event()
 
     async def append(self, events: Sequence[Event]) -> list[Event]:
@@ -25,6 +26,7 @@ class MemoryLog(EventLog):
 
     def append_now(self, events: Sequence[Event]) -> list[Event]:
         """Synchronous append (the simulation and replay drive the log without awaiting)."""
+        check_appendable(events)
         added: list[Event] = []
         for event in events:
             if event.id in self._ids:
@@ -62,7 +64,7 @@ class MemoryLog(EventLog):
         return {i for i in ids if i in self._ids}
 
     async def set_aside(self, items: Sequence[Quarantined]) -> None:
-        self._quarantine.extend(items)
+        self._quarantine.update(dict.fromkeys(items))
 
     async def quarantine(self) -> list[Quarantined]:
         return list(self._quarantine)

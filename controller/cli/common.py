@@ -1,0 +1,66 @@
+"""Helpers shared by the command modules: loading configurations and logs, errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+import yaml
+
+from controller.framework.config import TideConfig, load_config
+from controller.framework.errors import ConfigError
+from controller.pressure.config import EvictionConfig, parse_eviction_config
+from controller.simulate.runner import save_log
+from streams.events import Event
+from streams.log import open_log
+from streams.recording import read_recording
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print an error on stderr and exit."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_configs(path: Path) -> tuple[TideConfig, EvictionConfig | None, dict[str, Any]]:
+    """Parse a configuration file; configuration errors stop with the key and value."""
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        fail(f"{path}: {exc}")
+    if not isinstance(raw, dict):
+        fail(f"{path}: a configuration is a mapping")
+    try:
+        config = load_config(raw)
+        eviction = parse_eviction_config(config.eviction) if config.eviction else None
+    except (ConfigError, ValueError) as exc:
+        fail(f"{path}: {exc}")
+    for warning in config.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    return config, eviction, raw
+
+
+def read_log_events(source: str) -> list[Event]:
+    """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
+    if source.endswith(".jsonl") and "://" not in source:
+        events = []
+        for item in read_recording(Path(source)):
+            if isinstance(item, Event):
+                events.append(item)
+        return [e.with_offset(i) for i, e in enumerate(events)]
+    if "://" not in source and not Path(source).exists():
+        fail(f"{source}: no such log")
+
+    async def load() -> list[Event]:
+        async with await open_log(source) as log:
+            return await log.read_all()
+
+    return asyncio.run(load())
+
+
+def persist(url: str, events: Sequence[Event]) -> int:
+    """Append ``events`` to the log at ``url``; returns how many were new."""
+    return save_log(url, list(events))

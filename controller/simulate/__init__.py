@@ -1,0 +1,2 @@
+"""Virtual-time runs of the controller against the simulated cluster: `tide simulate`
+and `tide demo`."""

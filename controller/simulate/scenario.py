@@ -1,0 +1,275 @@
+"""Scenario YAML → recording: a small language for describing a co-located cluster.
+
+A scenario names nodes, queues, workloads (replicas with requests, QoS, priority,
+annotations, an optional PodGroup, either placed on nodes or left Pending for the
+scheduler) and usage profiles (piecewise-linear, sampled at a fixed interval), and
+expands to the ``k8s.watch`` / ``metrics.*`` events of a recording. Everything is
+deterministic: no clock, no randomness. Errors name the key and the value.
+
+Example::
+
+    start: "2026-11-21T06:00:00Z"
+    until: "+24h"
+    nodes:
+      - {name: shared, count: 2, cpu: "32", memory: 128Gi,
+         labels: {volcano.sh/revocable-zone: rz1}}
+    workloads:
+      - {name: batch, replicas: 3, cpu: "4", memory: 8Gi, qos: BE,
+         annotations: {volcano.sh/revocable-zone: "*"}, nodes: [shared-0]}
+    usage:
+      - node: shared-0
+        every: 60s
+        points: [["+0m", {cpu: 30%, memory: 40%}], ["+8h", {cpu: 96%}]]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.framework.durations import parse_duration
+from streams.events import Event, format_time, make_event, parse_time
+from streams.quantity import QuantityError, parse_quantity
+
+JSON = dict[str, Any]
+_OFFSET = re.compile(r"^\+(.+)$")
+
+
+class ScenarioError(ValueError):
+    """A scenario value that cannot be used; the message names the key and the value."""
+
+
+def _time(value: object, start: datetime, key: str) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    text = str(value)
+    match = _OFFSET.match(text)
+    try:
+        if match:
+            return start + parse_duration(match.group(1))
+        return parse_time(text)
+    except ValueError as exc:
+        raise ScenarioError(f"{key}: {value!r}: {exc}") from exc
+
+
+def _quantity(value: object, key: str) -> Fraction:
+    try:
+        return parse_quantity(str(value))
+    except QuantityError as exc:
+        raise ScenarioError(f"{key}: {value!r}: {exc}") from exc
+
+
+def _node(spec: Mapping[str, Any], name: str) -> JSON:
+    alloc = {
+        "cpu": str(spec.get("cpu", "16")),
+        "memory": str(spec.get("memory", "64Gi")),
+        "pods": str(spec.get("pods", "110")),
+    }
+    node: JSON = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"node-{name}", "labels": dict(spec.get("labels") or {})},
+        "spec": {},
+        "status": {
+            "allocatable": alloc,
+            "capacity": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    if spec.get("taints"):
+        node["spec"]["taints"] = list(spec["taints"])
+    return node
+
+
+def _pod(w: Mapping[str, Any], index: int, created: datetime, node: str | None) -> JSON:
+    name = f"{w['name']}-{index}"
+    namespace = str(w.get("namespace", "default"))
+    requests = {k: str(w[k]) for k in ("cpu", "memory") if w.get(k) is not None}
+    labels = dict(w.get("labels") or {})
+    labels.setdefault("app", str(w["name"]))
+    if w.get("qos"):
+        labels["koordinator.sh/qosClass"] = str(w["qos"])
+    annotations = {str(k): str(v) for k, v in (w.get("annotations") or {}).items()}
+    if w.get("podgroup") is not None:
+        annotations["scheduling.k8s.io/group-name"] = str(w["name"])
+    owner = str(w.get("owner", "ReplicaSet"))
+    meta: JSON = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"{namespace}-{name}",
+        "creationTimestamp": format_time(created),
+        "labels": labels,
+        "annotations": annotations,
+    }
+    if owner != "none":
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": owner, "name": str(w["name"]),
+             "uid": f"{owner.lower()}-{namespace}-{w['name']}", "controller": True}
+        ]
+    container: JSON = {"name": "main", "image": str(w.get("image", "registry.local/app:1"))}
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: JSON = {
+        "schedulerName": str(w.get("schedulerName", "volcano")),
+        "containers": [container],
+        "terminationGracePeriodSeconds": int(w.get("grace", 30)),
+    }
+    if w.get("priority") is not None:
+        spec["priority"] = int(w["priority"])
+    status: JSON = {"phase": "Pending"}
+    if node:
+        spec["nodeName"] = node
+        status = {"phase": "Running", "startTime": format_time(created)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def _watch(resource: str, obj: JSON, at: datetime) -> Event:
+    return make_event("k8s.watch", at, {"resource": resource, "event": "ADDED", "object": obj})
+
+
+def _interpolate(points: list[tuple[datetime, dict[str, Any]]], when: datetime, dim: str) -> Any:
+    """Piecewise-linear value of ``dim`` at ``when`` (each point may set some dims)."""
+    known = [(t, p[dim]) for t, p in points if dim in p]
+    if not known:
+        return None
+    if when <= known[0][0]:
+        return known[0][1]
+    for (t0, v0), (t1, v1) in zip(known, known[1:], strict=False):
+        if t0 <= when <= t1:
+            if isinstance(v0, str) and v0.endswith("%") and isinstance(v1, str) and v1.endswith("%"):
+                a, b = Fraction(v0[:-1]), Fraction(v1[:-1])
+                frac = Fraction(int((when - t0).total_seconds()), int((t1 - t0).total_seconds()))
+                return f"{float(a + (b - a) * frac):.4f}%"
+            a, b = parse_quantity(str(v0)), parse_quantity(str(v1))
+            frac = Fraction(int((when - t0).total_seconds()), int((t1 - t0).total_seconds()))
+            return a + (b - a) * frac
+    return known[-1][1]
+
+
+def _usage_value(value: Any, capacity: Fraction, dim: str) -> str:
+    if isinstance(value, str) and value.endswith("%"):
+        amount = capacity * Fraction(value[:-1]) / 100
+    else:
+        amount = value if isinstance(value, Fraction) else parse_quantity(str(value))
+    if dim == "cpu":
+        return f"{round(amount * 1000)}m"
+    return f"{round(amount / 1024)}Ki"
+
+
+def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | None]:
+    """The events a scenario describes, its start, and its end (``until``) if given."""
+    if "start" not in doc:
+        raise ScenarioError("start: missing (an RFC 3339 time, e.g. 2026-11-21T06:00:00Z)")
+    start = _time(doc["start"], datetime.min, "start")
+    until = _time(doc["until"], start, "until") if doc.get("until") else None
+    events: list[Event] = []
+    capacity: dict[str, tuple[Fraction, Fraction]] = {}
+    for i, spec in enumerate(doc.get("nodes") or []):
+        count = int(spec.get("count", 1))
+        names = [spec["name"]] if count == 1 and not spec.get("indexed") else [
+            f"{spec['name']}-{k}" for k in range(count)
+        ]
+        for name in names:
+            node = _node(spec, name)
+            capacity[name] = (
+                _quantity(node["status"]["capacity"]["cpu"], f"nodes[{i}].cpu"),
+                _quantity(node["status"]["capacity"]["memory"], f"nodes[{i}].memory"),
+            )
+            events.append(_watch("nodes", node, start))
+    for q in doc.get("queues") or [{"name": "default"}]:
+        queue = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": q["name"], "uid": f"queue-{q['name']}",
+                         "creationTimestamp": format_time(start)},
+            "spec": {"weight": int(q.get("weight", 1)), **({"capability": q["capability"]}
+                                                            if q.get("capability") else {})},
+            "status": {"state": "Open"},
+        }
+        events.append(_watch("queues", queue, start))
+    for i, w in enumerate(doc.get("workloads") or []):
+        if "name" not in w:
+            raise ScenarioError(f"workloads[{i}].name: missing")
+        created = _time(w.get("at", "+0s"), start, f"workloads[{i}].at")
+        ns = str(w.get("namespace", "default"))
+        if w.get("podgroup") is not None:
+            pg = w["podgroup"] or {}
+            events.append(_watch("podgroups", {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": w["name"], "namespace": ns, "uid": f"pg-{ns}-{w['name']}",
+                             "creationTimestamp": format_time(created),
+                             "annotations": {str(k): str(v) for k, v in
+                                             (pg.get("annotations") or {}).items()}},
+                "spec": {"minMember": int(pg.get("minMember", 1)),
+                         "queue": str(pg.get("queue", "default"))},
+                "status": {"phase": "Running"},
+            }, created))
+        placed = list(w.get("nodes") or [])
+        for k in range(int(w.get("replicas", 1))):
+            node = placed[k % len(placed)] if placed else None
+            if node is not None and node not in capacity:
+                raise ScenarioError(f"workloads[{i}].nodes: {node!r}: no such node")
+            events.append(_watch("pods", _pod(w, k, created, node), created))
+    for i, u in enumerate(doc.get("usage") or []):
+        key = f"usage[{i}]"
+        every = parse_duration(str(u.get("every", "60s")))
+        if every <= timedelta(0):
+            raise ScenarioError(f"{key}.every: {u.get('every')!r}: must be positive")
+        points = [(_time(t, start, f"{key}.points"), dict(v)) for t, v in u.get("points") or []]
+        if not points:
+            raise ScenarioError(f"{key}.points: empty")
+        end = _time(u["until"], start, f"{key}.until") if u.get("until") else (until or points[-1][0])
+        when = points[0][0]
+        while when <= end:
+            if "node" in u:
+                name = str(u["node"])
+                if name not in capacity:
+                    raise ScenarioError(f"{key}.node: {name!r}: no such node")
+                cpu_cap, mem_cap = capacity[name]
+                usage = {
+                    "cpu": _usage_value(_interpolate(points, when, "cpu") or "0", cpu_cap, "cpu"),
+                    "memory": _usage_value(
+                        _interpolate(points, when, "memory") or "0", mem_cap, "memory"
+                    ),
+                }
+                events.append(make_event("metrics.node", when, {
+                    "apiVersion": "metrics.k8s.io/v1beta1", "kind": "NodeMetrics",
+                    "metadata": {"name": name}, "timestamp": format_time(when),
+                    "window": "30s", "usage": usage}))
+            else:
+                ns, _, name = str(u["pod"]).rpartition("/")
+                usage = {
+                    dim: _usage_value(_interpolate(points, when, dim) or "0", Fraction(0), dim)
+                    for dim in ("cpu", "memory")
+                }
+                events.append(make_event("metrics.pod", when, {
+                    "apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+                    "metadata": {"name": name, "namespace": ns or "default"},
+                    "timestamp": format_time(when), "window": "30s",
+                    "containers": [{"name": "main", "usage": usage}]}))
+            when += every
+    events.sort(key=lambda e: e.at)
+    return events, start, until
+
+
+def load_scenario(path: Path) -> tuple[list[Event], datetime, datetime | None]:
+    """Read and expand a scenario file."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
+    if not isinstance(doc, Mapping):
+        raise ScenarioError(f"{path}: a scenario is a mapping with start, nodes, workloads")
+    return expand(doc)
+
+
+def is_scenario(path: Path) -> bool:
+    """A ``.yaml``/``.yml`` file is a scenario; anything else is a JSON Lines recording."""
+    return path.suffix in (".yaml", ".yml")

@@ -1,0 +1,162 @@
+"""Raw Node, PodGroup and Queue JSON → model fields (spec §1.4-1.6).
+
+Job-level rules, from Volcano's ``JobInfo.SetPodGroup`` and the PodGroup controller:
+
+* ``min_available`` = ``spec.minMember`` (absent → 0, as Go's zero value);
+  ``task_min_available`` = ``spec.minTaskMember``;
+* ``queue`` = ``spec.queue``, empty → ``"default"`` (Volcano's admission default);
+* ``preemptable``: annotation, then label ``volcano.sh/preemptable``, default **false**;
+* budget from annotations only: ``volcano.sh/jdb-min-available`` (alias
+  ``volcano.sh/job-disruption-budget-min-available``) wins over
+  ``volcano.sh/jdb-max-unavailable`` (alias ``...-max-unavailable``); a real key wins over
+  its alias;
+* ``priority``: the value of the PriorityClass ``spec.priorityClassName``. PriorityClasses
+  are not on the log, so the value is learned from pods: Kubernetes' admission resolves a
+  pod's ``spec.priorityClassName`` into ``spec.priority``, so any pod seen with that class
+  tells its value. The two built-in classes have fixed values. Unknown → 0 (Volcano's
+  fallback when neither the class nor a global default exists).
+
+A pod without a PodGroup gets the PodGroup Volcano's PodGroup controller would create for
+it: ``minMember`` 1, the pod's priority class, the queue from the pod's annotation
+``scheduling.volcano.sh/queue-name`` (else ``default``), and the pod's
+``volcano.sh/preemptable`` (annotation or label), ``volcano.sh/revocable-zone`` and budget
+annotations copied onto it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.parsing import parse_bool, resource_from_list, time_or_none
+from projections.pods import PREEMPTABLE, QUEUE_NAME, revocable_zone
+
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+JDB_MIN = ("volcano.sh/jdb-min-available", "volcano.sh/job-disruption-budget-min-available")
+JDB_MAX = ("volcano.sh/jdb-max-unavailable", "volcano.sh/job-disruption-budget-max-unavailable")
+_EMPTY: Mapping[str, Any] = {}
+
+
+def budget(annotations: Mapping[str, Any]) -> tuple[str, str]:
+    """``(min_available, max_unavailable)`` of a disruption budget; min wins, real key first."""
+    for key in JDB_MIN:
+        if key in annotations:
+            return str(annotations[key]), ""
+    for key in JDB_MAX:
+        if key in annotations:
+            return "", str(annotations[key])
+    return "", ""
+
+
+def _preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    value = annotations.get(PREEMPTABLE)
+    if value is None:
+        value = labels.get(PREEMPTABLE)
+    return value is not None and parse_bool(value) is True
+
+
+def apply_podgroup(job: JobInfo, podgroup: Mapping[str, Any], priority: int) -> None:
+    """Set a job's PodGroup-derived fields in place (its tasks are kept)."""
+    meta = podgroup.get("metadata") or _EMPTY
+    spec = podgroup.get("spec") or _EMPTY
+    annotations = meta.get("annotations") or _EMPTY
+    min_task = spec.get("minTaskMember") or _EMPTY
+    job.uid = str(meta.get("uid") or "")
+    job.queue = str(spec.get("queue") or "default")
+    job.min_available = int(spec.get("minMember") or 0)
+    job.task_min_available = {str(k): int(v) for k, v in sorted(min_task.items())}
+    job.priority_class = str(spec.get("priorityClassName") or "")
+    job.priority = priority
+    job.preemptable = _preemptable(annotations, meta.get("labels") or _EMPTY)
+    job.revocable_zone = revocable_zone(annotations)
+    job.budget_min_available, job.budget_max_unavailable = budget(annotations)
+    job.creation = time_or_none(meta.get("creationTimestamp"))
+    job.phase = str((podgroup.get("status") or _EMPTY).get("phase") or "")
+    job.implicit = False
+    job.placeholder = False
+
+
+def apply_implicit(job: JobInfo, task: TaskInfo) -> None:
+    """Make ``job`` the PodGroup Volcano's PodGroup controller creates for a bare pod."""
+    annotations = task.annotations
+    copied = {k: annotations[k] for k in (PREEMPTABLE, "volcano.sh/revocable-zone") if k in annotations}
+    job.uid = task.uid
+    job.queue = str(annotations.get(QUEUE_NAME) or "default")
+    job.min_available = 1
+    job.task_min_available = {}
+    job.priority_class = task.priority_class
+    job.priority = task.pod_priority
+    job.preemptable = _preemptable(copied, task.labels)
+    job.revocable_zone = revocable_zone(copied)
+    job.budget_min_available, job.budget_max_unavailable = budget(annotations)
+    job.creation = task.creation
+    job.phase = "Inqueue" if task.status == TaskStatus.PENDING else "Running"
+    job.implicit = True
+    job.placeholder = False
+
+
+def reset_placeholder(job: JobInfo) -> None:
+    """Back to a job whose PodGroup is unknown (Volcano's ``UnsetPodGroup``)."""
+    job.uid = ""
+    job.queue = "default"
+    job.min_available = 0
+    job.task_min_available = {}
+    job.priority_class = ""
+    job.priority = 0
+    job.preemptable = False
+    job.revocable_zone = ""
+    job.budget_min_available = job.budget_max_unavailable = ""
+    job.creation = None
+    job.phase = ""
+    job.implicit = False
+    job.placeholder = True
+
+
+def node_ready(status: Mapping[str, Any]) -> bool:
+    """Volcano: a node is NotReady only if its ``Ready`` condition exists and is not True."""
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return True
+
+
+def apply_node(node: NodeInfo, raw: Mapping[str, Any]) -> None:
+    """Set a node's static fields from its raw JSON; ``idle = allocatable - used``."""
+    meta = raw.get("metadata") or _EMPTY
+    spec = raw.get("spec") or _EMPTY
+    status = raw.get("status") or _EMPTY
+    labels = meta.get("labels") or {}
+    node.allocatable = resource_from_list(status.get("allocatable"))
+    node.capacity = resource_from_list(status.get("capacity") or status.get("allocatable"))
+    node.labels = labels
+    node.revocable_zone = str(labels.get("volcano.sh/revocable-zone") or "")
+    node.taints = list(spec.get("taints") or [])
+    node.unschedulable = bool(spec.get("unschedulable"))
+    node.ready = node_ready(status)
+    node.placeholder = False
+    node.idle = node.allocatable.clone().sub(node.used)
+
+
+def new_node(name: str) -> NodeInfo:
+    """A node known only from tasks that name it (Volcano's ``NewNodeInfo(nil)``)."""
+    return NodeInfo(name, Resource(), Resource(), ready=False, placeholder=True)
+
+
+def queue_from(raw: Mapping[str, Any]) -> QueueInfo:
+    """A Volcano Queue; a missing capability or guarantee is ``None`` (unlimited / none)."""
+    meta = raw.get("metadata") or _EMPTY
+    spec = raw.get("spec") or _EMPTY
+    capability = spec.get("capability")
+    guarantee = (spec.get("guarantee") or _EMPTY).get("resource")
+    weight = spec.get("weight")
+    return QueueInfo(
+        name=str(meta.get("name") or ""),
+        weight=weight if isinstance(weight, int) and weight > 0 else 1,
+        capability=resource_from_list(capability) if capability else None,
+        guarantee=resource_from_list(guarantee) if guarantee else None,
+        priority=int(spec.get("priority") or 0),
+        state=str((raw.get("status") or _EMPTY).get("state") or "Open"),
+        creation=time_or_none(meta.get("creationTimestamp")),
+        uid=str(meta.get("uid") or ""),
+    )

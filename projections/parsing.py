@@ -1,0 +1,151 @@
+"""Small, hot parsers shared by the cluster projection: quantities, Go booleans, times.
+
+The cluster fold parses the same few strings (``"500m"``, ``"2Gi"``, one creation second)
+hundreds of thousands of times. ``streams.quantity`` is exact (``Fraction``) and therefore
+slow; here each distinct string is parsed once and the float kept in a bounded dict.
+Units follow Volcano's ``NewResource`` (spec §1.1): cpu in milli, memory in bytes
+(``Quantity.Value``, rounded up), ``pods`` plain, every other scalar in milli.
+
+An invalid quantity counts as 0: bad records are quarantined by ``streams.validation``
+before they reach the log, and a fold never stops on one value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from projections.model import Resource
+from streams.events import parse_time
+from streams.quantity import QuantityError, to_int, to_milli
+
+#: a cache is cleared (not evicted entry by entry) once it holds this many strings
+CACHE_LIMIT = 1 << 16
+
+_MILLI: dict[Any, float] = {}
+_UNITS: dict[Any, float] = {}
+_TIMES: dict[str, datetime] = {}
+_INT32 = re.compile(r"^[+-]?[0-9]+$")
+
+
+def milli(quantity: Any) -> float:
+    """``Quantity.MilliValue`` as a float (cpu and extended scalars); invalid → 0."""
+    value = _MILLI.get(quantity)
+    if value is None:
+        try:
+            value = float(to_milli(quantity))
+        except (QuantityError, TypeError):
+            value = 0.0
+        if len(_MILLI) >= CACHE_LIMIT:
+            _MILLI.clear()
+        _MILLI[quantity] = value
+    return value
+
+
+def units(quantity: Any) -> float:
+    """``Quantity.Value`` as a float (memory bytes, ``pods``); invalid → 0."""
+    value = _UNITS.get(quantity)
+    if value is None:
+        try:
+            value = float(to_int(quantity))
+        except (QuantityError, TypeError):
+            value = 0.0
+        if len(_UNITS) >= CACHE_LIMIT:
+            _UNITS.clear()
+        _UNITS[quantity] = value
+    return value
+
+
+def time_or_none(value: Any) -> datetime | None:
+    """An RFC 3339 time (cached: recordings repeat the same seconds), or None."""
+    if not value or not isinstance(value, str):
+        return None
+    parsed = _TIMES.get(value)
+    if parsed is None:
+        try:
+            parsed = parse_time(value)
+        except ValueError:
+            return None
+        if len(_TIMES) >= CACHE_LIMIT:
+            _TIMES.clear()
+        _TIMES[value] = parsed
+    return parsed
+
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_bool(value: Any) -> bool | None:
+    """Go's ``strconv.ParseBool``: the twelve accepted spellings, else None (an error)."""
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return None
+
+
+def parse_int32(value: Any) -> int | None:
+    """Go's ``strconv.ParseInt(value, 10, 32)``: optional sign and digits only, in range."""
+    if not isinstance(value, str) or not _INT32.match(value):
+        return None
+    number = int(value)
+    return number if -(2**31) <= number < 2**31 else None
+
+
+def add_requests(
+    target: list[float], scalars: dict[str, float], requests: Mapping[str, Any]
+) -> None:
+    """Add a Kubernetes resource list into ``target = [cpu, mem]`` and ``scalars``."""
+    for name, quantity in requests.items():
+        if name == "cpu":
+            target[0] += milli(quantity)
+        elif name == "memory":
+            target[1] += units(quantity)
+        elif name == "pods":
+            scalars["pods"] = scalars.get("pods", 0.0) + units(quantity)
+        elif not name.startswith(("requests.", "limits.")):
+            scalars[name] = scalars.get(name, 0.0) + milli(quantity)
+
+
+def resource_from_list(resources: Any) -> Resource:
+    """A node's or queue's resource list (``status.allocatable``, ``spec.capability``)."""
+    acc = [0.0, 0.0]
+    scalars: dict[str, float] = {}
+    if isinstance(resources, Mapping):
+        add_requests(acc, scalars, resources)
+    return Resource(acc[0], acc[1], scalars)
+
+
+def max_into(target: Resource, other: Resource) -> None:
+    """Volcano's ``SetMaxResource``: per-dimension max, in place."""
+    if other.milli_cpu > target.milli_cpu:
+        target.milli_cpu = other.milli_cpu
+    if other.memory > target.memory:
+        target.memory = other.memory
+    for name, value in other.scalars.items():
+        if value > target.scalars.get(name, 0.0):
+            target.scalars[name] = value
+
+
+def intern_map(cache: dict[Any, Any], value: Any) -> Any:
+    """Share equal flat ``str -> str`` dicts (labels, annotations) between objects.
+
+    Pods of one ReplicaSet carry identical labels and annotations; sharing them cuts the
+    projection's memory. Shared dicts are read-only by contract (see ``projections.model``).
+    Values that are not flat (or not hashable) are returned as they are.
+    """
+    if not value:
+        return {}
+    try:
+        key = tuple(value.items())
+        shared = cache.get(key)
+    except (TypeError, AttributeError):
+        return value
+    if shared is None:
+        if len(cache) >= CACHE_LIMIT:
+            cache.clear()
+        cache[key] = shared = value
+    return shared

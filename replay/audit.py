@@ -1,0 +1,161 @@
+"""Questions over a log: why was this pod evicted or bound, what was decided when and
+where, and the timeline of one pod or node.
+
+Everything is answered from the records alone: a decision names its cause (the trigger
+or metric sample), carries its evidence, and its outcome is the effect whose cause is
+the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from streams.events import DECISION_TYPES, EFFECT_TYPES, Event, format_time
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A decision with what caused it and what came of it."""
+
+    decision: Event
+    cause: Event | None
+    outcome: Event | None
+
+    def lines(self) -> list[str]:
+        d = self.decision.data
+        target = d.get("pod") and f"{d.get('namespace')}/{d.get('pod')}" or d.get("node")
+        out = [
+            f"{format_time(self.decision.at)}  {d.get('kind')} {target}"
+            + (f" on {d.get('node')}" if d.get("pod") else "")
+            + f"  reason={d.get('reason')} source={d.get('source')}  (offset {self.decision.offset})"
+        ]
+        if self.cause is not None:
+            out.append(f"  caused by {_describe(self.cause)}")
+        for key, value in sorted((d.get("evidence") or {}).items()):
+            out.append(f"  evidence.{key} = {_short(value)}")
+        if self.outcome is None:
+            out.append("  outcome: no effect recorded (pending, or dry run)")
+        else:
+            err = self.outcome.data.get("error")
+            out.append(
+                f"  outcome: {self.outcome.type} at {format_time(self.outcome.at)}"
+                + (f": {err}" if err else "")
+            )
+        return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _describe(event: Event) -> str:
+    d = event.data
+    if event.type == "trigger.fired":
+        zone = f" zone={d['zone']}" if d.get("zone") else ""
+        return f"trigger {d.get('trigger')} ({d.get('kind')}{zone}) at {format_time(event.at)}"
+    if event.type.startswith("metrics."):
+        name = (d.get("metadata") or {}).get("name")
+        return f"{event.type} sample of {name} at {format_time(event.at)}: {d.get('usage')}"
+    return f"{event.type} {event.id} at {format_time(event.at)}"
+
+
+def _target_of(event: Event) -> tuple[str, str]:
+    """(pod key or "", node name or "") an event is about."""
+    d = event.data
+    if event.type in DECISION_TYPES:
+        pod = f"{d.get('namespace')}/{d.get('pod')}" if d.get("pod") else ""
+        return pod, str(d.get("node") or "")
+    if event.type == "k8s.watch":
+        obj = d.get("object") or {}
+        meta = obj.get("metadata") or {}
+        if d.get("resource") == "pods":
+            return f"{meta.get('namespace')}/{meta.get('name')}", str(
+                (obj.get("spec") or {}).get("nodeName") or ""
+            )
+        if d.get("resource") == "nodes":
+            return "", str(meta.get("name") or "")
+    if event.type in ("metrics.node", "metrics.pod"):
+        meta = d.get("metadata") or {}
+        if event.type == "metrics.node":
+            return "", str(meta.get("name") or "")
+        return f"{meta.get('namespace')}/{meta.get('name')}", ""
+    if event.type in EFFECT_TYPES:
+        target = str(d.get("target") or "")
+        return (target, "") if "/" in target else ("", target)
+    return "", ""
+
+
+def explain(events: Iterable[Event], pod: str) -> list[Explanation]:
+    """Every decision about ``pod`` (``namespace/name`` or a bare name), explained."""
+    records = list(events)
+    by_id = {e.id: e for e in records}
+    outcomes = {e.cause: e for e in records if e.type in EFFECT_TYPES and e.cause}
+    found = []
+    for event in records:
+        if event.type not in DECISION_TYPES:
+            continue
+        key, _ = _target_of(event)
+        if key and (key == pod or key.split("/", 1)[1] == pod):
+            cause = by_id.get(event.cause) if event.cause else None
+            found.append(Explanation(event, cause, outcomes.get(event.id)))
+    return found
+
+
+def select_decisions(
+    events: Iterable[Event],
+    *,
+    reason: str | None = None,
+    node: str | None = None,
+    namespace: str | None = None,
+    kind: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Iterator[Event]:
+    """Decisions filtered by reason, node, namespace, kind and time range (inclusive)."""
+    for event in events:
+        if event.type not in DECISION_TYPES:
+            continue
+        d = event.data
+        if reason and d.get("reason") != reason:
+            continue
+        if node and d.get("node") != node:
+            continue
+        if namespace and d.get("namespace") != namespace:
+            continue
+        if kind and d.get("kind") != kind:
+            continue
+        if since and event.at < since:
+            continue
+        if until and event.at > until:
+            continue
+        yield event
+
+
+def timeline(events: Iterable[Event], *, pod: str | None = None, node: str | None = None) -> list[str]:
+    """One line per record about a pod or a node, in log order."""
+    out = []
+    for event in events:
+        key, node_name = _target_of(event)
+        hit = (pod is not None and key and (key == pod or key.split("/", 1)[1] == pod)) or (
+            node is not None and node_name == node
+        )
+        if not hit:
+            continue
+        d = event.data
+        if event.type == "k8s.watch":
+            obj = d.get("object") or {}
+            phase = (obj.get("status") or {}).get("phase", "")
+            deleting = " deleting" if (obj.get("metadata") or {}).get("deletionTimestamp") else ""
+            what = f"{d.get('event')} {d.get('resource')} phase={phase}{deleting}"
+        elif event.type in DECISION_TYPES:
+            what = f"{event.type} reason={d.get('reason')} source={d.get('source')}"
+        elif event.type.startswith("metrics."):
+            what = f"{event.type} {d.get('usage') or d.get('containers')}"
+        else:
+            what = f"{event.type} {d.get('error') or ''}".rstrip()
+        out.append(f"{format_time(event.at)}  #{event.offset}  {what}")
+    return out

@@ -1,0 +1,123 @@
+"""Deterministic replay: re-derive every recorded decision from the log and compare.
+
+The log is folded record by record into a fresh :class:`~projections.world.World`. At
+each record that can cause decisions (``trigger.fired``, ``metrics.node``) the decisions
+are computed again with the configuration in force at that point (the latest
+``config.applied``, or an override) and compared with the decisions recorded with that
+record as their ``cause``. Recorded decisions are then folded as recorded, so one
+difference does not cascade into every later comparison.
+
+With an override configuration the comparison is counterfactual: at each recorded
+trigger, what the other configuration would have decided on the same recorded state.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.decide import decide, is_decision_source
+from controller.framework.config import TideConfig, load_config
+from controller.pressure.config import EvictionConfig, parse_eviction_config
+from projections.world import World
+from streams.codec import decision_line
+from streams.events import DECISION_TYPES, Event
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first place where replay and record disagree."""
+
+    offset: int
+    cause_id: str
+    cause_type: str
+    at: str
+    recorded: list[str]
+    replayed: list[str]
+
+    def describe(self) -> str:
+        lines = [
+            f"decisions differ at offset {self.offset} ({self.cause_type} {self.cause_id}, {self.at}):"
+        ]
+        rec, rep = set(self.recorded), set(self.replayed)
+        lines += [f"  - recorded only: {line}" for line in self.recorded if line not in rep]
+        lines += [f"  + replayed only: {line}" for line in self.replayed if line not in rec]
+        if rec == rep:
+            lines.append("  (same decisions in a different order)")
+        return "\n".join(lines)
+
+
+@dataclass
+class ReplayReport:
+    """What a replay found."""
+
+    checked: int = 0
+    decisions: int = 0
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+
+class _ConfigCache:
+    """Parses each distinct ``config.applied`` payload once."""
+
+    def __init__(self, override: Mapping[str, Any] | None) -> None:
+        self.override = override
+        self._key: int | None = None
+        self._parsed: tuple[TideConfig, EvictionConfig | None] | None = None
+
+    def get(self, raw: Mapping[str, Any] | None) -> tuple[TideConfig, EvictionConfig | None]:
+        source = self.override if self.override is not None else (raw or {})
+        if self._parsed is None or self._key != id(source):
+            config = load_config(source)
+            eviction_raw = config.eviction
+            eviction = parse_eviction_config(eviction_raw) if eviction_raw else None
+            self._key, self._parsed = id(source), (config, eviction)
+        return self._parsed
+
+
+def replay(
+    events: Iterable[Event],
+    *,
+    override: Mapping[str, Any] | None = None,
+    stop_at_first: bool = True,
+) -> ReplayReport:
+    """Re-derive and compare every decision of ``events`` (in offset order)."""
+    records = list(events)
+    recorded: dict[str, list[Event]] = defaultdict(list)
+    for event in records:
+        if event.type in DECISION_TYPES and event.cause is not None:
+            recorded[event.cause].append(event)
+    report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
+    world = World()
+    configs = _ConfigCache(override)
+    for event in records:
+        if event.type == "trigger.fired":
+            replayed = decide(world, event, *configs.get(world.config))
+            world.apply(event)
+        else:
+            world.apply(event)
+            if not is_decision_source(event):
+                continue
+            replayed = decide(world, event, *configs.get(world.config))
+        report.checked += 1
+        expected = [decision_line(e).decode() for e in recorded.get(event.id, [])]
+        got = [decision_line(e).decode() for e in replayed]
+        if expected != got:
+            report.differences.append(
+                Difference(
+                    offset=event.offset,
+                    cause_id=event.id,
+                    cause_type=event.type,
+                    at=event.at.isoformat(),
+                    recorded=expected,
+                    replayed=got,
+                )
+            )
+            if stop_at_first:
+                break
+    return report

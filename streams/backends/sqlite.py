@@ -1,0 +1,238 @@
+"""The embedded log: one SQLite file (WAL, ``synchronous=NORMAL``) through aiosqlite.
+
+Why it looks the way it does (numbers from spec/ecosystem.md §2):
+
+* every awaited aiosqlite call costs ~57 µs, so an append is one ``executemany`` for the
+  whole batch plus two small calls; the payload is stored as canonical orjson bytes;
+* offsets are explicit, 0-based, and assigned inside the insert
+  (``MAX(offset) + 1``) under ``BEGIN IMMEDIATE``, so two processes appending to one file
+  still get one gap-free order; ``INSERT OR IGNORE`` on the unique ``id`` makes appends
+  idempotent, and the rows actually inserted are read back to return their offsets;
+* all statements share one connection, and an asyncio lock keeps a reader from seeing
+  another coroutine's half-done transaction;
+* reads are paged ``fetchall`` (the fastest aiosqlite read); subscribers are woken at
+  once by appends in this process and poll for appends by other processes.
+
+This and ``projections/store.py`` are the only modules that import aiosqlite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import orjson
+
+from streams.codec import check_appendable, encode_data, from_stored
+from streams.events import Event, format_time
+from streams.log import BackendUnavailableError, EventLog, LogError, Quarantined
+
+PAGE = 1_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    "offset" INTEGER PRIMARY KEY,
+    id TEXT UNIQUE NOT NULL,
+    at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    cause TEXT,
+    v INTEGER NOT NULL DEFAULT 1,
+    data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_type ON events (type);
+CREATE TABLE IF NOT EXISTS quarantine (
+    seq INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    UNIQUE (source, line, reason, raw)
+);
+"""
+_INSERT = (
+    'INSERT OR IGNORE INTO events ("offset", id, at, type, cause, v, data) '
+    'VALUES ((SELECT IFNULL(MAX("offset") + 1, 0) FROM events), ?, ?, ?, ?, ?, ?)'
+)
+_LAST = 'SELECT IFNULL(MAX("offset"), -1) FROM events'
+_ADDED = 'SELECT "offset", id FROM events WHERE "offset" >= ?'
+_PAGE = (
+    'SELECT "offset", id, at, type, cause, v, data FROM events '
+    'WHERE "offset" >= ? ORDER BY "offset" LIMIT ?'
+)
+_CONTAINS = "SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?))"
+_SET_ASIDE = "INSERT OR IGNORE INTO quarantine (source, line, reason, raw) VALUES (?, ?, ?, ?)"
+_QUARANTINE = "SELECT source, line, reason, raw FROM quarantine ORDER BY seq"
+
+Row = tuple[str, str, str, str | None, int, bytes]
+
+
+class SQLiteLog(EventLog):
+    """An :class:`~streams.log.EventLog` in one SQLite file (see the module docstring)."""
+
+    def __init__(self, db: aiosqlite.Connection, path: str, *, poll_interval: float) -> None:
+        self._db = db
+        self._lock = asyncio.Lock()
+        self._grew = asyncio.Event()
+        self._poll = poll_interval
+        self.path = path
+        self.url = "sqlite://" if path == ":memory:" else f"sqlite:///{path}"
+
+    @classmethod
+    async def open(cls, path: str | Path, *, poll_interval: float = 0.2) -> SQLiteLog:
+        """Open (creating if needed) the log in ``path``; ``":memory:"`` for a private one.
+
+        ``poll_interval`` is how often subscribers look for rows other processes added.
+        """
+        db = await aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute("PRAGMA busy_timeout=10000")
+            await db.executescript(_SCHEMA)
+        except aiosqlite.Error as exc:
+            await db.close()
+            raise _wrap(exc, f"cannot open SQLite log {path}") from exc
+        return cls(db, str(path), poll_interval=poll_interval)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def append(self, events: Sequence[Event]) -> list[Event]:
+        check_appendable(events)
+        unique: dict[str, Event] = {}
+        for event in events:
+            unique.setdefault(event.id, event)
+        if not unique:
+            return []
+        rows = [_row(event) for event in unique.values()]  # encode before taking the lock
+        async with self._lock:
+            try:
+                cursor = await self._db.executemany(_INSERT, rows)
+                count = cursor.rowcount
+                offsets: dict[str, int] = {}
+                if count > 0:
+                    last = (await self._fetch(_LAST, ()))[0][0]
+                    first = last - count + 1
+                    if count == len(unique):
+                        offsets = dict(zip(unique, range(first, last + 1), strict=True))
+                    else:
+                        offsets = {i: o for o, i in await self._fetch(_ADDED, (first,))}
+                await self._db.commit()
+            except BaseException as exc:
+                await _rollback(self._db)
+                if isinstance(exc, aiosqlite.Error):
+                    raise _wrap(exc, "append failed") from exc
+                raise
+        if not offsets:
+            return []
+        self._wake()
+        return [event.with_offset(offsets[i]) for i, event in unique.items() if i in offsets]
+
+    async def read(self, start: int = 0, stop: int | None = None) -> AsyncIterator[Event]:
+        offset = max(start, 0)
+        while stop is None or offset < stop:
+            limit = PAGE if stop is None else min(PAGE, stop - offset)
+            page = await self._page(offset, limit)
+            for event in page:
+                yield event
+            if len(page) < limit:
+                return
+            offset = page[-1].offset + 1
+
+    async def subscribe(self, start: int = 0) -> AsyncIterator[Event]:
+        offset = max(start, 0)
+        while True:
+            grew = self._grew  # taken before reading, so no append can slip by unnoticed
+            page = await self._page(offset, PAGE)
+            for event in page:
+                yield event
+            if page:
+                offset = page[-1].offset + 1
+                continue
+            try:
+                async with asyncio.timeout(self._poll):
+                    await grew.wait()
+            except TimeoutError:
+                pass  # other processes: look again
+
+    async def head(self) -> int:
+        async with self._lock:
+            last: int = (await self._fetch(_LAST, ()))[0][0]
+        return last + 1
+
+    async def contains(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        async with self._lock:
+            rows = await self._fetch(_CONTAINS, (orjson.dumps(list(ids)).decode(),))
+        return {row[0] for row in rows}
+
+    async def set_aside(self, items: Sequence[Quarantined]) -> None:
+        if not items:
+            return
+        rows = [(q.source, q.line, q.reason, q.raw) for q in items]
+        async with self._lock:
+            try:
+                await self._db.executemany(_SET_ASIDE, rows)
+                await self._db.commit()
+            except BaseException as exc:
+                await _rollback(self._db)
+                if isinstance(exc, aiosqlite.Error):
+                    raise _wrap(exc, "set_aside failed") from exc
+                raise
+
+    async def quarantine(self) -> list[Quarantined]:
+        async with self._lock:
+            rows = await self._fetch(_QUARANTINE, ())
+        return [Quarantined(source=s, line=n, reason=r, raw=raw) for s, n, r, raw in rows]
+
+    async def _page(self, offset: int, limit: int) -> list[Event]:
+        async with self._lock:
+            rows = await self._fetch(_PAGE, (offset, limit))
+        return [from_stored(*row) for row in rows]
+
+    async def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        try:
+            return list(await self._db.execute_fetchall(sql, params))
+        except aiosqlite.Error as exc:
+            raise _wrap(exc, "query failed") from exc
+
+    def _wake(self) -> None:
+        self._grew.set()
+        self._grew = asyncio.Event()
+
+
+@lru_cache(maxsize=1024)
+def _format_at(at: datetime) -> str:
+    return format_time(at)
+
+
+def _row(event: Event) -> Row:
+    return (
+        event.id,
+        _format_at(event.at),
+        event.type,
+        event.cause,
+        event.v,
+        encode_data(event.data),
+    )
+
+
+async def _rollback(db: aiosqlite.Connection) -> None:
+    with contextlib.suppress(aiosqlite.Error):  # if the connection is gone, so is the txn
+        await db.rollback()
+
+
+def _wrap(exc: aiosqlite.Error, what: str) -> LogError:
+    message = f"{what}: {exc}"
+    if isinstance(exc, aiosqlite.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc) or "unable to open" in str(exc)
+    ):
+        return BackendUnavailableError(message)
+    return LogError(message)

@@ -1,0 +1,169 @@
+"""The canonical encoding of a record, and the upcasting of old payload versions.
+
+Recordings, ``tide log export`` and decision files must be byte-for-byte reproducible,
+so there is exactly one way to write a record: a JSON object with sorted keys (nested
+ones too), ``at`` in :func:`streams.events.format_time` form, ``cause`` only when set
+and ``v`` only when it is not 1. The same event always gives the same bytes.
+
+Payload schemas change by bumping ``EVENT_TYPES[type]``; stored records are never
+rewritten. Instead an upcaster registered in :data:`UPCASTERS` under
+``(type, from_version)`` turns a ``from_version`` payload into a ``from_version + 1``
+payload, and :func:`decode` / :func:`from_stored` chain them on read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from streams.events import EVENT_TYPES, JSON, Event, content_id, format_time, parse_time
+
+Upcaster = Callable[[JSON], JSON]
+
+#: ``(type, from_version) -> upcaster`` returning the payload at ``from_version + 1``.
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+class DecodeError(ValueError):
+    """A line or stored record that is not a valid event; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def check_appendable(events: Iterable[Event]) -> None:
+    """Refuse, before anything is stored, events no log could read back.
+
+    Raises ``ValueError`` for an unknown type or a naive ``at`` (which
+    :func:`~streams.events.format_time` would silently read as local time).
+    """
+    for event in events:
+        if event.type not in EVENT_TYPES:
+            raise ValueError(f"event {event.id}: unknown event type {event.type!r}")
+        if event.at.tzinfo is None:
+            raise ValueError(f"event {event.id}: 'at' has no timezone")
+
+
+def encode(event: Event) -> bytes:
+    """The canonical line for ``event`` (no trailing newline)."""
+    record: JSON = {
+        "at": format_time(event.at),
+        "type": event.type,
+        "id": event.id,
+        "data": event.data,
+    }
+    if event.cause is not None:
+        record["cause"] = event.cause
+    if event.v != 1:
+        record["v"] = event.v
+    return orjson.dumps(record, option=_SORTED)
+
+
+def encode_data(data: JSON) -> bytes:
+    """A payload alone, canonically (what the SQLite backend stores in ``data``)."""
+    return orjson.dumps(data, option=_SORTED)
+
+
+def decision_line(event: Event) -> bytes:
+    """One line of a decision output file: ``{"at": ..., **data}``, canonical."""
+    return orjson.dumps({"at": format_time(event.at), **event.data}, option=_SORTED)
+
+
+def decode(line: bytes | str) -> Event:
+    """Parse one canonical (or hand-written) line back into an event.
+
+    A line without ``id`` gets the content id :func:`streams.events.make_event` would
+    give it, hashed over the payload as written (before upcasting), so the same line
+    always gets the same id. Raises :class:`DecodeError` naming what is wrong.
+    """
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"not JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise DecodeError(f"not a JSON object but {json_kind(record)}")
+    return decode_record(record)
+
+
+def decode_record(record: JSON) -> Event:
+    """Build an event from an already parsed line (see :func:`decode`)."""
+    raw_at = record.get("at")
+    if raw_at is None:
+        raise DecodeError("missing 'at'")
+    type_ = record.get("type")
+    if type_ is None:
+        raise DecodeError("missing 'type'")
+    if not isinstance(type_, str):
+        raise DecodeError(f"'type' is {json_kind(type_)}, not a string")
+    if type_ not in EVENT_TYPES:
+        raise DecodeError(f"unknown event type {type_!r}")
+    if not isinstance(raw_at, str):
+        raise DecodeError(f"'at' is {json_kind(raw_at)}, not an RFC 3339 string")
+    try:
+        at = parse_at(raw_at)
+    except ValueError:
+        raise DecodeError(f"'at' {raw_at!r} is not an RFC 3339 time with a zone") from None
+    data = record.get("data")
+    if not isinstance(data, dict):
+        raise DecodeError(f"'data' is {json_kind(data)}, not an object")
+    cause = record.get("cause")
+    if cause is not None and not isinstance(cause, str):
+        raise DecodeError(f"'cause' is {json_kind(cause)}, not a string")
+    v = record.get("v", 1)
+    if type(v) is not int or v < 1:
+        raise DecodeError(f"'v' {v!r} is not a positive integer")
+    id_ = record.get("id")
+    if id_ is None:
+        id_ = content_id(type_, at, data, cause)
+    elif not isinstance(id_, str) or not id_:
+        raise DecodeError(f"'id' {id_!r} is not a non-empty string")
+    v, data = upcast(type_, v, data)
+    return Event(type=type_, at=at, id=id_, data=data, cause=cause, v=v)
+
+
+def from_stored(
+    offset: int, id_: str, at: str, type_: str, cause: str | None, v: int, data: bytes | str
+) -> Event:
+    """Rebuild an event from a storage row (the SQLite backend's column order)."""
+    payload = orjson.loads(data)
+    if v != EVENT_TYPES.get(type_, v):
+        v, payload = upcast(type_, v, payload)
+    return Event(type_, parse_at(at), id_, payload, cause, offset, v)
+
+
+def upcast(type_: str, v: int, data: JSON) -> tuple[int, JSON]:
+    """Bring a payload of version ``v`` up to the current version of its type."""
+    current = EVENT_TYPES.get(type_)
+    if current is None:
+        raise DecodeError(f"unknown event type {type_!r}")
+    if v > current:
+        raise DecodeError(f"{type_} v{v} is newer than this tide understands (v{current})")
+    while v < current:
+        upcaster = UPCASTERS.get((type_, v))
+        if upcaster is None:
+            raise DecodeError(f"no upcaster for {type_} v{v} -> v{v + 1}")
+        data = upcaster(data)
+        v += 1
+    return v, data
+
+
+@lru_cache(maxsize=1024)
+def parse_at(text: str) -> datetime:
+    """:func:`streams.events.parse_time`, cached: many records share one ``at``."""
+    return parse_time(text)
+
+
+def json_kind(value: Any) -> str:
+    """How a JSON value is described in error messages (``an object``, ``null``...)."""
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number"
+    )

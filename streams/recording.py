@@ -1,0 +1,180 @@
+"""JSON Lines recordings: reading them onto a log and writing logs back out.
+
+A recording is one event per line (see DESIGN.md, "Recording"). Reading never stops at
+a bad line: a line that is not JSON, not an object, lacks ``at`` or ``type``, has a bad
+``at``, an unknown type or a payload that fails :func:`streams.validation.validate` is
+set aside as a :class:`~streams.log.Quarantined` with its line number and reason, and
+everything else goes on. Blank lines are ignored. A line without ``id`` gets the
+content id, so importing the same recording twice adds nothing the second time.
+
+Reading is batched (recordings hold hundreds of thousands of ~6 KB pods) and
+:func:`import_recording` overlaps parsing the next batch with storing the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from streams.codec import DecodeError, decode_record, encode, json_kind
+from streams.events import Event
+from streams.log import EventLog, Quarantined
+from streams.validation import ValidationError, validate
+
+Source = str | Path | IO[bytes]
+
+BATCH_SIZE = 2_000
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Consecutive lines of a recording: the events read, and the lines set aside."""
+
+    events: list[Event]
+    lines: list[int]  # the line number of each event
+    bad: list[Quarantined]
+    position: int  # bytes of the recording consumed so far
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    """What :func:`import_recording` did."""
+
+    imported: int = 0
+    duplicates: int = 0
+    set_aside: list[Quarantined] = field(default_factory=list)
+
+
+def parse_line(raw: bytes, *, source: str, line: int) -> Event | Quarantined:
+    """One line of a recording: the event, or why it was set aside."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return _aside(source, line, f"not JSON: {exc}", raw)
+    if not isinstance(record, dict):
+        return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
+    try:
+        event = decode_record(record)
+        validate(event.type, event.data)
+    except (DecodeError, ValidationError) as exc:
+        return _aside(source, line, exc.reason, raw)
+    return event
+
+
+def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Iterator[Batch]:
+    """Read a recording (a path or a binary stream) in batches of up to ``size`` events."""
+    with ExitStack() as stack:
+        if isinstance(source, str | Path):
+            name = str(source)
+            stream: IO[bytes] = stack.enter_context(Path(source).open("rb"))
+        else:
+            name = str(getattr(source, "name", "<stream>"))
+            stream = source
+        events: list[Event] = []
+        lines: list[int] = []
+        bad: list[Quarantined] = []
+        position = 0
+        for line_no, raw in enumerate(stream, 1):
+            position += len(raw)
+            if line_no == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            if not raw or raw.isspace():
+                continue
+            parsed = parse_line(raw, source=name, line=line_no)
+            if isinstance(parsed, Event):
+                events.append(parsed)
+                lines.append(line_no)
+                if len(events) >= size:
+                    yield Batch(events, lines, bad, position)
+                    events, lines, bad = [], [], []
+            else:
+                bad.append(parsed)
+        if events or bad:
+            yield Batch(events, lines, bad, position)
+
+
+def read_recording(source: Source) -> Iterator[tuple[int, Event] | Quarantined]:
+    """Read a recording line by line: ``(line_no, event)`` or a ``Quarantined``, in order."""
+    for batch in read_batches(source):
+        merged: list[tuple[int, Event] | Quarantined] = [
+            *zip(batch.lines, batch.events, strict=True)
+        ]
+        merged.extend(batch.bad)
+        merged.sort(key=lambda item: item.line if isinstance(item, Quarantined) else item[0])
+        yield from merged
+
+
+def write_recording(events: Iterable[Event], dest: str | Path | IO[bytes]) -> int:
+    """Write events as canonical lines to a path or binary stream; return how many."""
+    with ExitStack() as stack:
+        if isinstance(dest, str | Path):
+            stream: IO[bytes] = stack.enter_context(Path(dest).open("wb"))
+        else:
+            stream = dest
+        count = 0
+        chunk: list[bytes] = []
+        for event in events:
+            chunk.append(encode(event))
+            if len(chunk) >= BATCH_SIZE:
+                count += _write_chunk(stream, chunk)
+                chunk = []
+        count += _write_chunk(stream, chunk)
+        return count
+
+
+async def import_recording(
+    source: Source,
+    log: EventLog,
+    *,
+    batch_size: int = BATCH_SIZE,
+    on_progress: Callable[[int], None] | None = None,
+) -> ImportSummary:
+    """Append a recording to ``log``, setting bad lines aside there too.
+
+    Each batch is one atomic, idempotent append. While the log stores batch *k* (an
+    SQLite backend does that in its own thread), this coroutine parses batch *k + 1*.
+    ``on_progress`` is called with the bytes consumed after each batch.
+    """
+    summary = ImportSummary()
+    pending: asyncio.Task[list[Event]] | None = None
+    sent = 0
+    try:
+        for batch in read_batches(source, size=batch_size):
+            if pending is not None:
+                summary.imported += len(await pending)
+                pending = None
+            if batch.bad:
+                await log.set_aside(batch.bad)
+                summary.set_aside.extend(batch.bad)
+            if batch.events:
+                sent += len(batch.events)
+                pending = asyncio.ensure_future(log.append(batch.events))
+                await asyncio.sleep(0)  # let the append start before parsing on
+            if on_progress is not None:
+                on_progress(batch.position)
+        if pending is not None:
+            summary.imported += len(await pending)
+            pending = None
+    finally:
+        if pending is not None:  # an error while parsing: do not leave the append orphaned
+            await asyncio.gather(pending, return_exceptions=True)
+    summary.duplicates = sent - summary.imported
+    return summary
+
+
+def _write_chunk(stream: IO[bytes], chunk: list[bytes]) -> int:
+    if chunk:
+        stream.write(b"\n".join(chunk) + b"\n")
+    return len(chunk)
+
+
+def _aside(source: str, line: int, reason: str, raw: bytes) -> Quarantined:
+    text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
+    return Quarantined(source=source, line=line, reason=reason, raw=text)

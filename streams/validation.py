@@ -1,0 +1,331 @@
+"""Checks that a payload is one tide can fold, before it reaches the log.
+
+Bad input is set aside with a reason instead of surfacing later as a crash deep inside
+a projection, so the reason must name the object and the field
+(``pods default/web-1: spec.containers[0].resources.requests.cpu: quantity '12x' is not
+a valid Kubernetes quantity``). Only what tide reads is checked; a Kubernetes object
+with missing optional fields is normal. This runs on every pod of a large import
+(150,000 pods of ~6 KB), so it is hand-written dict walking, with the quantity parser's
+cache doing the rest: no models are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streams.codec import json_kind as _kind
+from streams.events import JSON, parse_time
+from streams.quantity import parse_quantity
+
+WATCH_RESOURCES = frozenset({"nodes", "pods", "podgroups", "queues"})
+WATCH_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+REASONS = frozenset(
+    {
+        "tdm-window-closed",
+        "tdm-preempt",
+        "preempt",
+        "allocate",
+        "low-node-utilization",
+        "cpu-pressure",
+        "memory-pressure",
+        "oom-risk",
+        "faulty-oom",
+        "faulty-memory-leak",
+        "predicted-pressure",
+        "eviction-taint",
+    }
+)
+TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+
+_SINGULAR = {"nodes": "node", "pods": "pod", "podgroups": "podgroup", "queues": "queue"}
+_NAMESPACED = frozenset({"pods", "podgroups"})
+
+
+class ValidationError(ValueError):
+    """A payload tide cannot fold; ``reason`` names the object and the field."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _FieldError(Exception):
+    """Raised inside an object's checks; the caller prefixes the object's name."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+def validate(type_: str, data: JSON) -> None:
+    """Raise :class:`ValidationError` unless ``data`` is a valid payload of ``type_``."""
+    check = _CHECKS.get(type_)
+    if check is None:
+        raise ValidationError(f"unknown event type {type_!r}")
+    if not isinstance(data, dict):
+        raise ValidationError(f"{type_}: data is {_kind(data)}, not an object")
+    check(data)
+
+
+# -- k8s.watch -----------------------------------------------------------------------
+
+
+def _watch(data: JSON) -> None:
+    resource = data.get("resource")
+    if resource not in WATCH_RESOURCES:
+        raise ValidationError(
+            f"k8s.watch: resource {resource!r} is not one of {', '.join(sorted(WATCH_RESOURCES))}"
+        )
+    event = data.get("event")
+    if event not in WATCH_EVENTS:
+        raise ValidationError(
+            f"k8s.watch: event {event!r} is not one of {', '.join(sorted(WATCH_EVENTS))}"
+        )
+    obj = data.get("object")
+    if not isinstance(obj, dict):
+        raise ValidationError(f"k8s.watch {resource}: object is {_kind(obj)}, not an object")
+    if event == "BOOKMARK":  # only metadata.resourceVersion is meaningful
+        return
+    label = _object_label(resource, obj)
+    try:
+        _OBJECT_CHECKS[resource](obj)
+    except _FieldError as exc:
+        raise ValidationError(f"{resource} {label}: {exc}") from None
+
+
+def _object_label(resource: str, obj: JSON) -> str:
+    """``ns/name`` (or ``name``), or a ValidationError when the object cannot be named."""
+    meta = obj.get("metadata")
+    singular = _SINGULAR[resource]
+    if not isinstance(meta, dict):
+        raise ValidationError(f"{singular} without metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValidationError(f"{singular} without metadata.name")
+    if resource not in _NAMESPACED:
+        return name
+    namespace = meta.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        raise ValidationError(f"{singular} {name} without metadata.namespace")
+    return f"{namespace}/{name}"
+
+
+def _pod(obj: JSON) -> None:
+    spec = _dict(obj, "spec", "spec")
+    if spec is None:
+        return
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if containers is None:
+            continue
+        if not isinstance(containers, list):
+            raise _FieldError(f"spec.{key}", f"{_kind(containers)}, not a list")
+        for i, container in enumerate(containers):
+            path = f"spec.{key}[{i}]"
+            if not isinstance(container, dict):
+                raise _FieldError(path, f"{_kind(container)}, not an object")
+            resources = _dict(container, "resources", f"{path}.resources")
+            if resources is not None:
+                _quantities(resources, "requests", f"{path}.resources.requests")
+                _quantities(resources, "limits", f"{path}.resources.limits")
+    _quantities(spec, "overhead", "spec.overhead")
+
+
+def _node(obj: JSON) -> None:
+    status = _dict(obj, "status", "status")
+    if status is not None:
+        _quantities(status, "capacity", "status.capacity")
+        _quantities(status, "allocatable", "status.allocatable")
+
+
+def _queue(obj: JSON) -> None:
+    spec = _dict(obj, "spec", "spec")
+    if spec is None:
+        return
+    _quantities(spec, "capability", "spec.capability")
+    _quantities(spec, "deserved", "spec.deserved")
+    guarantee = _dict(spec, "guarantee", "spec.guarantee")
+    if guarantee is not None:
+        _quantities(guarantee, "resource", "spec.guarantee.resource")
+
+
+def _podgroup(obj: JSON) -> None:
+    spec = _dict(obj, "spec", "spec")
+    if spec is None:
+        return
+    min_member = spec.get("minMember")
+    if min_member is not None and (type(min_member) is not int or min_member < 0):
+        raise _FieldError("spec.minMember", f"{min_member!r} is not an integer >= 0")
+    _quantities(spec, "minResources", "spec.minResources")
+
+
+_OBJECT_CHECKS: dict[str, Callable[[JSON], None]] = {
+    "pods": _pod,
+    "nodes": _node,
+    "queues": _queue,
+    "podgroups": _podgroup,
+}
+
+
+# -- metrics ------------------------------------------------------------------------
+
+
+def _node_metrics(data: JSON) -> None:
+    name = _metrics_name(data, "metrics.node", namespaced=False)
+    try:
+        _required_quantities(data, "usage", "usage")
+    except _FieldError as exc:
+        raise ValidationError(f"metrics.node {name}: {exc}") from None
+
+
+def _pod_metrics(data: JSON) -> None:
+    name = _metrics_name(data, "metrics.pod", namespaced=True)
+    try:
+        containers = data.get("containers")
+        if not isinstance(containers, list):
+            raise _FieldError("containers", f"{_kind(containers)}, not a list")
+        for i, container in enumerate(containers):
+            if not isinstance(container, dict):
+                raise _FieldError(f"containers[{i}]", f"{_kind(container)}, not an object")
+            _required_quantities(container, "usage", f"containers[{i}].usage")
+    except _FieldError as exc:
+        raise ValidationError(f"metrics.pod {name}: {exc}") from None
+
+
+def _metrics_name(data: JSON, type_: str, *, namespaced: bool) -> str:
+    meta = data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ValidationError(f"{type_} without metadata.name")
+    if not namespaced:
+        return name
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    if not isinstance(namespace, str) or not namespace:
+        raise ValidationError(f"{type_} {name} without metadata.namespace")
+    return f"{namespace}/{name}"
+
+
+# -- tide's own records --------------------------------------------------------------
+
+
+def _config(data: JSON) -> None:
+    _require(data, "config.applied", config=dict, source=str)
+
+
+def _trigger(data: JSON) -> None:
+    _require(data, "trigger.fired", trigger=str, kind=str, scheduled=str)
+    zone = data.get("zone")
+    if zone is not None and not isinstance(zone, str):
+        raise ValidationError(f"trigger.fired: 'zone' is {_kind(zone)}, not a string")
+    try:
+        parse_time(data["scheduled"])
+    except ValueError:
+        raise ValidationError(
+            f"trigger.fired: 'scheduled' {data['scheduled']!r} is not an RFC 3339 time"
+        ) from None
+
+
+def _decision(kind: str, *, pod: bool) -> Callable[[JSON], None]:
+    type_ = f"decision.{kind}"
+
+    def check(data: JSON) -> None:
+        if pod:
+            _require(data, type_, kind=str, namespace=str, pod=str, uid=str, node=str)
+        else:
+            _require(data, type_, kind=str, node=str, taint=dict)
+        _require(data, type_, reason=str, source=str, evidence=dict)
+        if data["kind"] != kind:
+            raise ValidationError(f"{type_}: 'kind' is {data['kind']!r}, expected {kind!r}")
+        if data["reason"] not in REASONS:
+            raise ValidationError(f"{type_}: unknown reason {data['reason']!r}")
+        if not pod:
+            _taint(type_, data["taint"])
+
+    return check
+
+
+def _taint(type_: str, taint: JSON) -> None:
+    _require(taint, f"{type_}: taint", key=str, effect=str)
+    value = taint.get("value")
+    if value is not None and not isinstance(value, str):
+        raise ValidationError(f"{type_}: taint.value is {_kind(value)}, not a string")
+    if taint["effect"] not in TAINT_EFFECTS:
+        raise ValidationError(f"{type_}: taint.effect {taint['effect']!r} is not a taint effect")
+
+
+def _effect(failed: bool) -> Callable[[JSON], None]:
+    type_ = "effect.failed" if failed else "effect.applied"
+
+    def check(data: JSON) -> None:
+        _require(data, type_, decision=str, kind=str, target=str)
+        error = data.get("error")
+        if failed and error is None:
+            raise ValidationError(f"{type_}: missing 'error'")
+        if error is not None and not isinstance(error, str):
+            raise ValidationError(f"{type_}: 'error' is {_kind(error)}, not a string")
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[JSON], None]] = {
+    "k8s.watch": _watch,
+    "metrics.node": _node_metrics,
+    "metrics.pod": _pod_metrics,
+    "config.applied": _config,
+    "trigger.fired": _trigger,
+    "decision.evict": _decision("evict", pod=True),
+    "decision.bind": _decision("bind", pod=True),
+    "decision.taint": _decision("taint", pod=False),
+    "decision.untaint": _decision("untaint", pod=False),
+    "effect.applied": _effect(failed=False),
+    "effect.failed": _effect(failed=True),
+}
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+_TYPES: dict[type, str] = {dict: "an object", str: "a string"}
+
+
+def _require(data: JSON, where: str, **fields: type) -> None:
+    for key, expected in fields.items():
+        value = data.get(key)
+        if value is None:
+            raise ValidationError(f"{where}: missing {key!r}")
+        if not isinstance(value, expected):
+            raise ValidationError(f"{where}: {key!r} is {_kind(value)}, not {_TYPES[expected]}")
+
+
+def _dict(parent: JSON, key: str, path: str) -> JSON | None:
+    value = parent.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise _FieldError(path, f"{_kind(value)}, not an object")
+
+
+def _quantities(parent: JSON, key: str, path: str) -> None:
+    """Check ``parent[key]``, a ResourceList, when present."""
+    values = parent.get(key)
+    if values is None:
+        return
+    if not isinstance(values, dict):
+        raise _FieldError(path, f"{_kind(values)}, not an object")
+    for name, value in values.items():
+        _quantity(value, f"{path}.{name}")
+
+
+def _required_quantities(parent: JSON, key: str, path: str) -> None:
+    if parent.get(key) is None:
+        raise _FieldError(path, "missing")
+    _quantities(parent, key, path)
+
+
+def _quantity(value: Any, path: str) -> None:
+    if type(value) is str or type(value) is int or type(value) is float:
+        try:
+            parse_quantity(value)
+        except ValueError as exc:  # QuantityError, or a float such as 1e400
+            raise _FieldError(path, str(exc)) from None
+    else:
+        raise _FieldError(path, f"{_kind(value)} is not a Kubernetes quantity")
