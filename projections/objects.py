@@ -26,16 +26,22 @@ annotations copied onto it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from projections.parsing import parse_bool, resource_from_list, time_or_none
 from projections.pods import PREEMPTABLE, QUEUE_NAME, revocable_zone
 
-BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+BUILTIN_PRIORITY_CLASSES = {
+    "system-cluster-critical": 2000000000,
+    "system-node-critical": 2000001000,
+}
 JDB_MIN = ("volcano.sh/jdb-min-available", "volcano.sh/job-disruption-budget-min-available")
 JDB_MAX = ("volcano.sh/jdb-max-unavailable", "volcano.sh/job-disruption-budget-max-unavailable")
 _EMPTY: Mapping[str, Any] = {}
+_IMPLICIT_KEYS = frozenset({PREEMPTABLE, QUEUE_NAME, *JDB_MIN, *JDB_MAX})
+_JOB_FIELDS = tuple(f.name for f in fields(JobInfo) if f.name not in ("namespace", "name", "tasks"))
 
 
 def budget(annotations: Mapping[str, Any]) -> tuple[str, str]:
@@ -77,23 +83,53 @@ def apply_podgroup(job: JobInfo, podgroup: Mapping[str, Any], priority: int) -> 
     job.placeholder = False
 
 
+def _implicit_fields(task: TaskInfo) -> tuple[str, bool, str, str]:
+    """Queue, preemptable and budget of the PodGroup a bare pod would get.
+
+    The controller copies the pod's ``volcano.sh/preemptable`` annotation and label, its
+    revocable-zone annotation and its budget annotation onto the PodGroup, so the job-level
+    rules read the pod's own values (the revocable zone is then the task's own).
+    """
+    annotations, labels = task.annotations, task.labels
+    if _IMPLICIT_KEYS.isdisjoint(annotations) and PREEMPTABLE not in labels:
+        return "default", False, "", ""
+    value = annotations.get(PREEMPTABLE)
+    if value is None:
+        value = labels.get(PREEMPTABLE)
+    preemptable = value is not None and parse_bool(value) is True
+    budget_min, budget_max = budget(annotations) if annotations else ("", "")
+    return str(annotations.get(QUEUE_NAME) or "default"), preemptable, budget_min, budget_max
+
+
+def implicit_job(task: TaskInfo) -> JobInfo:
+    """The job of one for a pod without a PodGroup (see the module docstring)."""
+    queue, preemptable, budget_min, budget_max = _implicit_fields(task)
+    return JobInfo(
+        task.uid,
+        task.namespace,
+        task.name,
+        queue,
+        1,
+        {},
+        task.pod_priority,
+        preemptable,
+        task.revocable_zone,
+        budget_min,
+        budget_max,
+        task.creation,
+        "Inqueue" if task.status == TaskStatus.PENDING else "Running",
+        True,
+        {},
+        False,
+        task.priority_class,
+    )
+
+
 def apply_implicit(job: JobInfo, task: TaskInfo) -> None:
-    """Make ``job`` the PodGroup Volcano's PodGroup controller creates for a bare pod."""
-    annotations = task.annotations
-    copied = {k: annotations[k] for k in (PREEMPTABLE, "volcano.sh/revocable-zone") if k in annotations}
-    job.uid = task.uid
-    job.queue = str(annotations.get(QUEUE_NAME) or "default")
-    job.min_available = 1
-    job.task_min_available = {}
-    job.priority_class = task.priority_class
-    job.priority = task.pod_priority
-    job.preemptable = _preemptable(copied, task.labels)
-    job.revocable_zone = revocable_zone(copied)
-    job.budget_min_available, job.budget_max_unavailable = budget(annotations)
-    job.creation = task.creation
-    job.phase = "Inqueue" if task.status == TaskStatus.PENDING else "Running"
-    job.implicit = True
-    job.placeholder = False
+    """Make ``job`` (in place) the implicit job of ``task``."""
+    fresh = implicit_job(task)
+    for name in _JOB_FIELDS:
+        setattr(job, name, getattr(fresh, name))
 
 
 def reset_placeholder(job: JobInfo) -> None:

@@ -26,8 +26,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from projections.model import JSON, Resource, TaskInfo, TaskStatus
 from projections.parsing import (
+    _MILLI,
+    _TIMES,
+    _UNITS,
     add_requests,
     intern_map,
     max_into,
@@ -46,12 +51,18 @@ TASK_SPEC = "volcano.sh/task-spec"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 QOS_LABEL = "koordinator.sh/qosClass"
 
-_EMPTY: Mapping[str, Any] = {}
+#: shared empty values (read-only by contract, like every map a task holds)
+_EMPTY: dict[str, Any] = {}
+_NONE: list[JSON] = []
 _LABELS: dict[Any, Any] = {}
 _ANNOTATIONS: dict[Any, Any] = {}
 _SELECTORS: dict[Any, Any] = {}
-_TOLERATIONS: dict[Any, list[JSON]] = {}
+_TOLERATIONS: dict[bytes, list[JSON]] = {}
+_AFFINITY: dict[bytes, JSON] = {}
 _intern = sys.intern
+#: keys whose presence sends a pod down the slow path of ``task_from_pod``
+_ANNOTATION_KEYS = frozenset({GROUP_NAME, PREEMPTABLE, REVOCABLE_ZONE, TASK_PRIORITY, TASK_SPEC})
+_LABEL_KEYS = frozenset({PREEMPTABLE, TASK_SPEC, QOS_LABEL})
 
 
 def task_status(phase: Any, node_name: str, deleting: bool) -> TaskStatus:
@@ -142,34 +153,53 @@ def _is_best_effort_pod(spec: Mapping[str, Any], status: Mapping[str, Any]) -> b
     return True
 
 
-def _tolerations(value: Any) -> list[JSON]:
-    if not value:
-        return []
-    try:
-        key = tuple(tuple(item.items()) for item in value)
-        shared = _TOLERATIONS.get(key)
-    except (TypeError, AttributeError):
-        return list(value)
-    if shared is None:
-        if len(_TOLERATIONS) >= 4096:
-            _TOLERATIONS.clear()
-        _TOLERATIONS[key] = shared = value
-    return shared
+class _Shared:
+    """Equal labels, annotations, tolerations, affinity and selector, per owner.
+
+    Pods of one ReplicaSet (or Job, StatefulSet...) mostly carry equal copies of these.
+    Comparing with the previous pod of the same controller owner is cheap (the keys come
+    from orjson's key cache), and keeping one copy saves kilobytes per pod. Shared objects
+    are read-only by contract (``projections.model``).
+    """
+
+    __slots__ = ("affinity", "annotations", "labels", "selector", "tolerations")
+
+    def __init__(
+        self, labels: Any, annotations: Any, tolerations: Any, affinity: Any, selector: Any
+    ) -> None:
+        self.labels = labels
+        self.annotations = annotations
+        self.tolerations = tolerations
+        self.affinity = affinity
+        self.selector = selector
 
 
-def _owner_kind(meta: Mapping[str, Any]) -> str:
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller"):
-            return _intern(str(ref.get("kind") or ""))
-    return ""
+_BY_OWNER: dict[str, _Shared] = {}
 
 
-def job_id(namespace: str, name: str, annotations: Mapping[str, Any]) -> tuple[str, bool]:
-    """The task's job id and whether it is an implicit job of one (no PodGroup named)."""
-    group = annotations.get(GROUP_NAME)
-    if group:
-        return f"{namespace}/{group}", False
-    return f"{namespace}/{name}", True
+def _fast_request(containers: Any) -> Resource:
+    """``pod_request`` for the common pod: regular containers only."""
+    cpu = memory = 0.0
+    scalars: dict[str, float] = {}
+    milli_cache, units_cache = _MILLI, _UNITS
+    for container in containers or ():
+        resources = container.get("resources")
+        if not resources:
+            continue
+        requests = resources.get("requests")
+        if not requests:
+            continue
+        for name, quantity in requests.items():
+            if name == "cpu":
+                value = milli_cache.get(quantity)
+                cpu += milli(quantity) if value is None else value
+            elif name == "memory":
+                value = units_cache.get(quantity)
+                memory += units(quantity) if value is None else value
+            else:
+                add_requests([0.0, 0.0], scalars, {name: quantity})
+    scalars["pods"] = scalars.get("pods", 0.0) + 1.0
+    return Resource(cpu, memory, scalars)
 
 
 def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
@@ -177,34 +207,79 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
     meta = pod["metadata"]
     spec = pod.get("spec") or _EMPTY
     status = pod.get("status") or _EMPTY
-    namespace = _intern(meta.get("namespace") or "default")
+    namespace = meta.get("namespace") or "default"
     name = meta["name"]
-    annotations = intern_map(_ANNOTATIONS, meta.get("annotations"))
-    labels = intern_map(_LABELS, meta.get("labels"))
-    node_name = spec.get("nodeName") or ""
-    if node_name:
-        node_name = _intern(node_name)
-    deleting = bool(meta.get("deletionTimestamp"))
-    request = pod_request(spec)
+    annotations = meta.get("annotations") or _EMPTY
+    labels = meta.get("labels") or _EMPTY
+    tolerations = spec.get("tolerations") or _NONE
+    affinity = spec.get("affinity") or None
+    selector = spec.get("nodeSelector") or _EMPTY
+
+    owner_kind = ""
+    refs = meta.get("ownerReferences")
+    if refs:
+        for ref in refs:
+            if ref.get("controller"):
+                owner_kind = _intern(ref.get("kind") or "")
+                shared = _BY_OWNER.get(ref.get("uid"))
+                if shared is None:
+                    if len(_BY_OWNER) >= 1 << 16:
+                        _BY_OWNER.clear()
+                    _BY_OWNER[ref.get("uid")] = _Shared(
+                        labels, annotations, tolerations, affinity, selector
+                    )
+                else:
+                    if shared.labels == labels:
+                        labels = shared.labels
+                    if shared.annotations == annotations:
+                        annotations = shared.annotations
+                    if shared.tolerations == tolerations:
+                        tolerations = shared.tolerations
+                    if shared.affinity == affinity:
+                        affinity = shared.affinity
+                    if shared.selector == selector:
+                        selector = shared.selector
+                break
+
+    if "initContainers" in spec or "overhead" in spec:
+        request = pod_request(spec)
+    else:
+        request = _fast_request(spec.get("containers"))
 
     spec_priority = spec.get("priority")
-    pod_priority = spec_priority if isinstance(spec_priority, int) else 0
-    priority = pod_priority if isinstance(spec_priority, int) else 1
-    if TASK_PRIORITY in annotations:
-        override = parse_int32(annotations[TASK_PRIORITY])
-        if override is not None:
-            priority = override
-
-    qos = labels.get(QOS_LABEL)
+    if isinstance(spec_priority, int):
+        pod_priority = priority = spec_priority
+    else:
+        pod_priority, priority = 0, 1
+    group = preemptable = None
+    zone = role = ""
+    if annotations and not _ANNOTATION_KEYS.isdisjoint(annotations):
+        group = annotations.get(GROUP_NAME)
+        role = annotations.get(TASK_SPEC) or ""
+        zone = revocable_zone(annotations)
+        preemptable = annotations.get(PREEMPTABLE)
+        if TASK_PRIORITY in annotations:
+            override = parse_int32(annotations[TASK_PRIORITY])
+            if override is not None:
+                priority = override
+    qos = None
+    if labels and not _LABEL_KEYS.isdisjoint(labels):
+        role = role or labels.get(TASK_SPEC) or ""
+        if preemptable is None:
+            preemptable = labels.get(PREEMPTABLE)
+        qos = labels.get(QOS_LABEL)
     if qos is None:
         qos = "BE" if _is_best_effort_pod(spec, status) else "LS"
 
-    role = annotations.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""
+    node_name = spec.get("nodeName") or ""
+    deleting = bool(meta.get("deletionTimestamp"))
     grace = spec.get("terminationGracePeriodSeconds")
-    group = annotations.get(GROUP_NAME)
+    created = meta.get("creationTimestamp")
+    started = status.get("startTime")
+    times = _TIMES
     return TaskInfo(
         meta.get("uid") or "",
-        namespace,
+        _intern(namespace),
         name,
         f"{namespace}/{group}" if group else f"{namespace}/{name}",
         task_status(status.get("phase"), node_name, deleting),
@@ -212,22 +287,33 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
         request,
         priority,
         pod_priority,
-        pod_preemptable(annotations, labels),
-        revocable_zone(annotations),
+        preemptable is None or parse_bool(preemptable) is True,
+        zone,
         request.is_empty(),
         _intern(qos),
-        node_name,
+        _intern(node_name) if node_name else "",
         _intern(spec.get("schedulerName") or ""),
         role,
         _intern(spec.get("priorityClassName") or ""),
-        time_or_none(meta.get("creationTimestamp")),
-        time_or_none(status.get("startTime")),
-        _owner_kind(meta),
-        intern_map(_SELECTORS, spec.get("nodeSelector")),
-        _tolerations(spec.get("tolerations")),
+        (times.get(created) or time_or_none(created)) if created else None,
+        (times.get(started) or time_or_none(started)) if started else None,
+        owner_kind,
+        selector,
+        tolerations,
         labels,
         annotations,
         grace if isinstance(grace, int) else 30,
         deleting,
-        spec.get("affinity") or None,
+        affinity,
     )
+
+
+def share_maps(task: TaskInfo) -> None:
+    """Share a restored task's maps with equal ones (checkpoints store them per task)."""
+    task.labels = intern_map(_LABELS, task.labels)
+    task.annotations = intern_map(_ANNOTATIONS, task.annotations)
+    task.node_selector = intern_map(_SELECTORS, task.node_selector)
+    if task.tolerations:
+        task.tolerations = _TOLERATIONS.setdefault(orjson.dumps(task.tolerations), task.tolerations)
+    if task.affinity:
+        task.affinity = _AFFINITY.setdefault(orjson.dumps(task.affinity), task.affinity)

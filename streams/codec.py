@@ -66,11 +66,6 @@ def encode(event: Event) -> bytes:
     return orjson.dumps(record, option=_SORTED)
 
 
-def encode_data(data: JSON) -> bytes:
-    """A payload alone, canonically (what the SQLite backend stores in ``data``)."""
-    return orjson.dumps(data, option=_SORTED)
-
-
 def decision_line(event: Event) -> bytes:
     """One line of a decision output file: ``{"at": ..., **data}``, canonical."""
     return orjson.dumps({"at": format_time(event.at), **event.data}, option=_SORTED)

@@ -12,7 +12,7 @@ input appended twice is the same record, and appends are idempotent by id.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,7 +55,8 @@ class Event:
     v: int = 1
 
     def with_offset(self, offset: int) -> Event:
-        return replace(self, offset=offset)
+        # direct construction: dataclasses.replace costs ~3x as much, once per appended record
+        return Event(self.type, self.at, self.id, self.data, self.cause, offset, self.v)
 
 
 def parse_time(value: str) -> datetime:
@@ -71,10 +72,11 @@ def parse_time(value: str) -> datetime:
 
 def format_time(at: datetime) -> str:
     """Canonical UTC text: ``2026-11-21T21:00:00Z`` (microseconds only when non-zero)."""
-    at = at.astimezone(UTC)
-    if at.microsecond:
-        return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    # isoformat() is about twice as fast as strftime and gives the same text: seconds,
+    # ".ffffff" only when microseconds are non-zero, then "+00:00", replaced by "Z"
+    return at.isoformat()[:-6] + "Z"
 
 
 def content_id(type_: str, at: datetime, data: JSON, cause: str | None = None) -> str:

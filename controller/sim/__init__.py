@@ -1,1 +1,23 @@
-"""tide package."""
+"""The simulated cluster: the effector of the embedded default (see :mod:`.cluster`)."""
+
+from __future__ import annotations
+
+from controller.sim.cluster import DEFAULT_GRACE, DEFAULT_STARTUP_DELAY, SimulatedCluster
+from controller.sim.objects import (
+    BASE_NAME_ANNOTATION,
+    INCARNATION_ANNOTATION,
+    NOTICE_ANNOTATION,
+    RECREATING_KINDS,
+    recreated,
+)
+
+__all__ = [
+    "BASE_NAME_ANNOTATION",
+    "DEFAULT_GRACE",
+    "DEFAULT_STARTUP_DELAY",
+    "INCARNATION_ANNOTATION",
+    "NOTICE_ANNOTATION",
+    "RECREATING_KINDS",
+    "SimulatedCluster",
+    "recreated",
+]

@@ -1,0 +1,225 @@
+"""The ``allocate`` action: place pending pods, queue by queue, job by job (spec §8).
+
+Only Pending, non-BestEffort tasks of pods addressed to tide (``spec.schedulerName`` ==
+the configured ``schedulerName``) of valid session jobs are placed. Queues are taken in
+``queue_order`` (an overused queue is dropped), jobs in ``job_order``, tasks in
+``task_order``. For each task: the queue must be ``allocatable``; nodes are searched
+with a check that first requires ``init_resreq ≤ future_idle`` and then the session
+predicates; the best node is chosen among nodes where the request fits ``idle``, else
+among those where it fits only ``future_idle``, by node-order score. The task is
+allocated (fits idle) or pipelined (fits only future idle). A job's statement is
+committed only if the job is then ready (gang); a statement of a job that is merely
+pipelined stays staged (visible to later actions, bound by none); otherwise it is
+discarded. A committed job with tasks left goes back to its queue.
+
+Differences from Volcano: no nominated-node shortcut (the model does not carry
+``status.nominatedNodeName``), no hyper-node / sub-group variants, no scheduling gates,
+and a pending PodGroup is not flipped to Inqueue (tide writes no PodGroup status; it
+simply proceeds, as Volcano does without the ``enqueue`` action). Ties are broken
+deterministically (see :mod:`controller.framework.util`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from controller.framework import jobs as j
+from controller.framework.errors import ConfigError
+from controller.framework.points import FitError, FitStatus
+from controller.framework.resources import fits
+from controller.framework.session import Session
+from controller.framework.statement import Statement
+from controller.framework.util import predicate_nodes, prioritize_nodes, select_best_node
+from projections.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+
+NAME = "allocate"
+REASON = "allocate"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AllocateArgs:
+    """``configurations: [{name: allocate, arguments: {predicateErrorCacheEnable}}]``."""
+
+    predicate_error_cache: bool = True
+
+
+def parse_args(raw: Mapping[str, Any]) -> AllocateArgs:
+    value = raw.get("predicateErrorCacheEnable", True)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if not isinstance(value, bool):
+        raise ConfigError(f"{NAME}.predicateErrorCacheEnable", value, "must be true or false")
+    return AllocateArgs(predicate_error_cache=value)
+
+
+class _Ordered(Generic[T]):
+    """A heap entry ordered by a session comparison (ties are total by construction)."""
+
+    __slots__ = ("cmp", "item")
+
+    def __init__(self, item: T, cmp: Callable[[T, T], int]) -> None:
+        self.item = item
+        self.cmp = cmp
+
+    def __lt__(self, other: _Ordered[T]) -> bool:
+        return self.cmp(self.item, other.item) < 0
+
+
+class AllocateAction:
+    name = NAME
+
+    def __init__(self, args: AllocateArgs) -> None:
+        self.args = args
+
+    def execute(self, ssn: Session) -> None:
+        by_job = _pending_by_job(ssn)
+        if not by_job:
+            return
+        jobs_by_queue: dict[str, list[_Ordered[str]]] = {}
+        for job_id in sorted(by_job):
+            job = ssn.jobs[job_id]
+            if ssn.job_valid(job) is not None or job.queue not in ssn.queues:
+                continue
+            heap = jobs_by_queue.setdefault(job.queue, [])
+            heapq.heappush(heap, _Ordered(job_id, _job_cmp(ssn)))
+        queues = [
+            _Ordered(ssn.queues[name], ssn.queue_order_compare) for name in sorted(jobs_by_queue)
+        ]
+        heapq.heapify(queues)
+        task_heaps: dict[str, list[_Ordered[TaskInfo]]] = {}
+        run = _Run(ssn, self.args)
+        while queues:
+            queue = heapq.heappop(queues).item
+            if ssn.overused(queue):
+                continue
+            job_heap = jobs_by_queue[queue.name]
+            if not job_heap:
+                continue
+            job = ssn.jobs[heapq.heappop(job_heap).item]
+            tasks = task_heaps.get(job.id)
+            if tasks is None:
+                tasks = [_Ordered(t, ssn.task_order_compare) for t in by_job[job.id]]
+                heapq.heapify(tasks)
+                task_heaps[job.id] = tasks
+            if tasks:
+                run.allocate_job(queue, job, tasks, job_heap)
+            heapq.heappush(queues, _Ordered(queue, ssn.queue_order_compare))
+
+
+def _job_cmp(ssn: Session) -> Callable[[str, str], int]:
+    """Compare jobs by id through the session, so the heap sees their current state."""
+    jobs = ssn.jobs
+    return lambda left, right: ssn.job_order_compare(jobs[left], jobs[right])
+
+
+def _pending_by_job(ssn: Session) -> dict[str, list[TaskInfo]]:
+    scheduler = ssn.ctx.scheduler_name
+    by_job: dict[str, list[TaskInfo]] = {}
+    for task in ssn.view.pending_tasks():
+        if task.scheduler_name != scheduler or task.init_resreq.is_empty():
+            continue
+        if ssn.jobs.lookup(task.job) is None:
+            continue
+        by_job.setdefault(task.job, []).append(task)
+    return by_job
+
+
+class _Run:
+    """One execution's per-task work (the predicate error cache lives here)."""
+
+    def __init__(self, ssn: Session, args: AllocateArgs) -> None:
+        self.ssn = ssn
+        self.args = args
+        self.fit_error_roles: set[tuple[str, str]] = set()
+        self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
+        self.predicates = ssn.flat("predicate")
+
+    def check(self, task: TaskInfo, node: NodeInfo) -> None:
+        if not fits(task.init_resreq, node, future=True):
+            raise FitError(FitStatus.UNSCHEDULABLE, "Insufficient resources", plugin=NAME)
+        for predicate in self.predicates:
+            predicate(task, node)
+
+    def allocate_job(
+        self,
+        queue: QueueInfo,
+        job: JobInfo,
+        tasks: list[_Ordered[TaskInfo]],
+        job_heap: list[_Ordered[str]],
+    ) -> None:
+        ssn = self.ssn
+        stmt = ssn.statement()
+        while tasks:
+            task = heapq.heappop(tasks).item
+            if not ssn.allocatable(queue, task):
+                continue
+            role_key = (job.id, task.task_role)
+            if task.task_role and role_key in self.fit_error_roles:
+                continue
+            cache = None
+            if self.args.predicate_error_cache and task.task_role:
+                cache = self.error_cache.setdefault(role_key, {})
+            found = predicate_nodes(ssn, task, self.check, cache=cache)
+            if not found.feasible:
+                self.fit_error_roles.add(role_key)
+                if _can_still_reach(ssn.jobs[job.id], len(tasks)):
+                    continue
+                break
+            self._place(stmt, queue, job, task, found.feasible)
+            current = ssn.jobs[job.id]
+            if ssn.job_ready(current) and tasks:
+                heapq.heappush(job_heap, _Ordered(job.id, _job_cmp(ssn)))
+                break
+        current = ssn.jobs[job.id]
+        if ssn.job_ready(current):
+            stmt.commit()
+        elif not ssn.job_pipelined(current):
+            stmt.discard()
+
+    def _place(
+        self,
+        stmt: Statement,
+        queue: QueueInfo,
+        job: JobInfo,
+        task: TaskInfo,
+        feasible: list[NodeInfo],
+    ) -> None:
+        ssn = self.ssn
+        req = task.init_resreq
+        idle = [n for n in feasible if fits(req, n, future=False)]
+        future = [n for n in feasible if not fits(req, n, future=False)]
+        for gradient, nodes in (("idle", idle), ("future-idle", future)):
+            if not nodes:
+                continue
+            scores = prioritize_nodes(ssn, task, nodes)
+            best = select_best_node(scores)
+            if best is None:
+                continue
+            name, score = best
+            node = ssn.nodes[name]
+            evidence = {
+                "node": name,
+                "score": score,
+                "gradient": gradient,
+                "feasible": len(feasible),
+                "job": job.id,
+                "queue": queue.name,
+            }
+            if fits(req, node, future=False):
+                stmt.allocate(task, name, source=NAME, evidence=evidence, reason=REASON)
+            else:
+                stmt.pipeline(task, name)
+            return
+
+
+def _can_still_reach(job: JobInfo, remaining: int) -> bool:
+    """Whether the job may still reach ``min_available`` with the tasks left to try."""
+    return j.ready_task_num(job) + j.waiting_task_num(job) + remaining >= job.min_available
+
+
+def build(args: AllocateArgs) -> AllocateAction:
+    return AllocateAction(args)

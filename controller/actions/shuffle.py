@@ -1,0 +1,91 @@
+"""The ``shuffle`` action: evict the victims that plugins nominate (spec ``volcano.md`` §9).
+
+Candidates are the Running tasks of session jobs; ``ssn.victim_tasks`` asks every
+enabled victim function (tdm, rescheduling) and returns the first non-empty tier's
+union. Each victim is evicted with its plugin's reason and evidence, the nominating
+plugin as ``source``.
+
+Differences from Volcano: victims come sorted by ``(namespace, name)`` and de-duplicated
+(Volcano iterates a Go set), and the evictions are staged on one statement committed at
+the end rather than calling the evictor one by one; there is still no gang check and no
+rollback, as upstream. The candidate list is built lazily: TDM ignores it, and building
+it means walking every task of every job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from controller.framework.errors import StatementError
+from controller.framework.plugin import no_args
+from controller.framework.session import Session
+from projections.model import TaskInfo, TaskStatus
+
+NAME = "shuffle"
+
+
+def parse_args(raw: Mapping[str, Any]) -> None:
+    """No arguments."""
+    no_args(raw)
+
+
+class RunningTasks(Sequence[TaskInfo]):
+    """The Running tasks of the session's jobs, sorted by key, built on first use."""
+
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._tasks: list[TaskInfo] | None = None
+
+    def _all(self) -> list[TaskInfo]:
+        if self._tasks is None:
+            found = [
+                task
+                for job in (self._ssn.jobs[job_id] for job_id in self._ssn.jobs)
+                for task in job.tasks.values()
+                if task.status == TaskStatus.RUNNING
+            ]
+            found.sort(key=lambda t: (t.namespace, t.name))
+            self._tasks = found
+        return self._tasks
+
+    @overload
+    def __getitem__(self, index: int) -> TaskInfo: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TaskInfo]: ...
+
+    def __getitem__(self, index: int | slice) -> TaskInfo | Sequence[TaskInfo]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self) -> Iterator[TaskInfo]:
+        return iter(self._all())
+
+
+class ShuffleAction:
+    name = NAME
+
+    def execute(self, ssn: Session) -> None:
+        victims = ssn.victim_tasks(RunningTasks(ssn))
+        if not victims:
+            return
+        stmt = ssn.statement()
+        for victim in victims:
+            try:
+                stmt.evict(
+                    victim.task,
+                    victim.reason,
+                    source=victim.source,
+                    evidence=dict(victim.evidence),
+                )
+            except StatementError:
+                continue  # already releasing in this session
+        stmt.commit()
+
+
+def build(args: None) -> ShuffleAction:
+    del args
+    return ShuffleAction()

@@ -1,0 +1,264 @@
+"""The tide configuration: a Volcano scheduler configuration plus a few tide keys.
+
+A user pastes their Volcano ``volcano-scheduler.conf`` (``actions``, ``tiers``,
+``configurations``) as is; tide adds ``timezone`` (IANA; TDM windows are read in it),
+``schedulerName`` (the pods tide may bind), ``sessionTick`` (Go duration) and the
+``eviction:`` section (Koordinator-style; parsed by the pressure-eviction module).
+
+Everything is validated at load and a mistake stops startup with a message naming the
+key and the value (:class:`ConfigError`); each plugin's and action's arguments are
+parsed by its own ``parse_args``. Plugins and actions tide does not implement are named
+in one warning and skipped, never dropped silently. As Volcano's loader does, every
+unset enable flag of a plugin entry is filled with true.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+
+from controller.framework.durations import parse_duration
+from controller.framework.errors import ConfigError
+from controller.framework.registry import (
+    ActionRegistry,
+    PluginRegistry,
+    builtin_actions,
+    builtin_plugins,
+)
+from controller.framework.tiers import PluginConf, TierConf, default_flags
+
+#: Volcano's built-in default (``pkg/scheduler/util.go``), used when neither
+#: ``actions`` nor ``tiers`` is given.
+VOLCANO_DEFAULT: Mapping[str, Any] = {
+    "actions": "enqueue, allocate, backfill",
+    "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+        {
+            "plugins": [
+                {"name": "overcommit"},
+                {"name": "drf"},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+            ]
+        },
+    ],
+}
+TIDE_KEYS = frozenset({"timezone", "schedulerName", "sessionTick", "eviction"})
+VOLCANO_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
+
+
+@dataclass(frozen=True, eq=False)
+class TideConfig:
+    """A loaded, validated configuration.
+
+    Immutable, compared and hashed by identity: the engine caches the plugins it builds
+    per configuration object, so a configuration is parsed and built once.
+    """
+
+    actions: tuple[str, ...] = ("allocate",)
+    tiers: tuple[TierConf, ...] = ()
+    #: action name -> its raw ``configurations`` arguments.
+    configurations: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    timezone: str = "UTC"
+    scheduler_name: str = "volcano"
+    tick: timedelta = timedelta(seconds=1)
+    #: The raw ``eviction:`` section (parsed by the pressure-eviction module).
+    eviction: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: The whole parsed YAML, for ``config.applied``.
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    warnings: tuple[str, ...] = ()
+    #: action name -> its parsed arguments (from the action's ``parse_args``).
+    action_args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def load_config(
+    source: Path | str | Mapping[str, Any],
+    *,
+    plugins: PluginRegistry | None = None,
+    actions: ActionRegistry | None = None,
+) -> TideConfig:
+    """Load and validate a configuration from a file path, YAML text or a mapping.
+
+    A ``str`` naming an existing file is read as that file; any other ``str`` is YAML
+    text. ``plugins``/``actions`` default to the built-in tables.
+
+    Raises:
+        ConfigError: a value is invalid; the message names the key and the value.
+    """
+    raw = _read(source)
+    plugin_table = builtin_plugins() if plugins is None else plugins
+    action_table = builtin_actions() if actions is None else actions
+    scheduler = raw if ("actions" in raw or "tiers" in raw) else {**VOLCANO_DEFAULT, **raw}
+    skipped_plugins: list[str] = []
+    skipped_actions: list[str] = []
+    action_names = _actions(scheduler.get("actions", ""))
+    implemented: list[str] = []
+    for name in action_names:
+        (implemented if name in action_table else skipped_actions).append(name)
+    tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins)
+    configurations = _configurations(raw.get("configurations"))
+    action_args = {
+        name: action_table[name].parse_args(configurations.get(name, {})) for name in implemented
+    }
+    warnings = []
+    if skipped_plugins or skipped_actions:
+        warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
+    unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
+    if unknown:
+        warnings.append(f"unknown top-level configuration keys ignored: {', '.join(unknown)}")
+    return TideConfig(
+        actions=tuple(implemented),
+        tiers=tiers,
+        configurations=MappingProxyType(configurations),
+        timezone=_timezone(raw.get("timezone", "UTC")),
+        scheduler_name=_scheduler_name(raw.get("schedulerName", "volcano")),
+        tick=_tick(raw.get("sessionTick", "1s")),
+        eviction=MappingProxyType(_mapping("eviction", raw.get("eviction") or {})),
+        raw=MappingProxyType(dict(raw)),
+        warnings=tuple(warnings),
+        action_args=MappingProxyType(action_args),
+    )
+
+
+def _read(source: Path | str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(source, Mapping):
+        return dict(source)
+    if isinstance(source, Path) or (isinstance(source, str) and os.path.isfile(source)):
+        text = Path(source).read_text(encoding="utf-8")
+    else:
+        text = source
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError("<configuration>", str(source)[:80], f"not valid YAML: {exc}") from exc
+    if loaded is None:
+        return {}
+    return _mapping("<configuration>", loaded)
+
+
+def _mapping(key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, value, "must be a mapping")
+    return {str(k): v for k, v in value.items()}
+
+
+def _actions(value: Any) -> list[str]:
+    if isinstance(value, str):
+        names = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = [v.strip() for v in value]
+    else:
+        raise ConfigError("actions", value, "must be a comma-separated string or a list of names")
+    return [name for name in names if name]
+
+
+def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierConf, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError("tiers", value, "must be a list of tiers")
+    tiers = []
+    for i, tier in enumerate(value):
+        key = f"tiers[{i}]"
+        entries = _mapping(key, tier).get("plugins") or []
+        if not isinstance(entries, list):
+            raise ConfigError(f"{key}.plugins", entries, "must be a list of plugins")
+        confs = []
+        for j, entry in enumerate(entries):
+            conf = _plugin(f"{key}.plugins[{j}]", entry, table)
+            if conf is None:
+                skipped.append(str(_mapping(f"{key}.plugins[{j}]", entry)["name"]))
+            else:
+                confs.append(conf)
+        tiers.append(TierConf(tuple(confs)))
+    return tuple(tiers)
+
+
+def _plugin(key: str, entry: Any, table: PluginRegistry) -> PluginConf | None:
+    fields = _mapping(key, entry)
+    name = fields.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{key}.name", name, "must be a plugin name")
+    flags: dict[str, bool] = {}
+    for option, flag in fields.items():
+        if option in ("name", "arguments"):
+            continue
+        if not option.lower().startswith("enable"):
+            raise ConfigError(f"{key}.{option}", flag, f"unknown option of plugin {name}")
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{key}.{option}", flag, "must be true or false")
+        flags[option] = flag
+    arguments = _mapping(f"{key}.arguments", fields.get("arguments") or {})
+    spec = table.get(name)
+    if spec is None:
+        return None
+    args = spec.parse_args(arguments)
+    return PluginConf(
+        name=name,
+        arguments=MappingProxyType(arguments),
+        flags=MappingProxyType(default_flags(flags)),
+        args=args,
+    )
+
+
+def _configurations(value: Any) -> dict[str, Mapping[str, Any]]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): _mapping(f"configurations.{k}", v or {}) for k, v in value.items()}
+    if not isinstance(value, list):
+        raise ConfigError("configurations", value, "must be a list of {name, arguments}")
+    out: dict[str, Mapping[str, Any]] = {}
+    for i, entry in enumerate(value):
+        fields = _mapping(f"configurations[{i}]", entry)
+        name = fields.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"configurations[{i}].name", name, "must be an action name")
+        out[name] = _mapping(f"configurations[{i}].arguments", fields.get("arguments") or {})
+    return out
+
+
+def _timezone(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError("timezone", value, "must be an IANA time zone name")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError("timezone", value, "unknown IANA time zone") from exc
+    return value
+
+
+def _scheduler_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("schedulerName", value, "must be a non-empty string")
+    return value.strip()
+
+
+def _tick(value: Any) -> timedelta:
+    try:
+        tick = parse_duration(value)
+    except ValueError as exc:
+        raise ConfigError("sessionTick", value, "not a duration such as 1s or 500ms") from exc
+    if tick <= timedelta(0):
+        raise ConfigError("sessionTick", value, "must be positive")
+    return tick
+
+
+def _skipped_warning(plugins: list[str], actions: list[str]) -> str:
+    parts = []
+    if plugins:
+        parts.append("plugins " + ", ".join(sorted(set(plugins))))
+    if actions:
+        parts.append("actions " + ", ".join(sorted(set(actions))))
+    return f"tide does not implement {' and '.join(parts)}; they are skipped"

@@ -1,0 +1,42 @@
+"""The framework's error tree.
+
+Configuration mistakes must stop startup with a message naming the offending key and
+value (DESIGN "Bad input"), so every parse step raises :class:`ConfigError` with a
+dotted key path; nothing is logged and ignored as Volcano's ``Arguments.GetInt`` does.
+
+    TideFrameworkError
+    ├── ConfigError            invalid configuration (key path + value in the message)
+    └── StatementError         a staged operation could not be applied to the session view
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TideFrameworkError(Exception):
+    """Root of the framework's errors."""
+
+
+class ConfigError(TideFrameworkError, ValueError):
+    """An invalid configuration value.
+
+    The message reads ``<key>: <value>: <problem>`` so that the operator can find the line,
+    e.g. ``tdm.revocable-zone.rz1: "25:00-26:00": hour out of range``.
+    """
+
+    def __init__(self, key: str, value: Any, problem: str) -> None:
+        self.key = key
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{key}: {_show(value)}: {problem}")
+
+
+class StatementError(TideFrameworkError):
+    """A statement operation that cannot be applied (missing job or node, duplicate task)."""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value + '"'
+    return repr(value)

@@ -1,0 +1,62 @@
+"""Fallback orders used when no plugin decides a comparison (spec §2.2, §2.4).
+
+Volcano falls back to creation time and then UID; tide adds namespace and name at the
+end so that every order is total even for objects with equal (or missing) UIDs, which
+makes a session's outcome independent of dict and heap order (DESIGN "every ordering
+ends in a deterministic tie-break").
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from projections.model import JobInfo, QueueInfo, TaskInfo
+
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def _cmp(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
+    return (a > b) - (a < b)
+
+
+def _created(at: datetime | None) -> datetime:
+    return at if at is not None else _EPOCH
+
+
+def job_fallback(left: JobInfo, right: JobInfo) -> int:
+    """Earlier PodGroup creation first, then smaller UID, then namespace/name."""
+    return _cmp(
+        (_created(left.creation), left.uid, left.namespace, left.name),
+        (_created(right.creation), right.uid, right.namespace, right.name),
+    )
+
+
+def queue_fallback(left: QueueInfo, right: QueueInfo) -> int:
+    """Earlier creation first, then smaller UID, then name."""
+    return _cmp(
+        (_created(left.creation), left.uid, left.name),
+        (_created(right.creation), right.uid, right.name),
+    )
+
+
+def pod_index(name: str) -> int | None:
+    """The trailing integer of a ``a-b-<n>`` pod name (≥ 3 dash-separated parts)."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    tail = parts[-1]
+    if not tail.isdigit() or not tail.isascii():
+        return None
+    return int(tail)
+
+
+def task_fallback(left: TaskInfo, right: TaskInfo) -> int:
+    """Spec §2.4: smaller pod index, then earlier creation, then UID, namespace, name."""
+    li, ri = pod_index(left.name), pod_index(right.name)
+    if li is not None and ri is not None and li != ri:
+        return -1 if li < ri else 1
+    return _cmp(
+        (_created(left.creation), left.uid, left.namespace, left.name),
+        (_created(right.creation), right.uid, right.namespace, right.name),
+    )

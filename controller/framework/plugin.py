@@ -1,0 +1,91 @@
+"""The shapes of a plugin and an action, and the registry entries that build them.
+
+A plugin answers scheduling questions; an action walks the session and stages
+operations (STYLE §3.5, §3.6). Both are built once per configuration from typed,
+validated arguments (``parse_args`` raises :class:`~controller.framework.errors.ConfigError`
+naming the key and value), unlike Volcano's untyped ``Arguments`` map that warns and
+moves on. A plugin module exposes::
+
+    NAME: str
+    def parse_args(raw: Mapping[str, Any]) -> Args
+    def build(args: Args, ctx: PluginContext) -> Plugin
+
+and an action module::
+
+    NAME: str
+    def parse_args(raw: Mapping[str, Any]) -> Args
+    def build(args: Args) -> Action
+
+Plugins must not keep state between sessions that is not derived from the session
+(time comes from ``ssn.now``; history from ``ssn.history``), so that replay re-derives
+the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+from zoneinfo import ZoneInfo
+
+if TYPE_CHECKING:
+    from controller.framework.session import Session
+
+
+@dataclass(frozen=True)
+class PluginContext:
+    """What a plugin may know besides its arguments and the session.
+
+    ``timezone`` is the configured IANA zone (TDM windows are read in it);
+    ``scheduler_name`` selects the pods tide may bind; ``options`` carries any further
+    process-level settings (read-only).
+    """
+
+    timezone: ZoneInfo
+    scheduler_name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Plugin(Protocol):
+    """A plugin registers its extension-point callables on session open."""
+
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+class Action(Protocol):
+    """An action walks the session and stages operations on statements it commits."""
+
+    name: str
+
+    def execute(self, ssn: Session) -> None: ...
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A registry entry: how to validate a plugin's arguments and build it."""
+
+    name: str
+    parse_args: Callable[[Mapping[str, Any]], Any]
+    build: Callable[[Any, PluginContext], Plugin]
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """A registry entry for an action; ``parse_args`` reads its ``configurations`` entry."""
+
+    name: str
+    parse_args: Callable[[Mapping[str, Any]], Any]
+    build: Callable[[Any], Action]
+
+
+def no_args(raw: Mapping[str, Any]) -> None:
+    """``parse_args`` for plugins and actions without arguments.
+
+    Unknown keys are ignored, as Volcano does: a pasted Volcano configuration often
+    carries arguments for features tide does not model.
+    """
+    del raw

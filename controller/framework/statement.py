@@ -1,0 +1,174 @@
+"""Statements: staged evict / pipeline / allocate operations, committed as decisions.
+
+Actions stage, they do not act (STYLE §3.6). Each operation changes the session view at
+once (so later questions see it) and runs the plugins' event handlers; :meth:`commit`
+turns the evictions and allocations into ``decision.evict`` / ``decision.bind`` events
+(``at`` = the trigger's time, ``cause`` = the trigger's id), and :meth:`discard` undoes
+the operations in reverse order (spec ``volcano.md`` §3). A pipeline produces no event:
+it only reserves room in the session for a task waiting on releasing resources.
+
+Difference from Volcano: discarding an eviction restores the task exactly as it was
+(Volcano sets the status to Running regardless, so a Bound victim came back Running).
+The session never calls an evictor or a binder; the effector acts on the committed
+events later, so there is no "commit failed, un-evict" path here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from controller.framework.errors import StatementError
+from projections.model import TaskInfo, TaskStatus
+from streams.events import Event, make_event
+
+if TYPE_CHECKING:
+    from controller.framework.session import Session
+
+
+class OpKind(enum.Enum):
+    EVICT = "evict"
+    PIPELINE = "pipeline"
+    ALLOCATE = "allocate"
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One staged operation: the task before and after, and the decision's metadata."""
+
+    kind: OpKind
+    before: TaskInfo
+    after: TaskInfo
+    reason: str = ""
+    source: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+class Statement:
+    """An ordered list of staged operations on one session."""
+
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._ops: list[Operation] = []
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        return tuple(self._ops)
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def has_evictions(self) -> bool:
+        return any(op.kind is OpKind.EVICT for op in self._ops)
+
+    def _current(self, task: TaskInfo) -> TaskInfo:
+        """The session's current version of ``task`` (callers may hold an older one)."""
+        current = self._ssn.tasks.get(task.key)
+        return current if current is not None else task
+
+    # -- staging -----------------------------------------------------------------------
+
+    def evict(
+        self,
+        task: TaskInfo,
+        reason: str,
+        *,
+        source: str,
+        evidence: dict[str, Any] | None = None,
+    ) -> None:
+        """Mark ``task`` Releasing in the session and run deallocate handlers."""
+        before = self._current(task)
+        if before.status == TaskStatus.RELEASING:
+            raise StatementError(f"task {before.key} is already releasing")
+        after = replace(before, status=TaskStatus.RELEASING)
+        self._swap(before, after)
+        self._ssn.fire_deallocate(after)
+        self._ops.append(Operation(OpKind.EVICT, before, after, reason, source, evidence or {}))
+
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        """Reserve ``node_name``'s releasing resources for ``task`` (no decision event)."""
+        before = self._current(task)
+        after = replace(before, status=TaskStatus.PIPELINED, node_name=node_name)
+        self._place(before, after)
+        self._ops.append(Operation(OpKind.PIPELINE, before, after))
+
+    def allocate(
+        self,
+        task: TaskInfo,
+        node_name: str,
+        *,
+        source: str,
+        evidence: dict[str, Any] | None = None,
+        reason: str = "allocate",
+    ) -> None:
+        """Place ``task`` on ``node_name`` in the session; committed as a bind."""
+        before = self._current(task)
+        after = replace(before, status=TaskStatus.ALLOCATED, node_name=node_name)
+        self._place(before, after)
+        self._ops.append(Operation(OpKind.ALLOCATE, before, after, reason, source, evidence or {}))
+
+    def _place(self, before: TaskInfo, after: TaskInfo) -> None:
+        view = self._ssn.view
+        if self._ssn.jobs.get(before.job) is None:
+            raise StatementError(f"job {before.job} of task {before.key} is not in the session")
+        if after.node_name not in self._ssn.nodes:
+            raise StatementError(f"node {after.node_name} is not in the session")
+        view.node_add_task(after.node_name, after)
+        view.put_task(after)
+        self._ssn.fire_allocate(after)
+
+    def _swap(self, before: TaskInfo, after: TaskInfo) -> None:
+        """Replace ``before`` by ``after`` in the job, the task index and its node."""
+        view = self._ssn.view
+        view.put_task(after)
+        node = before.node_name
+        if node and view.node_has_task(node, before.key):
+            view.node_remove_task(node, before.key)
+            view.node_add_task(node, after)
+
+    # -- ending ------------------------------------------------------------------------
+
+    def commit(self) -> list[Event]:
+        """Turn evictions and allocations into decision events; pipelines stay staged."""
+        ssn = self._ssn
+        events: list[Event] = []
+        for op in self._ops:
+            if op.kind is OpKind.PIPELINE:
+                continue
+            kind = "evict" if op.kind is OpKind.EVICT else "bind"
+            task = op.after
+            data = {
+                "kind": kind,
+                "namespace": task.namespace,
+                "pod": task.name,
+                "uid": task.uid,
+                "node": task.node_name,
+                "reason": op.reason,
+                "source": op.source,
+                "evidence": op.evidence,
+            }
+            events.append(make_event(f"decision.{kind}", ssn.now, data, cause=ssn.trigger.id))
+        self._ops = []
+        ssn.decisions.extend(events)
+        return events
+
+    def discard(self) -> None:
+        """Undo every staged operation, last first."""
+        ssn = self._ssn
+        view = ssn.view
+        for op in reversed(self._ops):
+            if op.kind is OpKind.EVICT:
+                self._swap(op.after, op.before)
+                ssn.fire_allocate(op.before)
+            else:
+                view.node_remove_task(op.after.node_name, op.after.key)
+                view.put_task(op.before)
+                ssn.fire_deallocate(op.after)
+        self._ops = []
+
+    def merge(self, *others: Statement) -> None:
+        """Move the others' operations onto this statement (they become empty)."""
+        for other in others:
+            self._ops.extend(other._ops)
+            other._ops = []

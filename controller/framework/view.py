@@ -1,0 +1,277 @@
+"""The session's copy-on-write view of the cluster projection.
+
+The world holds up to 5,000 nodes and 150,000 tasks, and a session opens on every
+trigger, so a session must not deep-copy the cluster as Volcano's snapshot does. The
+view references the projection's objects and clones a node or a job only when a
+statement changes it (the clone goes into an overlay that shadows the projection);
+tasks are never mutated, a changed task is a new object. The projection is therefore
+never touched by a session, and discarding a statement only has to restore overlays.
+
+Iteration over the mapping views is in sorted key order (computed lazily, on first
+iteration) so that policy code never depends on dict insertion order; look-ups are O(1).
+Callers must not keep a :class:`NodeInfo` or :class:`JobInfo` across a statement
+operation: look it up again through the view, which returns the current clone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from controller.framework.errors import StatementError
+from projections.accounting import node_add, node_remove
+from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+
+DEFAULT_QUEUE = "default"
+V = TypeVar("V", JobInfo, TaskInfo)
+
+
+class ClusterLike(Protocol):
+    """The part of ``projections.cluster.ClusterState`` a session reads."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]: ...
+
+    @property
+    def tasks(self) -> Mapping[str, TaskInfo]: ...
+
+    @property
+    def jobs(self) -> Mapping[str, JobInfo]: ...
+
+    @property
+    def queues(self) -> Mapping[str, QueueInfo]: ...
+
+
+class WorldLike(Protocol):
+    """The part of ``projections.world.World`` a session reads."""
+
+    @property
+    def cluster(self) -> ClusterLike: ...
+
+    @property
+    def history(self) -> Any: ...
+
+
+class NodesView(Mapping[str, NodeInfo]):
+    """Ready nodes (or a subset of them) by name, in name order."""
+
+    __slots__ = ("_list", "_names", "_pos")
+
+    def __init__(self, names: list[str], pos: dict[str, int], backing: list[NodeInfo]) -> None:
+        self._names = names
+        self._pos = pos
+        self._list = backing
+
+    def __getitem__(self, name: str) -> NodeInfo:
+        return self._list[self._pos[name]]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class OverlayView(Mapping[str, V], Generic[V]):
+    """A base mapping shadowed by an overlay, with a membership filter."""
+
+    __slots__ = ("_base", "_keys", "_over")
+
+    def __init__(self, base: Mapping[str, V], over: dict[str, V]) -> None:
+        self._base: Mapping[str, V] = base
+        self._over: dict[str, V] = over
+        self._keys: list[str] | None = None
+
+    def _admit(self, value: V) -> bool:
+        return True
+
+    def lookup(self, key: str) -> V | None:
+        """The current value for ``key``, or None (the fast path of ``get``)."""
+        value = self._over.get(key)
+        if value is None:
+            value = self._base.get(key)
+        if value is None or not self._admit(value):
+            return None
+        return value
+
+    def __getitem__(self, key: str) -> V:
+        value = self.lookup(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``Mapping.get`` without the ``__getitem__``/``KeyError`` round trip."""
+        value = self.lookup(key)
+        return default if value is None else value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.lookup(key) is not None
+
+    def keys_sorted(self) -> list[str]:
+        if self._keys is None:
+            admit = self._admit
+            self._keys = sorted(k for k, v in self._base.items() if admit(v))
+        return self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys_sorted())
+
+    def __len__(self) -> int:
+        return len(self.keys_sorted())
+
+
+class JobsView(OverlayView[JobInfo]):
+    """Session jobs: PodGroups seen (not placeholders) whose queue exists."""
+
+    __slots__ = ("_queues",)
+
+    def __init__(
+        self, base: Mapping[str, JobInfo], over: dict[str, JobInfo], queues: Mapping[str, QueueInfo]
+    ) -> None:
+        super().__init__(base, over)
+        self._queues = queues
+
+    def _admit(self, value: JobInfo) -> bool:
+        return not value.placeholder and value.queue in self._queues
+
+
+class ClusterView:
+    """Copy-on-write overlays over a cluster projection, plus node accounting."""
+
+    def __init__(self, cluster: ClusterLike) -> None:
+        self._cluster = cluster
+        base_nodes = cluster.nodes
+        names = sorted(n for n, node in base_nodes.items() if node.ready and not node.placeholder)
+        self._node_list: list[NodeInfo] = [base_nodes[n] for n in names]
+        pos = {name: i for i, name in enumerate(names)}
+        self._node_pos = pos
+        self._cloned_nodes: set[str] = set()
+        revocable = [n for n in names if self._node_list[pos[n]].revocable_zone]
+        self.nodes = NodesView(names, pos, self._node_list)
+        self.revocable_nodes = NodesView(revocable, {n: pos[n] for n in revocable}, self._node_list)
+        queues = dict(sorted(cluster.queues.items()))
+        if DEFAULT_QUEUE not in queues:
+            # Volcano's controllers always create the default queue; a recording that
+            # lacks it still means "the default queue, weight 1, open".
+            queues = dict(sorted({**queues, DEFAULT_QUEUE: QueueInfo(DEFAULT_QUEUE)}.items()))
+        self.queues: Mapping[str, QueueInfo] = queues
+        self._job_over: dict[str, JobInfo] = {}
+        self._task_over: dict[str, TaskInfo] = {}
+        self._base_jobs = cluster.jobs
+        self.jobs = JobsView(cluster.jobs, self._job_over, queues)
+        self.tasks: OverlayView[TaskInfo] = OverlayView(cluster.tasks, self._task_over)
+        self._total: Resource | None = None
+
+    def opening_jobs(self) -> Iterator[JobInfo]:
+        """Session jobs as they were at open (the projection's objects), in id order."""
+        base = self._base_jobs
+        for job_id in self.jobs.keys_sorted():
+            yield base[job_id]
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        """The tasks Pending *now* (session changes included), sorted by key.
+
+        Uses the projection's ``pending`` index when it has one, so that finding the
+        pending pods does not walk every task.
+        """
+        index: Mapping[str, TaskInfo] | None = getattr(self._cluster, "pending", None)
+        keys: set[str] = (
+            set(index)
+            if index is not None
+            else {
+                key
+                for key, task in self._cluster.tasks.items()
+                if task.status == TaskStatus.PENDING
+            }
+        )
+        keys.update(self._task_over)
+        out = []
+        for key in sorted(keys):
+            task = self.tasks.lookup(key)
+            if task is not None and task.status == TaskStatus.PENDING:
+                out.append(task)
+        return out
+
+    @property
+    def node_list(self) -> list[NodeInfo]:
+        """Session nodes in name order (the live backing list; do not mutate)."""
+        return self._node_list
+
+    def total_resource(self) -> Resource:
+        """Σ allocatable over the session's nodes (Volcano's ``ssn.TotalResource``)."""
+        if self._total is None:
+            total = Resource()
+            for node in self._node_list:
+                total.add(node.allocatable)
+            self._total = total
+        return self._total
+
+    # -- copy on write -----------------------------------------------------------------
+
+    def writable_node(self, name: str) -> NodeInfo:
+        """The session's own clone of node ``name`` (cloned on first write)."""
+        pos = self._node_pos[name]
+        node = self._node_list[pos]
+        if name not in self._cloned_nodes:
+            node = replace(
+                node,
+                idle=node.idle.clone(),
+                used=node.used.clone(),
+                releasing=node.releasing.clone(),
+                pipelined=node.pipelined.clone(),
+                tasks=dict(node.tasks),
+            )
+            self._node_list[pos] = node
+            self._cloned_nodes.add(name)
+        return node
+
+    def writable_job(self, job_id: str) -> JobInfo | None:
+        """The session's own clone of job ``job_id``, or None if the cluster lacks it."""
+        job = self._job_over.get(job_id)
+        if job is None:
+            base = self._base_jobs.get(job_id)
+            if base is None:
+                return None
+            job = replace(base, tasks=dict(base.tasks))
+            self._job_over[job_id] = job
+        return job
+
+    def put_task(self, task: TaskInfo) -> None:
+        """Make ``task`` the current version of its key, in the task index and its job."""
+        self._task_over[task.key] = task
+        job = self.writable_job(task.job)
+        if job is not None:
+            job.tasks[task.key] = task
+
+    # -- node accounting (spec §1.5) ---------------------------------------------------
+
+    def node_add_task(self, name: str, task: TaskInfo) -> None:
+        """Volcano's ``NodeInfo.AddTask`` on the session's clone of node ``name``."""
+        if name not in self._node_pos:
+            raise StatementError(f"node {name} is not in the session")
+        node = self.writable_node(name)
+        if task.node_name and task.node_name != name:
+            raise StatementError(f"task {task.key} names node {task.node_name}, not {name}")
+        if task.key in node.tasks:
+            raise StatementError(f"task {task.key} is already on node {name}")
+        if task.status == TaskStatus.BINDING and not task.resreq.less_equal(node.idle):
+            raise StatementError(f"task {task.key} does not fit node {name}")
+        node_add(node, task)
+
+    def node_remove_task(self, name: str, key: str) -> None:
+        """Volcano's ``NodeInfo.RemoveTask``: reverse by the stored copy's status."""
+        if name not in self._node_pos:
+            return
+        node = self.writable_node(name)
+        stored = node.tasks.get(key)
+        if stored is not None:
+            node_remove(node, stored, key)
+
+    def node_has_task(self, name: str, key: str) -> bool:
+        pos = self._node_pos.get(name)
+        return pos is not None and key in self._node_list[pos].tasks

@@ -1,0 +1,186 @@
+"""The ``predicates`` plugin: may this pod go on this node at all (resources aside)?
+
+Spec ``volcano.md`` §5.5. Resource fit is the allocate action's business (it checks
+``init_resreq ≤ future_idle`` itself); this plugin checks, in Kubernetes' filter order:
+
+* the pod-count limit (``allocatable.pods`` ≤ tasks on the node → Unschedulable);
+* ``spec.unschedulable`` (unless the pod tolerates ``node.kubernetes.io/unschedulable``);
+* ``nodeSelector`` and required node affinity (``nodeSelectorTerms``: terms are OR'ed,
+  expressions AND'ed; ``In``/``NotIn``/``Exists``/``DoesNotExist``/``Gt``/``Lt`` and the
+  ``metadata.name`` field);
+* taints with effect ``NoSchedule``/``NoExecute`` against the tolerations (``Exists``
+  and ``Equal``; an empty toleration key with ``Exists`` tolerates every taint).
+
+Node ports, inter-pod affinity, volumes, topology spread and DRA are not modelled. A node
+without an ``allocatable.pods`` value has no pod-count limit here (Volcano would read 0).
+
+Arguments (Volcano's keys, booleans, default true): ``predicate.NodeAffinityEnable``,
+``predicate.TaintTolerationEnable``. Other ``predicate.*`` keys are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.framework.errors import ConfigError
+from controller.framework.plugin import PluginContext
+from controller.framework.points import FitError, FitStatus
+from controller.framework.session import Session
+from projections.model import JSON, NodeInfo, TaskInfo
+
+NAME = "predicates"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+_BLOCKING = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True)
+class PredicatesArgs:
+    node_affinity: bool = True
+    taint_toleration: bool = True
+
+
+def parse_args(raw: Mapping[str, Any]) -> PredicatesArgs:
+    """Read the boolean switches; a non-boolean value is an error naming the key."""
+    values = {}
+    for key, attr in (
+        ("predicate.NodeAffinityEnable", "node_affinity"),
+        ("predicate.TaintTolerationEnable", "taint_toleration"),
+    ):
+        if key in raw:
+            value = raw[key]
+            if not isinstance(value, bool):
+                raise ConfigError(f"{NAME}.{key}", value, "must be true or false")
+            values[attr] = value
+    return PredicatesArgs(**values)
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Kubernetes' ``Toleration.ToleratesTaint``."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def untolerated_taint(tolerations: list[JSON], taints: list[JSON]) -> JSON | None:
+    """The first NoSchedule/NoExecute taint none of ``tolerations`` tolerates."""
+    for taint in taints:
+        if taint.get("effect") not in _BLOCKING:
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
+def _match_expression(expr: Mapping[str, Any], value: str | None) -> bool:
+    operator = expr.get("operator")
+    values = expr.get("values") or []
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
+        try:
+            have, want = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def _match_term(term: Mapping[str, Any], node: NodeInfo) -> bool:
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False  # an empty term matches nothing (Kubernetes)
+    for expr in exprs:
+        if not _match_expression(expr, node.labels.get(str(expr.get("key")))):
+            return False
+    for expr in fields:
+        value = node.name if expr.get("key") == "metadata.name" else None
+        if not _match_expression(expr, value):
+            return False
+    return True
+
+
+def matches_node_affinity(task: TaskInfo, node: NodeInfo) -> bool:
+    """``nodeSelector`` and required node affinity both hold."""
+    labels = node.labels
+    for key, value in task.node_selector.items():
+        if labels.get(key) != value:
+            return False
+    affinity = task.affinity
+    if not affinity:
+        return True
+    required = (affinity.get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+    terms = required.get("nodeSelectorTerms") or []
+    return any(_match_term(term, node) for term in terms)
+
+
+def _unschedulable(reason: str, status: FitStatus = FitStatus.UNSCHEDULABLE) -> FitError:
+    return FitError(status, reason, plugin=NAME)
+
+
+class PredicatesPlugin:
+    name = NAME
+
+    def __init__(self, args: PredicatesArgs) -> None:
+        self.args = args
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Raise :class:`FitError` when ``task`` may not go on ``node``."""
+        max_pods = node.allocatable.scalars.get("pods")
+        if max_pods is not None and max_pods <= len(node.tasks):
+            raise _unschedulable("node(s) pod number exceeded")
+        if node.unschedulable and not any(
+            tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+            for t in task.tolerations
+        ):
+            raise _unschedulable(
+                "node(s) were unschedulable", FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE
+            )
+        if (
+            self.args.node_affinity
+            and (task.node_selector or task.affinity)
+            and not matches_node_affinity(task, node)
+        ):
+            raise _unschedulable(
+                "node(s) didn't match Pod's node affinity/selector",
+                FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            )
+        if self.args.taint_toleration and node.taints:
+            taint = untolerated_taint(task.tolerations, node.taints)
+            if taint is not None:
+                raise _unschedulable(
+                    f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value')}}}",
+                    FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                )
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_predicate_fn(NAME, self.predicate)
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+
+def build(args: PredicatesArgs, ctx: PluginContext) -> PredicatesPlugin:
+    del ctx
+    return PredicatesPlugin(args)

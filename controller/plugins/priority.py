@@ -1,0 +1,81 @@
+"""The ``priority`` plugin: order jobs and tasks by priority; victims of lower priority.
+
+Spec ``volcano.md`` §5.2. Higher ``task.priority`` (``volcano.sh/task-priority``, else
+``spec.priority``, default 1) schedules first; higher ``job.priority`` (the PodGroup's
+PriorityClass value) schedules first. As a preemptable function it lets a preemptor
+evict tasks of lower-priority jobs, or lower-priority tasks of its own job. It registers
+no ``job_pipelined`` function (enabling that flag for priority has no effect).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from controller.framework.jobs import ready_task_num, waiting_task_num
+from controller.framework.plugin import PluginContext, no_args
+from controller.framework.points import Vote
+from controller.framework.session import Session
+from projections.model import JobInfo, TaskInfo
+
+NAME = "priority"
+
+
+def parse_args(raw: Mapping[str, Any]) -> None:
+    """No arguments."""
+    no_args(raw)
+
+
+def _higher_first(left: int, right: int) -> int:
+    return -1 if left > right else (1 if left < right else 0)
+
+
+def task_order(left: TaskInfo, right: TaskInfo) -> int:
+    """Higher task priority first; equal → no opinion."""
+    return _higher_first(left.priority, right.priority)
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Higher job priority first; equal → no opinion."""
+    return _higher_first(left.priority, right.priority)
+
+
+def job_starving(job: JobInfo) -> bool:
+    """A job starves while some of its tasks are neither ready nor pipelined."""
+    return ready_task_num(job) + waiting_task_num(job) < len(job.tasks)
+
+
+class PriorityPlugin:
+    name = NAME
+
+    def on_session_open(self, ssn: Session) -> None:
+        def preemptable(
+            preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+        ) -> tuple[list[TaskInfo], Vote]:
+            preemptor_job = ssn.jobs.lookup(preemptor.job)
+            if preemptor_job is None:
+                return [], Vote.PERMIT
+            victims = []
+            for preemptee in preemptees:
+                job = ssn.jobs.lookup(preemptee.job)
+                if job is None:
+                    continue
+                if preemptee.job != preemptor.job:
+                    if job.priority < preemptor_job.priority:
+                        victims.append(preemptee)
+                elif preemptee.priority < preemptor.priority:
+                    victims.append(preemptee)
+            return victims, Vote.PERMIT
+
+        ssn.add_task_order_fn(NAME, task_order)
+        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_preemptable_fn(NAME, preemptable)
+        ssn.add_job_starving_fn(NAME, job_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+
+def build(args: None, ctx: PluginContext) -> PriorityPlugin:
+    del args, ctx
+    return PriorityPlugin()

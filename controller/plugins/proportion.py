@@ -1,0 +1,209 @@
+"""The ``proportion`` plugin: queues share the cluster by weight (spec ``volcano.md`` §5.4).
+
+Each queue with jobs gets a ``deserved`` share by weighted water-filling of the cluster's
+allocatable resources, capped by its real capability and its request and raised to its
+guarantee. A task may be allocated only while its queue's allocation stays within
+``deserved`` (``allocatable``); a queue at or beyond it is ``overused``; queues are
+ordered by spec priority, then by the smaller share. Event handlers keep ``allocated``
+current as statements allocate and evict.
+
+Computing the queue attributes walks every task of every session job, which is the
+dominant cost of a session over 150,000 tasks; sessions that never ask (a TDM
+window-close cycle without pending pods) should not pay it. So the attributes are
+computed on first use, from the projection's state at session open, and the allocate /
+deallocate events seen before then are replayed onto them: the result is exactly what
+eager computation at open would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.framework.plugin import PluginContext, no_args
+from controller.framework.resources import (
+    diff,
+    exceeded_part,
+    less_equal_with_dimension,
+    maximum,
+    min_dimension,
+    multi,
+    share,
+)
+from controller.framework.session import Session
+from projections.model import ALLOCATED_STATUSES, QueueInfo, Resource, TaskInfo, TaskStatus
+
+NAME = "proportion"
+_UNLIMITED = float("inf")
+
+
+def parse_args(raw: Mapping[str, Any]) -> None:
+    """No arguments."""
+    no_args(raw)
+
+
+@dataclass
+class QueueAttr:
+    """Per-queue accounting (Volcano's ``queueAttr``)."""
+
+    name: str
+    weight: int
+    guarantee: Resource = field(default_factory=Resource)
+    real_capability: Resource | None = None
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    share: float = 0.0
+
+    def update_share(self) -> None:
+        self.share = share(self.allocated, self.deserved)
+
+
+def _capability(queue: QueueInfo) -> Resource | None:
+    if queue.capability is None:
+        return None
+    cap = queue.capability.clone()
+    if cap.milli_cpu <= 0:
+        cap.milli_cpu = _UNLIMITED
+    if cap.memory <= 0:
+        cap.memory = _UNLIMITED
+    return cap
+
+
+def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
+    """Distribute ``total`` into each attr's ``deserved`` (iterative, weighted)."""
+    remaining = total.clone()
+    met: set[str] = set()
+    while True:
+        total_weight = sum(a.weight for a in attrs if a.name not in met)
+        if total_weight == 0:
+            break
+        old_remaining = remaining.clone()
+        increased, decreased = Resource(), Resource()
+        for attr in attrs:
+            if attr.name in met:
+                continue
+            old = attr.deserved.clone()
+            deserved = old.clone().add(multi(remaining, attr.weight / total_weight))
+            if attr.real_capability is not None:
+                deserved = min_dimension(deserved, attr.real_capability, infinite_default=True)
+            deserved = min_dimension(deserved, attr.request, infinite_default=False)
+            attr.deserved = maximum(deserved, attr.guarantee)
+            attr.update_share()
+            if attr.request.less_equal(attr.deserved) or attr.deserved == old:
+                met.add(attr.name)
+            up, down = diff(attr.deserved, old)
+            increased.add(up)
+            decreased.add(down)
+        remaining.sub(increased).add(decreased)
+        if remaining.is_empty() or remaining == old_remaining:
+            break
+
+
+class _State:
+    """One session's proportion state (the plugin object itself stays stateless)."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.attrs: dict[str, QueueAttr] | None = None
+        self.early: list[tuple[str, Resource, int]] = []  # events before computation
+
+    def get(self) -> dict[str, QueueAttr]:
+        if self.attrs is None:
+            self.attrs = self._compute()
+            for queue, req, sign in self.early:
+                attr = self.attrs.get(queue)
+                if attr is not None:
+                    (attr.allocated.add if sign > 0 else attr.allocated.sub)(req)
+                    attr.update_share()
+            self.early = []
+        return self.attrs
+
+    def _compute(self) -> dict[str, QueueAttr]:
+        ssn = self.ssn
+        attrs: dict[str, QueueAttr] = {}
+        for job in ssn.view.opening_jobs():
+            attr = attrs.get(job.queue)
+            if attr is None:
+                queue = ssn.queues[job.queue]
+                attr = attrs[job.queue] = QueueAttr(
+                    queue.name,
+                    queue.weight,
+                    guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
+                )
+            for task in job.tasks.values():
+                if task.status in ALLOCATED_STATUSES:
+                    attr.allocated.add(task.resreq)
+                    attr.request.add(task.resreq)
+                elif task.status == TaskStatus.PENDING:
+                    attr.request.add(task.resreq)
+        total = ssn.total_resource()
+        guarantees = Resource()
+        for name in sorted(attrs):
+            guarantees.add(attrs[name].guarantee)
+        for name in sorted(attrs):
+            attr = attrs[name]
+            real = exceeded_part(total, guarantees).add(attr.guarantee)
+            cap = _capability(ssn.queues[name])
+            attr.real_capability = (
+                real if cap is None else min_dimension(real, cap, infinite_default=True)
+            )
+        water_fill([attrs[name] for name in sorted(attrs)], total)
+        return attrs
+
+    def on_event(self, task: TaskInfo, sign: int) -> None:
+        job = self.ssn.jobs.lookup(task.job)
+        if job is None:
+            return
+        if self.attrs is None:
+            self.early.append((job.queue, task.resreq, sign))
+            return
+        attr = self.attrs.get(job.queue)
+        if attr is not None:
+            (attr.allocated.add if sign > 0 else attr.allocated.sub)(task.resreq)
+            attr.update_share()
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return -1 if left.priority > right.priority else 1
+        attrs = self.get()
+        lshare = attrs[left.name].share if left.name in attrs else 0.0
+        rshare = attrs[right.name].share if right.name in attrs else 0.0
+        return -1 if lshare < rshare else (1 if lshare > rshare else 0)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if queue.state != "Open":
+            return False
+        attr = self.get().get(queue.name)
+        if attr is None:
+            return False
+        future = attr.allocated.clone().add(task.resreq)
+        return less_equal_with_dimension(future, attr.deserved, task.resreq)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        attr = self.get().get(queue.name)
+        return attr is not None and attr.deserved.less_equal(attr.allocated)
+
+
+class ProportionPlugin:
+    name = NAME
+
+    def on_session_open(self, ssn: Session) -> None:
+        state = _State(ssn)
+        ssn.add_queue_order_fn(NAME, state.queue_order)
+        ssn.add_allocatable_fn(NAME, state.allocatable)
+        ssn.add_overused_fn(NAME, state.overused)
+        ssn.add_event_handler(
+            NAME,
+            allocate=lambda task: state.on_event(task, 1),
+            deallocate=lambda task: state.on_event(task, -1),
+        )
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+
+def build(args: None, ctx: PluginContext) -> ProportionPlugin:
+    del args, ctx
+    return ProportionPlugin()

@@ -1,0 +1,152 @@
+"""The TDM plugin (Volcano ``tdm``): revocable zones usable only inside a daily window.
+
+Module layout: :mod:`.window` (window grammar and activity, Go durations), :mod:`.budget`
+(``maxVictims`` and the victim order), :mod:`.args` (argument validation), :mod:`.plugin`
+(the session callbacks). This package exposes the plugin-module contract of
+``controller.framework.plugin``: ``NAME``, ``parse_args(raw) -> TdmArgs`` and
+``build(args, ctx) -> TdmPlugin``.
+
+:data:`DIFFERENCES` lists every deliberate departure from upstream Volcano (spec
+``volcano.md`` §6, §11.1) with the reason; the README copies it.
+"""
+
+from __future__ import annotations
+
+from controller.plugins.tdm.args import (
+    DEFAULT_EVICT_PERIOD,
+    EVICT_PERIOD,
+    SHARED_TIMER,
+    ZONE_PREFIX,
+    TdmArgs,
+    Zone,
+    parse_args,
+)
+from controller.plugins.tdm.budget import Budget, job_budget, order_victims, parse_int_or_percent
+from controller.plugins.tdm.plugin import (
+    MAX_NODE_SCORE,
+    NAME,
+    REASON_PREEMPT,
+    REASON_WINDOW_CLOSED,
+    TdmPlugin,
+    build,
+)
+from controller.plugins.tdm.window import Window, WindowError, parse_go_duration, parse_window
+
+#: (topic, Volcano, tide, why) — one row per deliberate difference.
+DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "Cross-midnight windows",
+        "`22:00-06:00` is active only 22:00-24:00: the start is always anchored to today, "
+        "so the after-midnight part is lost (§11.1-2)",
+        "active from 22:00 until 06:00 the next morning, including after midnight",
+        "what the seed (§8.1, Q4) says the window means",
+    ),
+    (
+        "Equal start and end",
+        "`t1 == t2` is a 24 h window starting today at t1, so only `0:00-0:00` is always "
+        "on; `23:59-23:59` is on one minute a day (§11.1-3)",
+        "`t1 == t2` is always active",
+        "the seed calls `23:59-23:59` a 24-hour window (近似全天可用)",
+    ),
+    (
+        "Timezone",
+        "windows read in the scheduler process's local zone; DST shifts the window (§11.1-4)",
+        "windows read in the configured IANA `timezone` (default UTC) with zoneinfo; a "
+        "repeated wall time means its first occurrence, a skipped one maps with the "
+        "pre-transition offset (the instants APScheduler's CronTrigger fires at)",
+        "deterministic replay must not depend on the machine",
+    ),
+    (
+        "Evict timer per zone",
+        "one process-global `lastEvictAt` for all zones: one zone's round throttles the "
+        "others (§11.1-1, seed Q5)",
+        "the evict period is kept per zone; `tdm.evict.shared-timer: true` restores a "
+        "single timer (last TDM eviction in any zone)",
+        "a zone's eviction should not silence the others",
+    ),
+    (
+        "Timer source and advance",
+        "a package variable, reset to now on every non-throttled call even when nothing is evicted",
+        "the last TDM eviction recorded on the log (`ssn.history`, folded from "
+        "`decision.evict` events); it advances only on actual evictions",
+        "state is a fold of the log; an empty round is not an eviction",
+    ),
+    (
+        "Min-available below minimum",
+        "`running < min-available` falls through to the default and evicts 1 (§11.1-5)",
+        "evicts 0",
+        "the seed's flowchart (§7.2) returns 0",
+    ),
+    (
+        "Invalid budget value",
+        "`abc`, `30.5%`, ` 30%` parse to 0: max-unavailable blocks all evictions, "
+        "min-available makes every running task evictable (§11.1-6)",
+        "`abc`, `30.5%`, ` 30%`, `150%`, negatives and non-int32 numbers are errors: the "
+        "job loses nothing; the error is listed as `skipped_jobs` in the evidence of that "
+        "zone's other victims and in `TdmPlugin.budget_errors`",
+        "annotations are data, not configuration, so they cannot stop startup; evicting "
+        "nothing is the safe reading",
+    ),
+    (
+        "Budget across zones",
+        "recomputed for each closed zone in a round: a job spanning two zones can lose "
+        "twice its budget (§11.1-7)",
+        "one budget per job per round, shared by all zones",
+        "the budget is a per-job disruption budget",
+    ),
+    (
+        "Victim order within a job",
+        "map iteration order (random, §11.1-8)",
+        "lowest priority first, then most recently started (no start time = newest), "
+        "then namespace, name, uid",
+        "determinism; evict the cheapest work first",
+    ),
+    (
+        "Invalid configuration",
+        "a malformed window makes the zone inactive forever; an unparsable or negative "
+        "`tdm.evict.period` becomes 1m or is used as is; a non-string value crashes "
+        "(§11.1-13)",
+        "startup stops with `<key>: <value>: <problem>` for a bad window, a zero or "
+        "negative or unparsable period, a non-string value, an empty zone name or an "
+        "unknown `tdm.*` key",
+        "DESIGN: invalid values stop startup naming key and value",
+    ),
+    (
+        "Zone keys",
+        "any key *containing* `tdm.revocable-zone.` defines a zone (`x.tdm.revocable-"
+        "zone.rz1` is zone `x.rz1`)",
+        "only keys *starting with* `tdm.revocable-zone.`; other `tdm.*` keys are errors",
+        "a substring match hides typos",
+    ),
+    (
+        "Node order in a closed zone",
+        "returns an error that discards every plugin's score for the node (§11.1-15)",
+        "scores 0 (the predicate already rejects the node)",
+        "one plugin should not erase the others' scores",
+    ),
+)
+
+__all__ = [
+    "DEFAULT_EVICT_PERIOD",
+    "DIFFERENCES",
+    "EVICT_PERIOD",
+    "MAX_NODE_SCORE",
+    "NAME",
+    "REASON_PREEMPT",
+    "REASON_WINDOW_CLOSED",
+    "SHARED_TIMER",
+    "ZONE_PREFIX",
+    "Budget",
+    "TdmArgs",
+    "TdmPlugin",
+    "Window",
+    "WindowError",
+    "Zone",
+    "build",
+    "job_budget",
+    "order_victims",
+    "parse_args",
+    "parse_go_duration",
+    "parse_int_or_percent",
+    "parse_window",
+]

@@ -1,0 +1,297 @@
+"""The TDM (time-division multiplexing) plugin: revocable zones used only inside a window.
+
+Nodes labelled ``volcano.sh/revocable-zone=<zone>`` may run opted-in workloads (tasks with a
+revocable zone, i.e. ``volcano.sh/preemptable: "true"`` or ``volcano.sh/revocable-zone:
+"*"``) only while the zone's daily window is open; once it closes, such tasks are nominated
+for eviction a budget at a time (seed 000, spec §6). The callbacks:
+
+* **predicate**: a normal node passes; a revocable node fails (unresolvable) when its zone
+  is unknown or closed, or when the task has no revocable zone;
+* **node order**: 100 for a revocable task on a node of an open zone, else 0;
+* **preemptable**: a non-preemptable, non-revocable preemptor may preempt Running
+  preemptable tasks on *normal* nodes, at most ``max_evict(job)`` per job (reason code
+  ``tdm-preempt`` when the preempt action evicts them);
+* **victim tasks**: for every closed zone whose evict period has elapsed, the Running
+  preemptable tasks on that zone's revocable nodes, per job the first ``max_evict(job)`` in
+  the defined order, reason ``tdm-window-closed``;
+* **job order**: non-preemptable jobs first; **job pipelined**: Volcano's ``is_pipelined``;
+  **job starving**: a non-preemptable job with Pending tasks.
+
+State: none between sessions. Time is ``ssn.now``; the evict timer is the last TDM eviction
+recorded on the log (``ssn.history``), never a module global. See
+``controller.plugins.tdm.DIFFERENCES`` for where this departs from Volcano, and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from controller.framework.plugin import PluginContext
+from controller.framework.points import FitError, FitStatus, Victim, Vote
+from controller.plugins.tdm.args import TdmArgs, Zone
+from controller.plugins.tdm.budget import Budget, job_budget, order_victims
+from projections.model import JSON, JobInfo, NodeInfo, TaskInfo, TaskStatus
+from streams.events import format_time
+
+if TYPE_CHECKING:
+    from controller.framework.session import Session
+
+NAME = "tdm"
+MAX_NODE_SCORE = 100.0
+REASON_WINDOW_CLOSED = "tdm-window-closed"
+REASON_PREEMPT = "tdm-preempt"
+ORDER_TEXT = "priority asc, start time desc (none = newest), namespace, name, uid"
+
+_ALLOCATED = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
+)
+_WAITING_OR_READY = _ALLOCATED | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}
+
+
+def last_tdm_eviction(history: Any, zone: str | None) -> datetime | None:
+    """The last TDM eviction in ``zone`` (``None``: in any zone), from the history projection."""
+    if history is None:
+        return None
+    value = history.last_tdm_eviction(zone)
+    return value if isinstance(value, datetime) else None
+
+
+def is_pipelined(job: JobInfo) -> bool:
+    """Volcano's ``JobInfo.IsPipelined``: waiting + ready + pending best-effort ≥ min."""
+    count = sum(
+        1
+        for task in job.tasks.values()
+        if task.status in _WAITING_OR_READY
+        or (task.status == TaskStatus.PENDING and task.best_effort)
+    )
+    return count >= job.min_available
+
+
+class TdmPlugin:
+    """One configured TDM plugin; registers its callbacks on every session."""
+
+    def __init__(self, args: TdmArgs, ctx: PluginContext) -> None:
+        self.name = NAME
+        self.args = args
+        self.timezone = ctx.timezone
+        self._zones: dict[str, Zone] = {zone.name: zone for zone in args.zones}
+        #: jobs the latest victim round skipped because their budget annotation is invalid
+        #: (diagnostics only; nothing decides on it)
+        self.budget_errors: list[JSON] = []
+
+    # -- session wiring ---------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        view = _SessionView(self, ssn)
+        ssn.add_predicate_fn(self.name, view.predicate)
+        ssn.add_node_order_fn(self.name, view.node_order)
+        ssn.add_preemptable_fn(self.name, view.preemptable)
+        ssn.add_victim_tasks_fn(self.name, view.victim_tasks)
+        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_pipelined_fn(self.name, job_pipelined)
+        ssn.add_job_starving_fn(self.name, job_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+    # -- pure helpers -------------------------------------------------------------------
+
+    def zone_active(self, zone: str, now: datetime) -> bool:
+        """Whether ``zone`` is configured and its window is open at ``now``."""
+        configured = self._zones.get(zone)
+        return configured is not None and configured.window.active(now, self.timezone)
+
+
+class _SessionView:
+    """The callbacks of one session: ``now`` fixed, zone activity computed once."""
+
+    def __init__(self, plugin: TdmPlugin, ssn: Session) -> None:
+        self.plugin = plugin
+        self.ssn = ssn
+        self.now: datetime = ssn.now
+        self.active = {z.name: plugin.zone_active(z.name, self.now) for z in plugin.args.zones}
+
+    def _reject_reason(self, node: NodeInfo) -> str | None:
+        zone = node.revocable_zone
+        configured = self.plugin._zones.get(zone)
+        if configured is None:
+            return f"revocable zone {zone} not support"
+        if not self.active[zone]:
+            return (
+                f"current time {format_time(self.now)} beyond revocable zone "
+                f"{zone}:{configured.window.raw}"
+            )
+        return None
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> None:
+        if not node.revocable_zone:
+            return
+        reason = self._reject_reason(node)
+        if reason is None and not task.revocable_zone:
+            reason = "not allow to dispatch to revocable node"
+        if reason is not None:
+            raise FitError(FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, plugin=NAME)
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        # Upstream returns an error for a closed zone, which discards every plugin's score
+        # for the node (spec §11.1-15); the predicate has already filtered such nodes, so
+        # a plain 0 is given here.
+        if not node.revocable_zone or not task.revocable_zone:
+            return 0.0
+        if self._reject_reason(node) is not None:
+            return 0.0
+        return MAX_NODE_SCORE
+
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
+    ) -> tuple[list[TaskInfo], Vote]:
+        if preemptor.preemptable or preemptor.revocable_zone:
+            return [], Vote.REJECT
+        nodes: Mapping[str, NodeInfo] = self.ssn.nodes
+        groups: dict[str, list[TaskInfo]] = {}
+        for task in preemptees:
+            if not task.preemptable or task.status != TaskStatus.RUNNING:
+                continue
+            node = nodes.get(task.node_name)
+            if node is None or node.revocable_zone:
+                continue
+            groups.setdefault(task.job, []).append(task)
+        victims: list[TaskInfo] = []
+        jobs: Mapping[str, JobInfo] = self.ssn.jobs
+        for job_id in sorted(groups):
+            job = jobs.get(job_id)
+            if job is None:
+                continue
+            budget = job_budget(job)
+            victims.extend(order_victims(groups[job_id])[: budget.max_evict])
+        return victims, Vote.PERMIT
+
+    def _zone_due(self, zone: Zone) -> tuple[bool, datetime | None]:
+        """Whether ``zone``'s evict period has elapsed, and the last eviction it counts from."""
+        args = self.plugin.args
+        history = getattr(self.ssn, "history", None)
+        last = last_tdm_eviction(history, None if args.shared_timer else zone.name)
+        return last is None or last + args.evict_period <= self.now, last
+
+    def _zone_candidates(self, zone: str) -> dict[str, list[TaskInfo]]:
+        groups: dict[str, list[TaskInfo]] = {}
+        for node in _sorted_nodes(self.ssn.revocable_nodes):
+            if node.revocable_zone != zone:
+                continue
+            for key in sorted(node.tasks):
+                task = node.tasks[key]
+                if task.preemptable and task.status == TaskStatus.RUNNING:
+                    groups.setdefault(task.job, []).append(task)
+        return groups
+
+    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[Victim]:
+        """Tasks to evict from closed zones (``tasks`` is ignored, as upstream does)."""
+        del tasks
+        self.plugin.budget_errors = []
+        victims: list[Victim] = []
+        spent: dict[str, int] = {}  # per job, across zones: one budget per round
+        budgets: dict[str, Budget] = {}
+        jobs: Mapping[str, JobInfo] = self.ssn.jobs
+        for zone in self.plugin.args.zones:
+            if self.active[zone.name]:
+                continue
+            due, last = self._zone_due(zone)
+            if not due:
+                continue
+            groups = self._zone_candidates(zone.name)
+            skipped: list[JSON] = []
+            zone_victims: list[Victim] = []
+            for job_id in sorted(groups):
+                job = jobs.get(job_id)
+                if job is None:
+                    continue
+                if job_id not in budgets:
+                    budgets[job_id] = job_budget(job)
+                budget = budgets[job_id]
+                if budget.error is not None:
+                    skipped.append({"job": job_id, **budget.evidence()})
+                    continue
+                used = spent.get(job_id, 0)
+                ordered = order_victims(groups[job_id])
+                chosen = ordered[: max(budget.max_evict - used, 0)]
+                spent[job_id] = used + len(chosen)
+                for position, task in enumerate(chosen, start=1):
+                    evidence = self._evidence(zone, budget, used, position, len(ordered), last)
+                    zone_victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence))
+            for victim in zone_victims:
+                if skipped:
+                    victim.evidence["skipped_jobs"] = [dict(s) for s in skipped]
+            victims.extend(zone_victims)
+            self.plugin.budget_errors.extend({"zone": zone.name, **s} for s in skipped)
+        return victims
+
+    def _evidence(
+        self,
+        zone: Zone,
+        budget: Budget,
+        used_elsewhere: int,
+        position: int,
+        candidates: int,
+        last: datetime | None,
+    ) -> JSON:
+        args = self.plugin.args
+        budget_json = budget.evidence()
+        if used_elsewhere:
+            budget_json["used_in_other_zones"] = used_elsewhere
+        return {
+            "zone": zone.name,
+            "window": zone.window.raw,
+            "timezone": self.plugin.timezone.key,
+            "job": budget.job,
+            "budget": budget_json,
+            "order": {"position": position, "candidates": candidates, "by": ORDER_TEXT},
+            "evict_period": args.evict_period_text,
+            "evict_timer": "shared" if args.shared_timer else "per-zone",
+            "last_eviction": format_time(last) if last is not None else None,
+        }
+
+
+def _sorted_nodes(nodes: Mapping[str, NodeInfo] | Sequence[NodeInfo]) -> list[NodeInfo]:
+    values = list(nodes.values()) if isinstance(nodes, Mapping) else list(nodes)
+    return sorted(values, key=lambda node: node.name)
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Non-preemptable jobs before preemptable ones; otherwise no opinion."""
+    if left.preemptable == right.preemptable:
+        return 0
+    return 1 if left.preemptable else -1
+
+
+def job_pipelined(job: JobInfo) -> Vote:
+    """Permit a pipelined job, reject the others (upstream votes on every job)."""
+    return Vote.PERMIT if is_pipelined(job) else Vote.REJECT
+
+
+def job_starving(job: JobInfo) -> bool:
+    """A non-preemptable job with Pending tasks is starving."""
+    if job.preemptable:
+        return False
+    return any(task.status == TaskStatus.PENDING for task in job.tasks.values())
+
+
+def build(args: TdmArgs, ctx: PluginContext) -> TdmPlugin:
+    """Build the plugin from validated arguments and the process context."""
+    return TdmPlugin(args, ctx)
+
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "NAME",
+    "REASON_PREEMPT",
+    "REASON_WINDOW_CLOSED",
+    "TdmPlugin",
+    "build",
+    "is_pipelined",
+    "job_order",
+    "job_pipelined",
+    "job_starving",
+    "last_tdm_eviction",
+]

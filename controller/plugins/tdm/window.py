@@ -1,0 +1,179 @@
+"""TDM time windows: ``HH:MM-HH:MM`` read in a named timezone, and Go duration text.
+
+Why a module of its own: the window is the one piece of TDM that both the policy (is the
+zone active at ``ssn.now``?) and the triggers (when do the window boundaries fire?) must
+agree on, so both import it from here.
+
+Parsing follows upstream's ``parseRevocableZone`` exactly (spec §6.2): whitespace is
+trimmed only at the ends of the whole string, the two parts are split on ``-``, the hour
+has one or two digits in 0..23, the minute exactly two digits in 00..59, nothing else.
+
+Activity differs from upstream on purpose (see ``controller.plugins.tdm.DIFFERENCES``):
+
+* A window is a set of *instants*, not of wall-clock readings. Each local day ``d``
+  contributes ``[d at start, e at end]`` where ``e`` is ``d`` if ``start < end`` and
+  ``d + 1`` otherwise, so ``22:00-06:00`` is active from 22:00 until 06:00 the next
+  morning, including after midnight (upstream anchors the start to *today*, losing the
+  after-midnight part, spec §11.1-2).
+* ``start == end`` is always active, as the seed says (``23:59-23:59`` "近似全天可用",
+  a 24-hour window); upstream makes only ``0:00-0:00`` always active.
+* Bounds are inclusive at whole-second resolution, like upstream: ``0:00-0:01`` is active
+  from 00:00:00 through 00:01:00.999999.
+* Times are read in the configured IANA zone (default UTC), never the process's zone.
+  Local times are turned into instants by ``zoneinfo`` with ``fold=0``: a wall time that
+  occurs twice (autumn) means its first occurrence; a wall time that does not exist
+  (spring) maps to the instant with the pre-transition offset, e.g. Europe/Berlin
+  ``02:30`` on 2024-03-31 is 01:30Z. APScheduler's ``CronTrigger`` fires at the same
+  instants, so the window-boundary triggers and the policy agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
+from zoneinfo import ZoneInfo
+
+_HHMM = re.compile(r"([0-9]{1,2}):([0-9]{2})")
+_ONE_SECOND = timedelta(seconds=1)
+
+
+class WindowError(ValueError):
+    """A window string that upstream's parser would reject too."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A daily window ``start-end`` in local time; ``raw`` is the text as configured."""
+
+    start: time
+    end: time
+    raw: str
+
+    @property
+    def always(self) -> bool:
+        """``start == end``: a 24-hour window, i.e. always active."""
+        return self.start == self.end
+
+    @property
+    def crosses_midnight(self) -> bool:
+        return self.start > self.end
+
+    def text(self) -> str:
+        """The canonical text: ``HH:MM-HH:MM`` with two-digit hours."""
+        return f"{self.start:%H:%M}-{self.end:%H:%M}"
+
+    def interval_on(self, day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
+        """The window that opens on local ``day``: ``(start, end)`` as UTC instants.
+
+        ``end`` is the last *second* that is still active (inclusive bound).
+        """
+        start = datetime.combine(day, self.start, tzinfo=tz)
+        end_day = day if self.start < self.end else day + timedelta(days=1)
+        end = datetime.combine(end_day, self.end, tzinfo=tz)
+        return start.astimezone(UTC), end.astimezone(UTC)
+
+    def active(self, now: datetime, tz: ZoneInfo) -> bool:
+        """Whether ``now`` (aware) lies in the window, read in ``tz``."""
+        if self.always:
+            return True
+        if now.tzinfo is None:
+            raise ValueError("window activity needs an aware time")
+        local_day = now.astimezone(tz).date()
+        for day in (local_day - timedelta(days=1), local_day):
+            start, end = self.interval_on(day, tz)
+            if start <= now < end + _ONE_SECOND:
+                return True
+        return False
+
+
+def _parse_hhmm(part: str, raw: str) -> time:
+    match = _HHMM.fullmatch(part)
+    if match is None:
+        raise WindowError(f"revocable zone window {raw!r}: {part!r} is not HH:MM")
+    hour, minute = int(match.group(1)), int(match.group(2))
+    if hour > 23 or minute > 59:
+        raise WindowError(f"revocable zone window {raw!r}: {part!r} is out of range")
+    return time(hour, minute)
+
+
+def parse_window(raw: object) -> Window:
+    """Parse ``"HH:MM-HH:MM"`` (spec §6.2 grammar); raises :class:`WindowError`."""
+    if not isinstance(raw, str):
+        raise WindowError(f"revocable zone window {raw!r} must be a string like '08:00-21:00'")
+    parts = raw.strip().split("-")
+    if len(parts) != 2:
+        raise WindowError(f"revocable zone window {raw!r} format error (want HH:MM-HH:MM)")
+    return Window(_parse_hhmm(parts[0], raw), _parse_hhmm(parts[1], raw), raw)
+
+
+# --- Go durations (``time.ParseDuration``) -------------------------------------------------
+
+_GO_UNITS_NS: dict[str, int] = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_GO_TERM = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+class DurationError(ValueError):
+    """Text that Go's ``time.ParseDuration`` would reject."""
+
+
+def parse_go_duration(raw: str) -> timedelta:
+    """Go ``time.ParseDuration`` (``"100ms"``, ``"1m"``, ``"1h30m"``, ``"-1.5h"``, ``"0"``).
+
+    The result is truncated to microseconds (``timedelta`` resolution).
+    """
+    text = raw
+    sign = 1
+    if text[:1] in ("-", "+"):
+        sign = -1 if text[0] == "-" else 1
+        text = text[1:]
+    if text == "0":
+        return timedelta(0)
+    if not text:
+        raise DurationError(f"invalid duration {raw!r}")
+    total = Decimal(0)
+    pos = 0
+    while pos < len(text):
+        match = _GO_TERM.match(text, pos)
+        if match is None or match.group(1) in ("", "."):
+            raise DurationError(f"invalid duration {raw!r}")
+        try:
+            number = Decimal(match.group(1))
+        except InvalidOperation as exc:  # pragma: no cover - the regex admits only digits
+            raise DurationError(f"invalid duration {raw!r}") from exc
+        total += number * _GO_UNITS_NS[match.group(2)]
+        pos = match.end()
+    nanoseconds = int(total)
+    micros = timedelta(microseconds=nanoseconds // 1000)  # truncated toward zero
+    return micros if sign > 0 else -micros
+
+
+def format_go_duration(value: timedelta) -> str:
+    """Go's ``Duration.String`` for whole seconds and above (``"1m0s"``, ``"1h30m0s"``)."""
+    micros = value // timedelta(microseconds=1)
+    sign = "-" if micros < 0 else ""
+    micros = abs(micros)
+    if micros == 0:
+        return "0s"
+    if micros < 1_000_000:
+        return f"{sign}{micros / 1000:g}ms" if micros >= 1000 else f"{sign}{micros}µs"
+    seconds, frac = divmod(micros, 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    sec_text = f"{secs}" if not frac else f"{secs}.{frac:06d}".rstrip("0")
+    out = f"{sec_text}s"
+    if hours or minutes:
+        out = f"{minutes}m" + out
+    if hours:
+        out = f"{hours}h" + out
+    return sign + out

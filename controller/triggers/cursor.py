@@ -1,0 +1,100 @@
+"""Fire times on a virtual clock: APScheduler triggers stepped by event times.
+
+Why: replay and simulation must produce the very ``trigger.fired`` records a live
+scheduler would, without reading the wall clock. APScheduler 3.11's
+``get_next_fire_time(previous, now)`` is a pure function of its arguments (given an
+explicit ``start_date`` and ``timezone`` and no jitter), so a cursor that remembers the
+previous fire time and asks for the next one is enough (recipe in ``ecosystem.md`` §5).
+
+Fire times are returned in UTC (the log's zone). A cron trigger in a named zone may return
+a non-canonical local time on a DST gap (``02:30+01:00`` for a skipped 02:30); converted to
+UTC it is the same instant the scheduler would use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from apscheduler.triggers.base import BaseTrigger
+
+from controller.framework.config import TideConfig
+from controller.triggers.plan import KIND_RANK, TriggerConfig, TriggerSpec, build_triggers
+
+
+class TriggerCursor:
+    """The fire times of one trigger from ``registered_at`` on, stepped forward by time."""
+
+    __slots__ = ("_next", "prev", "trigger")
+
+    def __init__(self, trigger: BaseTrigger, registered_at: datetime) -> None:
+        if registered_at.tzinfo is None:
+            raise ValueError("a cursor needs an aware registration time")
+        self.trigger = trigger
+        self.prev: datetime | None = None
+        self._next: datetime | None = trigger.get_next_fire_time(None, registered_at)
+
+    def peek(self) -> datetime | None:
+        """The next fire time (UTC), or None when the trigger is exhausted."""
+        return None if self._next is None else self._next.astimezone(UTC)
+
+    def advance(self, now: datetime) -> list[datetime]:
+        """Every fire time ``<= now`` not returned before, in order (UTC)."""
+        due: list[datetime] = []
+        while self._next is not None and self._next <= now:
+            due.append(self._next.astimezone(UTC))
+            self.prev = self._next
+            self._next = self.trigger.get_next_fire_time(self.prev, self._next)
+        return due
+
+
+class Firing(NamedTuple):
+    """One due fire time of a named trigger."""
+
+    at: datetime
+    name: str
+    kind: str
+    zone: str | None
+
+
+def _order(firing: Firing) -> tuple[datetime, int, str]:
+    return firing.at, KIND_RANK.get(firing.kind, len(KIND_RANK)), firing.name
+
+
+class TriggerSet:
+    """All of a configuration's triggers, merged into one time-ordered stream.
+
+    Ties (the same instant) are ordered by kind (window end, window start, evict period,
+    tick) and then by name, so the stream is a pure function of the configuration and the
+    registration time.
+    """
+
+    def __init__(self, specs: Iterable[TriggerSpec], *, start: datetime) -> None:
+        self.specs: tuple[TriggerSpec, ...] = tuple(sorted(specs, key=lambda s: s.name))
+        self.start = start
+        self._cursors = [(spec, TriggerCursor(spec.trigger, start)) for spec in self.specs]
+
+    @classmethod
+    def from_config(cls, config: TideConfig | TriggerConfig, *, start: datetime) -> TriggerSet:
+        """The triggers of a :class:`TideConfig` (or a :class:`TriggerConfig`) from ``start``."""
+        plan = config if isinstance(config, TriggerConfig) else TriggerConfig.from_tide(config)
+        return cls(build_triggers(plan, start=start), start=start)
+
+    def peek(self) -> datetime | None:
+        """The earliest next fire time over all triggers (UTC), or None."""
+        times = [t for _, cursor in self._cursors if (t := cursor.peek()) is not None]
+        return min(times) if times else None
+
+    def due(self, until: datetime) -> list[Firing]:
+        """Every firing ``<= until`` not returned before, sorted by (at, kind rank, name)."""
+        firings = [
+            Firing(at, spec.name, spec.kind, spec.zone)
+            for spec, cursor in self._cursors
+            for at in cursor.advance(until)
+        ]
+        return sorted(firings, key=_order)
+
+    def pop_due(self, now: datetime) -> list[Firing]:
+        """Alias of :meth:`due` (the simulation loop's name for it)."""
+        return self.due(now)

@@ -1,0 +1,31 @@
+"""``trigger.fired`` records: the one shape both the virtual and the live clock write.
+
+The record's ``at`` *and* ``data.scheduled`` are the scheduled fire time, never the time
+the callback happened to run: a decision is a function of the log prefix before its
+trigger, and the scheduled time is what replay can re-derive.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from controller.triggers.cursor import Firing
+from streams.events import JSON, Event, format_time, make_event
+
+
+def trigger_data(at: datetime, name: str, kind: str, zone: str | None = None) -> JSON:
+    """``{"trigger", "kind", "zone"?, "scheduled"}`` (``zone`` only for zone triggers)."""
+    data: JSON = {"trigger": name, "kind": kind, "scheduled": format_time(at)}
+    if zone is not None:
+        data["zone"] = zone
+    return data
+
+
+def trigger_event(at: datetime, name: str, kind: str, zone: str | None = None) -> Event:
+    """The ``trigger.fired`` event of a firing at ``at`` (id derived from the content)."""
+    return make_event("trigger.fired", at, trigger_data(at, name, kind, zone))
+
+
+def firing_event(firing: Firing) -> Event:
+    """:func:`trigger_event` of a :class:`~controller.triggers.cursor.Firing`."""
+    return trigger_event(firing.at, firing.name, firing.kind, firing.zone)

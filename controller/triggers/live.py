@@ -1,0 +1,76 @@
+"""The same triggers on the real clock, for ``tide run``: an ``AsyncIOScheduler`` wrapper.
+
+The only place in the controller's policy path that may read the wall clock: it takes
+the registration time from the clock (unless given), and APScheduler decides when a job
+is due. The job callback does one thing: append a ``trigger.fired`` record stamped with the
+*scheduled* fire time (taken from APScheduler's job-submission event), so a live log and a
+replay of it carry identical trigger records; everything else reacts to that record.
+
+Jobs coalesce (a burst of missed runs after a stall becomes one record, at the latest
+scheduled time), never misfire-skip (``misfire_grace_time=None``), and run one at a time.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from apscheduler.events import EVENT_JOB_SUBMITTED, JobSubmissionEvent
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from controller.framework.config import TideConfig
+from controller.triggers.cursor import TriggerSet
+from controller.triggers.events import trigger_event
+from controller.triggers.plan import TriggerConfig, TriggerSpec
+from streams.events import Event
+
+Append = Callable[[Event], Awaitable[object] | object]
+
+
+class LiveTriggers:
+    """Run a configuration's triggers on an ``AsyncIOScheduler`` inside a running loop."""
+
+    def __init__(
+        self,
+        config: TideConfig | TriggerConfig,
+        append: Append,
+        *,
+        start: datetime | None = None,
+    ) -> None:
+        self.start = start or datetime.now(UTC)  # the live clock, read once
+        self.triggers = TriggerSet.from_config(config, start=self.start)
+        self._append = append
+        self._scheduled: dict[str, deque[datetime]] = {}
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+
+    def run(self) -> None:
+        """Register every trigger and start the scheduler (needs a running event loop)."""
+        self.scheduler.add_listener(self._submitted, EVENT_JOB_SUBMITTED)
+        for spec in self.triggers.specs:
+            self.scheduler.add_job(
+                self._fire,
+                spec.trigger,
+                args=[spec],
+                id=spec.name,
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=None,
+            )
+        self.scheduler.start()
+
+    def shutdown(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+    def _submitted(self, event: JobSubmissionEvent) -> None:
+        # Dispatched right after the job is handed to the executor, before its coroutine
+        # runs; with coalescing there is one run per submission, at the last time.
+        self._scheduled.setdefault(event.job_id, deque()).append(event.scheduled_run_times[-1])
+
+    async def _fire(self, spec: TriggerSpec) -> None:
+        at = self._scheduled[spec.name].popleft()
+        result = self._append(trigger_event(at.astimezone(UTC), spec.name, spec.kind, spec.zone))
+        if inspect.isawaitable(result):
+            await result

@@ -1,0 +1,363 @@
+"""The cluster projection: Kubernetes watch events and in-flight decisions → Volcano's model.
+
+``ClusterState`` folds ``k8s.watch`` records of ``nodes``, ``pods``, ``podgroups`` and
+``queues`` into :mod:`projections.model` objects with Volcano's semantics (spec §1), and
+keeps them indexed for sessions: ``nodes[name].tasks``, ``jobs[id].tasks``, ``pending``
+(the Pending tasks) and ``version`` (bumped on every change, so a caller can tell that
+nothing moved since its last look).
+
+Watch rules: ADDED and MODIFIED upsert (MODIFIED of an unknown object adds it); DELETED of
+an unknown object is ignored; a DELETED pod whose uid differs from the one held is an older
+incarnation and is ignored too. A malformed object is counted in ``skipped`` and ignored.
+
+Jobs. A pod naming a PodGroup (``scheduling.k8s.io/group-name``) belongs to job
+``<ns>/<group>`` at once. If the PodGroup has not arrived, the job is a *placeholder*
+(``JobInfo.placeholder``, ``min_available`` 0, queue ``default``), as Volcano's cache keeps
+a JobInfo without a PodGroup and leaves it out of the session snapshot; the PodGroup fills
+it in place when it arrives, and its deletion turns the job back into a placeholder (or
+drops it when no task is left). A pod without a group is an implicit job of one, id
+``<ns>/<pod>`` (see :func:`projections.objects.apply_implicit`); an implicit job's phase is
+``Inqueue`` while its task is Pending, else ``Running``, since no PodGroup controller
+advances it.
+
+Nodes. Accounting follows spec §1.5 incrementally (Pipelined adds to ``pipelined`` only,
+Releasing to ``releasing`` and ``used``, every other status to ``used``; ``idle`` =
+``allocatable - used``). Succeeded and Failed tasks are not placed on their node. A task on
+a node not seen yet creates a *placeholder* node (not Ready, nothing allocatable), filled in
+when the Node arrives. One difference from Volcano: adding a Binding task that does not
+fit ``idle`` is accounted anyway (Volcano's cache would refuse it and log): a fold never
+fails, and the engine that issued the bind had checked the fit.
+
+Decisions are folded as in-flight overlays (``docs/ARCHITECTURE.md``): ``decision.evict``
+makes the task Releasing until a watch shows it deleting, terminated or gone, or an
+``effect.failed`` naming the decision reverts it; ``decision.bind`` makes a Pending task
+Binding on ``data.node`` until a watch shows ``spec.nodeName`` (or a non-Pending phase), or
+``effect.failed`` reverts it. A watch update in between keeps the overlay on the new state.
+A later decision on the same task replaces the earlier overlay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projections import snapshot
+from projections.accounting import Overlay, node_add, node_remove
+from projections.base import BaseProjection, decode_state, encode_state, handles
+from projections.model import (
+    COMPLETED_STATUSES,
+    JobInfo,
+    NodeInfo,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+    TaskStatus,
+)
+from projections.objects import (
+    BUILTIN_PRIORITY_CLASSES,
+    apply_implicit,
+    apply_node,
+    apply_podgroup,
+    implicit_job,
+    new_node,
+    queue_from,
+    reset_placeholder,
+)
+from projections.pods import GROUP_NAME, task_from_pod
+from projections.raw import RawObjects
+from streams.events import Event
+
+_PENDING = TaskStatus.PENDING
+_RELEASING = TaskStatus.RELEASING
+_BINDING = TaskStatus.BINDING
+_EVICT_CONFIRMED = frozenset({TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+_MALFORMED = (KeyError, TypeError, AttributeError, ValueError)
+
+
+class ClusterState(BaseProjection):
+    """Nodes, tasks, jobs and queues folded from the log (see the module docstring).
+
+    Args:
+        keep_pods: keep every pod and PodGroup as raw JSON in ``pods`` / ``podgroups`` (the
+            simulated cluster needs them to answer decisions). Nodes are always kept in
+            ``raw_nodes``. Folds that only read the model can turn this off.
+    """
+
+    name = "cluster"
+
+    def __init__(self, *, keep_pods: bool = True) -> None:
+        super().__init__()
+        self.keep_pods = keep_pods
+        self.version = 0
+        self.skipped = 0
+        self.nodes: dict[str, NodeInfo] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.jobs: dict[str, JobInfo] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.pending: dict[str, TaskInfo] = {}
+        self.pods = RawObjects()
+        self.podgroups = RawObjects()
+        self.raw_nodes = RawObjects()
+        self.priority_classes: dict[str, int] = {}
+        self.overlays: dict[str, Overlay] = {}
+        self._decisions: dict[str, str] = {}  # decision id -> task key
+
+    # ---- queries -----------------------------------------------------------------------
+
+    def ready_nodes(self) -> list[NodeInfo]:
+        """The Ready nodes (those a session sees), sorted by name."""
+        return [self.nodes[n] for n in sorted(self.nodes) if self.nodes[n].ready]
+
+    def class_priority(self, name: str) -> int:
+        """The value of PriorityClass ``name`` as far as the log tells (else 0)."""
+        if not name:
+            return 0
+        return self.priority_classes.get(name, BUILTIN_PRIORITY_CLASSES.get(name, 0))
+
+    # ---- indexes -----------------------------------------------------------------------
+
+    def _place(self, task: TaskInfo, key: str) -> None:
+        """Put a task into the status-dependent indexes (pending, its node)."""
+        status = task.status
+        if status == _PENDING:
+            self.pending[key] = task
+        if task.node_name and status not in COMPLETED_STATUSES:
+            node = self.nodes.get(task.node_name)
+            if node is None:
+                node = self.nodes[task.node_name] = new_node(task.node_name)
+            node_add(node, task, key)
+
+    def _unplace(self, task: TaskInfo, key: str) -> None:
+        self.pending.pop(key, None)
+        node = self.nodes.get(task.node_name) if task.node_name else None
+        if node is not None and node.tasks.get(key) is task:
+            node_remove(node, task, key)
+            if node.placeholder and not node.tasks:
+                del self.nodes[node.name]
+
+    def _add_task(self, task: TaskInfo, key: str) -> None:
+        self.tasks[key] = task
+        self._place(task, key)
+        job = self.jobs.get(task.job)
+        if job is None:
+            if task.annotations.get(GROUP_NAME):
+                namespace, _, name = task.job.partition("/")
+                job = JobInfo("", namespace, name)
+                reset_placeholder(job)
+            else:
+                job = implicit_job(task)
+            self.jobs[task.job] = job
+        elif job.implicit:
+            apply_implicit(job, task)
+        job.tasks[key] = task
+
+    def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
+        del self.tasks[key]
+        self._unplace(task, key)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.tasks.pop(key, None)
+            if not job.tasks and not keep_job and (job.placeholder or job.implicit):
+                del self.jobs[job.id]
+
+    def _restatus(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
+        key = task.key
+        self._unplace(task, key)
+        task.status = status
+        task.node_name = node_name
+        self._place(task, key)
+        job = self.jobs.get(task.job)
+        if job is not None and job.implicit:
+            job.phase = "Inqueue" if status == _PENDING else "Running"
+
+    # ---- watch -------------------------------------------------------------------------
+
+    @handles("k8s.watch")
+    def _on_watch(self, event: Event) -> None:
+        data = event.data
+        kind = data.get("event")
+        obj = data.get("object")
+        if kind not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(obj, dict):
+            return
+        resource = data.get("resource")
+        try:
+            if resource == "pods":
+                self._on_pod(kind, obj)
+            elif resource == "nodes":
+                self._on_node(kind, obj)
+            elif resource == "podgroups":
+                self._on_podgroup(kind, obj)
+            elif resource == "queues":
+                self._on_queue(kind, obj)
+            else:
+                return
+        except _MALFORMED:
+            self.skipped += 1
+            return
+        self.version += 1
+
+    def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            meta = obj["metadata"]
+            key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+            old = self.tasks.get(key)
+            uid = meta.get("uid")
+            if old is None or (uid and old.uid and uid != old.uid):
+                return
+            self._drop_overlay(key)
+            self._remove_task(old, key)
+            self.pods.discard(key)
+            return
+        task = task_from_pod(obj)
+        key = task.key
+        old = self.tasks.get(key)
+        overlay = self.overlays.get(key)
+        if overlay is not None:
+            if old is None or old.uid != task.uid or self._confirmed(overlay, task):
+                self._drop_overlay(key)
+            else:
+                overlay.base_status, overlay.base_node = task.status, task.node_name
+                self._impose(task, overlay)
+        if old is not None:
+            self._remove_task(old, key, keep_job=old.job == task.job)
+        self._add_task(task, key)
+        priority = (obj.get("spec") or {}).get("priority") if task.priority_class else None
+        if isinstance(priority, int) and self.priority_classes.get(task.priority_class) != priority:
+            self._learn_class(task.priority_class, priority)
+        if self.keep_pods:
+            self.pods.put(key, obj)
+
+    def _learn_class(self, name: str, value: int) -> None:
+        self.priority_classes[name] = value
+        for job in self.jobs.values():
+            if job.priority_class == name and not job.implicit and not job.placeholder:
+                job.priority = value
+
+    def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        node = self.nodes.get(name)
+        if kind == "DELETED":
+            self.raw_nodes.discard(name)
+            if node is not None:
+                if node.tasks:
+                    node.allocatable, node.capacity = Resource(), Resource()
+                    node.idle = Resource().sub(node.used)
+                    node.ready, node.placeholder = False, True
+                else:
+                    del self.nodes[name]
+            return
+        if node is None:
+            node = self.nodes[name] = new_node(name)
+        apply_node(node, obj)
+        self.raw_nodes.put(name, obj)
+
+    def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+        job = self.jobs.get(job_id)
+        if kind == "DELETED":
+            self.podgroups.discard(job_id)
+            if job is None or job.implicit:
+                return
+            if not job.tasks:
+                del self.jobs[job_id]
+                return
+            bare = [t for k, t in sorted(job.tasks.items()) if not t.annotations.get(GROUP_NAME)]
+            if bare:
+                apply_implicit(job, bare[0])
+            else:
+                reset_placeholder(job)
+            return
+        if job is None:
+            namespace, _, name = job_id.partition("/")
+            job = JobInfo("", namespace, name)
+        priority_class = str((obj.get("spec") or {}).get("priorityClassName") or "")
+        apply_podgroup(job, obj, self.class_priority(priority_class))
+        self.jobs[job_id] = job
+        if self.keep_pods:
+            self.podgroups.put(job_id, obj)
+
+    def _on_queue(self, kind: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.queues.pop(name, None)
+        else:
+            self.queues[name] = queue_from(obj)
+
+    # ---- decision overlays -------------------------------------------------------------
+
+    @staticmethod
+    def _confirmed(overlay: Overlay, task: TaskInfo) -> bool:
+        if overlay.kind == "evict":
+            return task.deleting or task.status in _EVICT_CONFIRMED
+        return bool(task.node_name) or task.status != _PENDING
+
+    @staticmethod
+    def _impose(task: TaskInfo, overlay: Overlay) -> None:
+        if overlay.kind == "evict":
+            task.status = _RELEASING
+        else:
+            task.status, task.node_name = _BINDING, overlay.node
+
+    def _drop_overlay(self, key: str) -> None:
+        overlay = self.overlays.pop(key, None)
+        if overlay is not None:
+            self._decisions.pop(overlay.decision, None)
+
+    def _target(self, data: dict[str, Any]) -> TaskInfo | None:
+        task = self.tasks.get(f"{data.get('namespace')}/{data.get('pod')}")
+        uid = data.get("uid")
+        if task is None or (uid and task.uid and uid != task.uid):
+            return None
+        return task
+
+    @handles("decision.evict", "decision.bind")
+    def _on_decision(self, event: Event) -> None:
+        task = self._target(event.data)
+        if task is None:
+            return
+        previous = self.overlays.get(task.key)
+        base_status = previous.base_status if previous else task.status
+        base_node = previous.base_node if previous else task.node_name
+        if event.type == "decision.evict":
+            if base_status in _EVICT_CONFIRMED or task.deleting:
+                return
+            overlay = Overlay(event.id, "evict", base_node, base_status, base_node)
+        else:
+            node = event.data.get("node")
+            if base_status != _PENDING or base_node or not isinstance(node, str) or not node:
+                return
+            overlay = Overlay(event.id, "bind", node, base_status, base_node)
+        self._drop_overlay(task.key)
+        self.overlays[task.key] = overlay
+        self._decisions[event.id] = task.key
+        self._restatus(
+            task,
+            _RELEASING if overlay.kind == "evict" else _BINDING,
+            base_node if overlay.kind == "evict" else overlay.node,
+        )
+        self.version += 1
+
+    @handles("effect.failed")
+    def _on_effect_failed(self, event: Event) -> None:
+        decision = event.data.get("decision") or event.cause
+        key = self._decisions.get(decision) if isinstance(decision, str) else None
+        if key is None:
+            return
+        overlay = self.overlays[key]
+        self._drop_overlay(key)
+        task = self.tasks.get(key)
+        if task is not None:
+            self._restatus(task, overlay.base_status, overlay.base_node)
+        self.version += 1
+
+    # ---- checkpoints -------------------------------------------------------------------
+
+    def dump(self) -> bytes:
+        return encode_state(self.name, self.position, snapshot.dump_cluster(self))
+
+    def load(self, state: bytes) -> None:
+        position, body = decode_state(self.name, state)
+        fresh = ClusterState(keep_pods=self.keep_pods)
+        snapshot.load_cluster(fresh, body)  # all or nothing: self is untouched on error
+        fresh.position = position
+        vars(self).update(vars(fresh))

@@ -1,0 +1,181 @@
+"""Explicit, deterministic encoding of the cluster model for checkpoints (no pickle).
+
+Model objects are written field by field (``dataclasses.fields``, so a field added to the
+model is carried automatically when it holds plain JSON). Resources become
+``{"cpu", "memory", "scalars"}``, statuses their integer, times RFC 3339. Node accounting
+(``idle``, ``used``, ``releasing``, ``pipelined``) is written as folded, not recomputed, so a
+resumed projection continues from bit-identical floats. Indexes (``node.tasks``,
+``job.tasks``, ``pending``) are rebuilt from the tasks on load. Raw objects are embedded as
+they are stored (``orjson.Fragment``), without re-encoding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+
+from projections.accounting import Overlay
+from projections.base import CheckpointError
+from projections.model import (
+    COMPLETED_STATUSES,
+    JobInfo,
+    NodeInfo,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+    TaskStatus,
+)
+from projections.parsing import time_or_none
+from projections.pods import share_maps
+from projections.raw import RawObjects
+from streams.events import format_time
+
+if TYPE_CHECKING:
+    from projections.cluster import ClusterState
+
+T = TypeVar("T")
+_RESOURCES = frozenset(
+    {
+        "resreq",
+        "init_resreq",
+        "allocatable",
+        "capacity",
+        "idle",
+        "used",
+        "releasing",
+        "pipelined",
+        "capability",
+        "guarantee",
+    }
+)
+_TIMES = frozenset({"creation", "start_time"})
+_SKIP = frozenset({"tasks"})
+
+
+def encode_resource(resource: Resource) -> dict[str, Any]:
+    return {"cpu": resource.milli_cpu, "memory": resource.memory, "scalars": resource.scalars}
+
+
+def decode_resource(data: Any) -> Resource:
+    return Resource(
+        float(data["cpu"]),
+        float(data["memory"]),
+        {str(k): float(v) for k, v in data["scalars"].items()},
+    )
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    """A model dataclass as a JSON object (``tasks`` indexes left out)."""
+    out: dict[str, Any] = {}
+    for spec in dataclasses.fields(obj):
+        name = spec.name
+        if name in _SKIP:
+            continue
+        value = getattr(obj, name)
+        if isinstance(value, Resource):
+            value = encode_resource(value)
+        elif name in _TIMES:
+            value = format_time(value) if value is not None else None
+        out[name] = value
+    return out
+
+
+def decode(cls: type[T], data: dict[str, Any]) -> T:
+    """Rebuild a model dataclass from :func:`encode`'s output (unknown keys rejected)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in names:
+            raise CheckpointError(f"{cls.__name__} has no field {name!r}")
+        if name in _RESOURCES and value is not None:
+            value = decode_resource(value)
+        elif name in _TIMES:
+            value = time_or_none(value)
+        elif name == "status":
+            value = TaskStatus(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def encode_task(task: TaskInfo) -> dict[str, Any]:
+    out = encode(task)
+    if task.init_resreq is task.resreq:
+        out["init_resreq"] = None  # one object, as Volcano's resReq := initResReq
+    return out
+
+
+def decode_task(data: dict[str, Any]) -> TaskInfo:
+    if data.get("init_resreq") is None:
+        data = {**data, "init_resreq": data["resreq"]}
+        task = decode(TaskInfo, data)
+        task.init_resreq = task.resreq
+    else:
+        task = decode(TaskInfo, data)
+    share_maps(task)
+    return task
+
+
+def _raw(store: RawObjects) -> dict[str, orjson.Fragment]:
+    return {key: orjson.Fragment(store.raw(key)) for key in store}
+
+
+def _unraw(data: dict[str, Any]) -> RawObjects:
+    store = RawObjects()
+    for key in sorted(data):
+        store.put_bytes(key, orjson.dumps(data[key]))
+    return store
+
+
+def dump_cluster(state: ClusterState) -> dict[str, Any]:
+    """The body of a cluster checkpoint."""
+    return {
+        "version": state.version,
+        "skipped": state.skipped,
+        "keep_pods": state.keep_pods,
+        "nodes": {name: encode(node) for name, node in state.nodes.items()},
+        "tasks": {key: encode_task(task) for key, task in state.tasks.items()},
+        "jobs": {job_id: encode(job) for job_id, job in state.jobs.items()},
+        "queues": {name: encode(queue) for name, queue in state.queues.items()},
+        "priority_classes": state.priority_classes,
+        "overlays": {
+            key: [o.decision, o.kind, o.node, int(o.base_status), o.base_node]
+            for key, o in state.overlays.items()
+        },
+        "pods": _raw(state.pods),
+        "podgroups": _raw(state.podgroups),
+        "raw_nodes": _raw(state.raw_nodes),
+    }
+
+
+def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
+    """Fill a fresh ``target`` from :func:`dump_cluster`'s output (raises CheckpointError)."""
+    try:
+        target.version = int(body["version"])
+        target.skipped = int(body["skipped"])
+        target.keep_pods = bool(body["keep_pods"])
+        for name in sorted(body["nodes"]):
+            target.nodes[name] = decode(NodeInfo, body["nodes"][name])
+        for job_id in sorted(body["jobs"]):
+            target.jobs[job_id] = decode(JobInfo, body["jobs"][job_id])
+        for name in sorted(body["queues"]):
+            target.queues[name] = decode(QueueInfo, body["queues"][name])
+        for key in sorted(body["tasks"]):
+            task = decode_task(body["tasks"][key])
+            target.tasks[key] = task
+            target.jobs[task.job].tasks[key] = task
+            if task.status == TaskStatus.PENDING:
+                target.pending[key] = task
+            if task.node_name and task.status not in COMPLETED_STATUSES:
+                target.nodes[task.node_name].tasks[key] = task
+        target.priority_classes = {str(k): int(v) for k, v in body["priority_classes"].items()}
+        for key in sorted(body["overlays"]):
+            decision, kind, node, base_status, base_node = body["overlays"][key]
+            target.overlays[key] = Overlay(decision, kind, node, TaskStatus(base_status), base_node)
+            target._decisions[decision] = key
+        target.pods = _unraw(body["pods"])
+        target.podgroups = _unraw(body["podgroups"])
+        target.raw_nodes = _unraw(body["raw_nodes"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"cluster checkpoint is malformed: {exc!r}") from exc

@@ -1,0 +1,323 @@
+"""Resource usage over time: ``metrics.node`` / ``metrics.pod`` samples folded per object.
+
+Every sample becomes one point ``(time, cpu milli, memory bytes)`` of a :class:`Series`
+(pod usage is the sum over its containers). Times are the log's ``at`` (POSIX seconds,
+float), not the metrics' own ``timestamp``: the log's clock is the one every policy uses.
+A series keeps the points of the last ``horizon`` (default 2 h) and at most
+``max_samples`` of them (default 1440, two hours at one sample per 5 s); with denser
+sampling the history is shorter than the horizon, so size ``max_samples`` for the longest
+window a policy reads (leak detection: ``memoryLeakDuration``; prediction:
+``trendWindow``).
+
+Queries used by the policies:
+
+* :meth:`UsageState.latest_node` / :meth:`latest_pod`: the newest point;
+* :meth:`Series.average` over a window ending now (Volcano's ``metricsPeriod``, 5 m);
+* :meth:`Series.at_or_before`: the value one ``trendWindow`` ago (the newest point not
+  later than ``now - window``);
+* :meth:`Series.tail`: the last *n* points (pressure streaks: one point is one check);
+* :meth:`Series.leak`: the faulty-pod memory-leak rule, made cheap by ``run_start``, the
+  time of the newest point that fell more than 1 % below the point before it (the memory
+  series has not dropped since), kept as points are added.
+
+A ``k8s.watch`` DELETED pod (or node) drops its series. Samples are expected in time
+order; an out-of-order point is inserted in place (and ``run_start`` recomputed).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from projections.base import BaseProjection, decode_state, encode_state, handles
+from projections.parsing import milli, units
+from streams.events import Event
+
+DEFAULT_HORIZON = timedelta(hours=2)
+DEFAULT_MAX_SAMPLES = 1440
+DEFAULT_METRICS_PERIOD = timedelta(minutes=5)
+#: a memory point more than this far below the one before ends a growth run
+LEAK_DROP_TOLERANCE = 0.99
+
+
+class Sample(NamedTuple):
+    """One usage point: ``at`` (aware UTC), ``cpu`` in milli-cores, ``memory`` in bytes."""
+
+    at: datetime
+    cpu: float
+    memory: float
+
+
+def to_seconds(at: datetime) -> float:
+    """POSIX seconds of an aware datetime (the series' time unit)."""
+    return at.timestamp()
+
+
+def from_seconds(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+class Series:
+    """The bounded history of one node or pod; parallel lists, oldest first."""
+
+    __slots__ = ("cpu", "memory", "run_start", "times")
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.cpu: list[float] = []
+        self.memory: list[float] = []
+        self.run_start = 0.0
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def add(self, t: float, cpu: float, memory: float, *, keep_after: float, limit: int) -> None:
+        """Add a point, then drop points older than ``keep_after`` and beyond ``limit``."""
+        times = self.times
+        if not times or t >= times[-1]:
+            if not times or memory < LEAK_DROP_TOLERANCE * self.memory[-1]:
+                self.run_start = t
+            times.append(t)
+            self.cpu.append(cpu)
+            self.memory.append(memory)
+        else:  # out of order: insert in place, then recompute the growth run
+            i = bisect_right(times, t)
+            times.insert(i, t)
+            self.cpu.insert(i, cpu)
+            self.memory.insert(i, memory)
+            self._recompute_run()
+        cut = bisect_left(times, keep_after)
+        cut = max(cut, len(times) - limit)
+        if cut > 0:
+            del times[:cut], self.cpu[:cut], self.memory[:cut]
+
+    def _recompute_run(self) -> None:
+        mem = self.memory
+        start = 0
+        for i in range(1, len(mem)):
+            if mem[i] < LEAK_DROP_TOLERANCE * mem[i - 1]:
+                start = i
+        self.run_start = self.times[start] if self.times else 0.0
+
+    # ---- queries ---------------------------------------------------------------------
+
+    def latest(self) -> Sample | None:
+        if not self.times:
+            return None
+        return Sample(from_seconds(self.times[-1]), self.cpu[-1], self.memory[-1])
+
+    def tail(self, n: int) -> list[Sample]:
+        """The last ``n`` points (fewer when the series is shorter), oldest first."""
+        start = max(0, len(self.times) - n)
+        return [
+            Sample(from_seconds(self.times[i]), self.cpu[i], self.memory[i])
+            for i in range(start, len(self.times))
+        ]
+
+    def at_or_before(self, at: datetime) -> Sample | None:
+        """The newest point not later than ``at`` (None when the history starts later)."""
+        i = bisect_right(self.times, to_seconds(at))
+        if i == 0:
+            return None
+        return Sample(from_seconds(self.times[i - 1]), self.cpu[i - 1], self.memory[i - 1])
+
+    def average(self, now: datetime, window: timedelta) -> Sample | None:
+        """Mean of the points in ``(now - window, now]``; None when there are none."""
+        end = to_seconds(now)
+        lo = bisect_right(self.times, end - window.total_seconds())
+        hi = bisect_right(self.times, end)
+        if hi <= lo:
+            return None
+        n = hi - lo
+        return Sample(now, sum(self.cpu[lo:hi]) / n, sum(self.memory[lo:hi]) / n)
+
+    def leak(self, now: datetime, duration: timedelta) -> tuple[Sample, Sample] | None:
+        """``(first, last)`` when memory grew over the last ``duration`` (faulty-pod rule).
+
+        The points in ``[now - duration, now]`` must span at least 90 % of ``duration``,
+        none may be more than 1 % below the one before, the first must be positive and
+        the last at least 1.1 × the first. None otherwise.
+        """
+        seconds = duration.total_seconds()
+        end = to_seconds(now)
+        if self.run_start > end - 0.9 * seconds:  # the run is too young: cheap exit
+            return None
+        lo = bisect_left(self.times, end - seconds)
+        hi = bisect_right(self.times, end)
+        if hi - lo < 2 or self.times[lo] < self.run_start:
+            return None
+        first, last = lo, hi - 1
+        if self.times[last] - self.times[first] < 0.9 * seconds:
+            return None
+        if self.memory[first] <= 0 or self.memory[last] < 1.1 * self.memory[first]:
+            return None
+        return (
+            Sample(from_seconds(self.times[first]), self.cpu[first], self.memory[first]),
+            Sample(from_seconds(self.times[last]), self.cpu[last], self.memory[last]),
+        )
+
+    # ---- checkpoint ------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "t": self.times,
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "run_start": self.run_start,
+        }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Series:
+        series = cls()
+        series.times = [float(v) for v in body["t"]]
+        series.cpu = [float(v) for v in body["cpu"]]
+        series.memory = [float(v) for v in body["memory"]]
+        series.run_start = float(body["run_start"])
+        return series
+
+
+def node_usage(data: Mapping[str, Any]) -> tuple[float, float]:
+    """``(cpu milli, memory bytes)`` of a NodeMetrics payload (missing → 0)."""
+    usage = data.get("usage") or {}
+    return milli(usage.get("cpu", 0)), units(usage.get("memory", 0))
+
+
+def pod_usage(data: Mapping[str, Any]) -> tuple[float, float]:
+    """``(cpu milli, memory bytes)`` of a PodMetrics payload: the sum over its containers."""
+    cpu = mem = 0.0
+    for container in data.get("containers") or ():
+        usage = container.get("usage") or {}
+        cpu += milli(usage.get("cpu", 0))
+        mem += units(usage.get("memory", 0))
+    return cpu, mem
+
+
+class UsageState(BaseProjection):
+    """Per-node and per-pod usage histories (see the module docstring).
+
+    Args:
+        horizon: how far back points are kept.
+        max_samples: the most points kept per series.
+        metrics_period: the default averaging window (Volcano's ``metricsPeriod``).
+    """
+
+    name = "usage"
+
+    def __init__(
+        self,
+        *,
+        horizon: timedelta = DEFAULT_HORIZON,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+        metrics_period: timedelta = DEFAULT_METRICS_PERIOD,
+    ) -> None:
+        super().__init__()
+        if max_samples < 1 or horizon <= timedelta(0):
+            raise ValueError("usage history needs a positive horizon and max_samples")
+        self.horizon = horizon
+        self.max_samples = max_samples
+        self.metrics_period = metrics_period
+        self.nodes: dict[str, Series] = {}
+        self.pods: dict[str, Series] = {}  # "namespace/name" -> series
+
+    # ---- folds -----------------------------------------------------------------------
+
+    @handles("metrics.node")
+    def _node_sample(self, event: Event) -> None:
+        name = (event.data.get("metadata") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            return
+        cpu, mem = node_usage(event.data)
+        self._add(self.nodes, name, event.at, cpu, mem)
+
+    @handles("metrics.pod")
+    def _pod_sample(self, event: Event) -> None:
+        meta = event.data.get("metadata") or {}
+        name, namespace = meta.get("name"), meta.get("namespace")
+        if not isinstance(name, str) or not isinstance(namespace, str) or not name:
+            return
+        cpu, mem = pod_usage(event.data)
+        self._add(self.pods, f"{namespace}/{name}", event.at, cpu, mem)
+
+    @handles("k8s.watch")
+    def _watch(self, event: Event) -> None:
+        if event.data.get("event") != "DELETED":
+            return
+        meta = (event.data.get("object") or {}).get("metadata") or {}
+        resource = event.data.get("resource")
+        if resource == "pods":
+            self.pods.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
+        elif resource == "nodes":
+            self.nodes.pop(str(meta.get("name")), None)
+
+    def _add(
+        self, table: dict[str, Series], key: str, at: datetime, cpu: float, mem: float
+    ) -> None:
+        series = table.get(key)
+        if series is None:
+            table[key] = series = Series()
+        t = to_seconds(at)
+        series.add(t, cpu, mem, keep_after=t - self.horizon.total_seconds(), limit=self.max_samples)
+
+    # ---- queries ---------------------------------------------------------------------
+
+    def latest_node(self, name: str) -> Sample | None:
+        series = self.nodes.get(name)
+        return series.latest() if series is not None else None
+
+    def latest_pod(self, key: str) -> Sample | None:
+        series = self.pods.get(key)
+        return series.latest() if series is not None else None
+
+    def pod_cpu(self, key: str) -> float:
+        """The latest CPU usage of a pod in milli-cores (0 without a sample)."""
+        series = self.pods.get(key)
+        return series.cpu[-1] if series is not None and series.times else 0.0
+
+    def pod_memory(self, key: str) -> float:
+        """The latest memory usage of a pod in bytes (0 without a sample)."""
+        series = self.pods.get(key)
+        return series.memory[-1] if series is not None and series.times else 0.0
+
+    def average_node(
+        self, name: str, now: datetime, window: timedelta | None = None
+    ) -> Sample | None:
+        series = self.nodes.get(name)
+        if series is None:
+            return None
+        return series.average(now, window or self.metrics_period)
+
+    def average_pod(
+        self, key: str, now: datetime, window: timedelta | None = None
+    ) -> Sample | None:
+        series = self.pods.get(key)
+        if series is None:
+            return None
+        return series.average(now, window or self.metrics_period)
+
+    def node_ago(self, name: str, now: datetime, window: timedelta) -> Sample | None:
+        """The node's value one ``window`` before ``now`` (see :meth:`Series.at_or_before`)."""
+        series = self.nodes.get(name)
+        return series.at_or_before(now - window) if series is not None else None
+
+    # ---- checkpoint ------------------------------------------------------------------
+
+    def dump(self) -> bytes:
+        body = {
+            "horizon": self.horizon.total_seconds(),
+            "max_samples": self.max_samples,
+            "metrics_period": self.metrics_period.total_seconds(),
+            "nodes": {k: self.nodes[k].to_json() for k in sorted(self.nodes)},
+            "pods": {k: self.pods[k].to_json() for k in sorted(self.pods)},
+        }
+        return encode_state(self.name, self.position, body)
+
+    def load(self, state: bytes) -> None:
+        position, body = decode_state(self.name, state)
+        self.horizon = timedelta(seconds=body["horizon"])
+        self.max_samples = int(body["max_samples"])
+        self.metrics_period = timedelta(seconds=body["metrics_period"])
+        self.nodes = {k: Series.from_json(v) for k, v in body["nodes"].items()}
+        self.pods = {k: Series.from_json(v) for k, v in body["pods"].items()}
+        self.position = position

@@ -1,0 +1,147 @@
+"""The SQLite log against the log contract, plus what only a file-backed log can get wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from streams import codec
+from streams.backends.sqlite import SQLiteLog
+from streams.events import EVENT_TYPES
+from streams.log import BackendUnavailableError, EventLog, LogError, open_log
+from tests.builders import node_metrics
+from tests.streams.log_contract import LogContract, LogOpener, take, tick, ticks, unplaced
+
+
+class TestSQLiteLog(LogContract):
+    persistent = True
+
+    @pytest.fixture
+    def opener(self, tmp_path: Path) -> LogOpener:
+        async def open_file() -> EventLog:
+            return await SQLiteLog.open(tmp_path / "log.db")
+
+        return open_file
+
+
+class TestInMemorySQLiteLog(LogContract):
+    persistent = False
+
+    @pytest.fixture
+    def opener(self) -> LogOpener:
+        async def open_private() -> EventLog:
+            return await SQLiteLog.open(":memory:")
+
+        return open_private
+
+
+async def test_a_failure_mid_batch_rolls_the_whole_batch_back(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    async with await SQLiteLog.open(path) as log:
+        with sqlite3.connect(path) as db:  # make the third insert fail inside the transaction
+            db.execute(
+                f"CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.id = '{tick(2).id}' "
+                "BEGIN SELECT RAISE(ABORT, 'boom'); END"
+            )
+        with pytest.raises(LogError, match="boom"):
+            await log.append(ticks(0, 4))
+        assert await log.head() == 0
+        assert await log.read_all() == []
+        assert [e.offset for e in await log.append(ticks(0, 2))] == [0, 1]
+
+
+async def test_unencodable_data_adds_nothing(tmp_path: Path) -> None:
+    bad = tick(1).__class__(type="config.applied", at=tick(1).at, id="x", data={"o": object()})
+    async with await SQLiteLog.open(tmp_path / "log.db") as log:
+        with pytest.raises(TypeError):
+            await log.append([tick(0), bad])
+        assert await log.head() == 0
+
+
+async def test_two_handles_on_one_file_share_one_order(tmp_path: Path) -> None:
+    """Two handles stand in for two processes: each sees the other's appends."""
+    path = tmp_path / "log.db"
+    async with (
+        await SQLiteLog.open(path, poll_interval=0.02) as a,
+        await SQLiteLog.open(path, poll_interval=0.02) as b,
+    ):
+        reader = asyncio.create_task(take(b, 0, 6))
+        await a.append(ticks(0, 3))
+        assert [e.offset for e in await b.append(ticks(2, 6))] == [3, 4, 5]
+        assert await a.append([tick(4)]) == []
+        assert unplaced(await reader) == ticks(0, 6)
+        assert await a.head() == await b.head() == 6
+
+
+async def test_a_held_write_lock_is_a_retriable_error(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    async with await SQLiteLog.open(path, busy_timeout=0.05) as log:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(BackendUnavailableError) as caught:
+                await log.append([tick(0)])
+            assert caught.value.retriable
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert [e.offset for e in await log.append([tick(0)])] == [0]
+
+
+async def test_a_missing_directory_is_a_log_error(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match="cannot open SQLite log"):
+        await SQLiteLog.open(tmp_path / "no" / "such" / "dir.db")
+
+
+async def test_the_file_is_wal_with_the_documented_table(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    async with await SQLiteLog.open(path) as log:
+        await log.append([tick(0, cause="c0")])
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        columns = [row[1] for row in db.execute("PRAGMA table_info(events)")]
+        assert columns == ["offset", "id", "at", "type", "cause", "v", "data"]
+        indexes = {row[1] for row in db.execute("PRAGMA index_list(events)")}
+        assert "events_type" in indexes
+        row = db.execute('SELECT "offset", id, at, type, cause, v FROM events').fetchone()
+        assert row == (0, tick(0, cause="c0").id, "2026-11-21T20:00:00Z", "trigger.fired", "c0", 1)
+
+
+async def test_old_payload_versions_are_upcast_on_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.db"
+    sample = node_metrics("n1", cpu="1", memory="1Gi")
+    async with await SQLiteLog.open(path) as log:
+        await log.append([sample])
+    monkeypatch.setitem(EVENT_TYPES, "metrics.node", 2)
+    monkeypatch.setitem(codec.UPCASTERS, ("metrics.node", 1), lambda d: {**d, "window": "60s"})
+    async with await SQLiteLog.open(path) as log:
+        (stored,) = await log.read_all()
+    assert stored.v == 2
+    assert stored.data == {**sample.data, "window": "60s"}
+    with sqlite3.connect(path) as db:  # the stored record is never rewritten
+        assert db.execute("SELECT v FROM events").fetchone() == (1,)
+
+
+async def test_open_log_understands_sqlite_urls_and_plain_paths(tmp_path: Path) -> None:
+    for url in (f"sqlite:///{tmp_path}/a.db", str(tmp_path / "b.db")):
+        log = await open_log(url)
+        try:
+            assert isinstance(log, SQLiteLog)
+            assert Path(log.path).is_absolute()
+            assert log.url == f"sqlite:///{log.path}"
+        finally:
+            await log.close()
+
+
+async def test_appends_in_this_process_wake_subscribers_without_polling(tmp_path: Path) -> None:
+    async with await SQLiteLog.open(tmp_path / "log.db", poll_interval=3600) as log:
+        reader = asyncio.create_task(take(log, 0, 2))
+        await asyncio.sleep(0.01)
+        await log.append(ticks(0, 2))
+        async with asyncio.timeout(1):
+            assert [e.offset for e in await reader] == [0, 1]
