@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import platform
 import shutil
 import sys
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     manifest = ensure_recording(scale)
     recording = Path(manifest.path)
-    work = OUT_DIR / "work"
+    work = OUT_DIR / f"work-{os.getpid()}"  # private: runs may overlap
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     ctx = Context(manifest, recording, work, repeat, args.quick)

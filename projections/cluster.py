@@ -38,7 +38,8 @@ A later decision on the same task replaces the earlier overlay.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from projections import snapshot
 from projections.accounting import Overlay, node_add, node_remove
@@ -178,35 +179,29 @@ class ClusterState(BaseProjection):
         obj = data.get("object")
         if kind not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(obj, dict):
             return
-        resource = data.get("resource")
+        handler = self._watch_handlers.get(data.get("resource"))
+        if handler is None:
+            return
         try:
-            if resource == "pods":
-                self._on_pod(kind, obj)
-            elif resource == "nodes":
-                self._on_node(kind, obj)
-            elif resource == "podgroups":
-                self._on_podgroup(kind, obj)
-            elif resource == "queues":
-                self._on_queue(kind, obj)
-            else:
-                return
+            changed = handler(self, kind, obj)
         except _MALFORMED:
             self.skipped += 1
             return
-        self.version += 1
+        if changed:
+            self.version += 1
 
-    def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
+    def _on_pod(self, kind: str, obj: dict[str, Any]) -> bool:
         if kind == "DELETED":
             meta = obj["metadata"]
             key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
             old = self.tasks.get(key)
             uid = meta.get("uid")
             if old is None or (uid and old.uid and uid != old.uid):
-                return
+                return False
             self._drop_overlay(key)
             self._remove_task(old, key)
             self.pods.discard(key)
-            return
+            return True
         task = task_from_pod(obj)
         key = task.key
         old = self.tasks.get(key)
@@ -225,6 +220,7 @@ class ClusterState(BaseProjection):
             self._learn_class(task.priority_class, priority)
         if self.keep_pods:
             self.pods.put(key, obj)
+        return True
 
     def _learn_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
@@ -232,41 +228,43 @@ class ClusterState(BaseProjection):
             if job.priority_class == name and not job.implicit and not job.placeholder:
                 job.priority = value
 
-    def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
+    def _on_node(self, kind: str, obj: dict[str, Any]) -> bool:
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
         if kind == "DELETED":
             self.raw_nodes.discard(name)
-            if node is not None:
-                if node.tasks:
-                    node.allocatable, node.capacity = Resource(), Resource()
-                    node.idle = Resource().sub(node.used)
-                    node.ready, node.placeholder = False, True
-                else:
-                    del self.nodes[name]
-            return
+            if node is None or node.placeholder:
+                return False
+            if node.tasks:
+                node.allocatable, node.capacity = Resource(), Resource()
+                node.idle = Resource().sub(node.used)
+                node.ready, node.placeholder = False, True
+            else:
+                del self.nodes[name]
+            return True
         if node is None:
             node = self.nodes[name] = new_node(name)
         apply_node(node, obj)
         self.raw_nodes.put(name, obj)
+        return True
 
-    def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> None:
+    def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> bool:
         meta = obj["metadata"]
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
         if kind == "DELETED":
             self.podgroups.discard(job_id)
-            if job is None or job.implicit:
-                return
+            if job is None or job.implicit or job.placeholder:
+                return False
             if not job.tasks:
                 del self.jobs[job_id]
-                return
+                return True
             bare = [t for k, t in sorted(job.tasks.items()) if not t.annotations.get(GROUP_NAME)]
             if bare:
                 apply_implicit(job, bare[0])
             else:
                 reset_placeholder(job)
-            return
+            return True
         if job is None:
             namespace, _, name = job_id.partition("/")
             job = JobInfo("", namespace, name)
@@ -275,13 +273,21 @@ class ClusterState(BaseProjection):
         self.jobs[job_id] = job
         if self.keep_pods:
             self.podgroups.put(job_id, obj)
+        return True
 
-    def _on_queue(self, kind: str, obj: dict[str, Any]) -> None:
+    def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:
         name = obj["metadata"]["name"]
         if kind == "DELETED":
-            self.queues.pop(name, None)
-        else:
-            self.queues[name] = queue_from(obj)
+            return self.queues.pop(name, None) is not None
+        self.queues[name] = queue_from(obj)
+        return True
+
+    _watch_handlers: ClassVar[dict[Any, Callable[[ClusterState, str, dict[str, Any]], bool]]] = {
+        "pods": _on_pod,
+        "nodes": _on_node,
+        "podgroups": _on_podgroup,
+        "queues": _on_queue,
+    }
 
     # ---- decision overlays -------------------------------------------------------------
 

@@ -19,8 +19,8 @@ reads the configuration:
   (the newest ``at`` folded) and no ``eviction-batch`` trigger at or after ``next_due``
   was folded; a due batch that produced no decision (dropped by verification, or its
   trigger never written) ends the round;
-* the eviction taint each node holds (:class:`Taint`; ``until`` grows with every
-  eviction's ``evidence.taint_until``), reverted by ``decision.untaint`` or the taint's
+* the eviction taints held (:class:`Taint`, only active ones; ``until`` grows with every
+  eviction's ``evidence.taint_until``), dropped by ``decision.untaint`` or the taint's
   ``effect.failed``;
 * reservations for LS pods (``evidence.reserve``), queried with :meth:`reserved`.
 """
@@ -79,7 +79,6 @@ class Round:
 
 @dataclass(slots=True)
 class Taint:
-    active: bool
     since: datetime
     until: datetime
     decision: str
@@ -146,7 +145,7 @@ class PressureState(BaseProjection):
             self._round(node, key, str(data.get("reason") or ""), plan)
         taint = self.taints.get(node)
         taint_until = time_or_none(evidence.get("taint_until"))
-        if taint is not None and taint.active and taint_until and taint_until > taint.until:
+        if taint is not None and taint_until and taint_until > taint.until:
             taint.until = taint_until
         reserve = evidence.get("reserve")
         if isinstance(reserve, dict):
@@ -180,7 +179,16 @@ class PressureState(BaseProjection):
         )
         self.awaiting.setdefault(node, set()).add(resource)
 
+    def _gc_rounds(self) -> None:
+        """Forget rounds whose next batch is in the past: they ended (see the docstring)."""
+        clock = self.clock
+        if clock is None:
+            return
+        for round_id in [i for i, r in self.rounds.items() if r.next_due and r.next_due < clock]:
+            del self.rounds[round_id]
+
     def _round(self, node: str, key: str, reason: str, body: dict[str, Any]) -> None:
+        self._gc_rounds()
         round_id = str(body["id"])
         held = self.rounds.get(round_id)
         if held is None:
@@ -207,7 +215,7 @@ class PressureState(BaseProjection):
             return
         node = str(data.get("node") or "")
         until = _time((data.get("evidence") or {}).get("until"), event.at)
-        self.taints[node] = Taint(active=True, since=event.at, until=until, decision=event.id)
+        self.taints[node] = Taint(since=event.at, until=until, decision=event.id)
         self.decisions[event.id] = ("taint", node, "")
 
     @handles("decision.untaint")
@@ -215,9 +223,7 @@ class PressureState(BaseProjection):
         data = event.data
         if data.get("source") != SOURCE:
             return
-        taint = self.taints.get(str(data.get("node") or ""))
-        if taint is not None:
-            taint.active = False
+        self.taints.pop(str(data.get("node") or ""), None)
 
     @handles("effect.applied", "effect.failed")
     def _effect(self, event: Event) -> None:
@@ -230,7 +236,7 @@ class PressureState(BaseProjection):
         elif kind == "taint":
             taint = self.taints.get(node)
             if taint is not None and taint.decision == str(event.data.get("decision")):
-                taint.active = False
+                del self.taints[node]
 
     @handles("k8s.watch")
     def _watch(self, event: Event) -> None:
@@ -244,6 +250,7 @@ class PressureState(BaseProjection):
     def _trigger(self, event: Event) -> None:
         if event.data.get("kind") != BATCH_KIND:
             return
+        self._gc_rounds()
         for held in self.rounds.values():
             if held.next_due is not None and held.next_due <= event.at:
                 held.fired = True
@@ -314,8 +321,7 @@ class PressureState(BaseProjection):
         return out
 
     def active_taint(self, node: str) -> Taint | None:
-        taint = self.taints.get(node)
-        return taint if taint is not None and taint.active else None
+        return self.taints.get(node)
 
     def reserved(self, node: str, now: datetime) -> Resource:
         """The resources held for LS pods on ``node`` at ``now`` (BE pods may not use them)."""

@@ -13,6 +13,7 @@ payload, and :func:`decode` / :func:`from_stored` chain them on read.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache
@@ -20,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from streams.events import EVENT_TYPES, JSON, Event, content_id, format_time, parse_time
+from streams.events import EVENT_TYPES, JSON, Event, format_time, parse_time
 
 Upcaster = Callable[[JSON], JSON]
 
@@ -89,6 +90,17 @@ def decode(line: bytes | str) -> Event:
 
 def decode_record(record: JSON) -> Event:
     """Build an event from an already parsed line (see :func:`decode`)."""
+    return decode_record_encoded(record)[0]
+
+
+def decode_record_encoded(record: JSON) -> tuple[Event, bytes | None]:
+    """:func:`decode_record`, plus the payload's canonical bytes when they were computed.
+
+    A line without ``id`` has its payload serialised for the content id anyway; a bulk
+    import hands those bytes to the log instead of serialising the payload twice. They
+    are ``None`` when the line had an id, or when its payload was upcast (they would
+    describe the old version).
+    """
     raw_at = record.get("at")
     if raw_at is None:
         raise DecodeError("missing 'at'")
@@ -115,12 +127,39 @@ def decode_record(record: JSON) -> Event:
     if type(v) is not int or v < 1:
         raise DecodeError(f"'v' {v!r} is not a positive integer")
     id_ = record.get("id")
+    payload: bytes | None = None
     if id_ is None:
-        id_ = content_id(type_, at, data, cause)
+        payload = orjson.dumps(data, option=_SORTED)
+        id_ = content_id_encoded(type_, at, payload, cause)
     elif not isinstance(id_, str) or not id_:
         raise DecodeError(f"'id' {id_!r} is not a non-empty string")
-    v, data = upcast(type_, v, data)
-    return Event(type=type_, at=at, id=id_, data=data, cause=cause, v=v)
+    if v != EVENT_TYPES[type_]:
+        v, data = upcast(type_, v, data)
+        payload = None
+    return Event(type=type_, at=at, id=id_, data=data, cause=cause, v=v), payload
+
+
+def content_id_encoded(type_: str, at: datetime, payload: bytes, cause: str | None) -> str:
+    """:func:`streams.events.content_id` from the payload's canonical bytes.
+
+    The hashed body is ``{"at","cause","data","type"}`` with sorted keys, so it can be
+    assembled around ``payload`` (``orjson.dumps(data, OPT_SORT_KEYS)``) without
+    serialising the payload again.
+    """
+    body = b"".join(
+        (
+            b'{"at":"',
+            format_time(at).encode(),
+            b'","cause":',
+            orjson.dumps(cause),
+            b',"data":',
+            payload,
+            b',"type":',
+            orjson.dumps(type_),
+            b"}",
+        )
+    )
+    return hashlib.blake2b(body, digest_size=12).hexdigest()
 
 
 def from_stored(

@@ -58,6 +58,21 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return number * _DECIMAL[match["dec"] or ""]
 
 
+def is_quantity(value: object) -> bool:
+    """Whether ``value`` is a quantity :func:`parse_quantity` accepts, without the arithmetic.
+
+    Validation checks every quantity of every imported object, and metric samples are
+    nearly all distinct (``"123456789n"``), so the parse cache cannot help there.
+    """
+    if type(value) is str:
+        return _PATTERN.match(value) is not None and value == value.strip()
+    if type(value) is int:
+        return True
+    if type(value) is float:
+        return isfinite(value)
+    return False
+
+
 def to_milli(text: str | int | float) -> int:
     """The quantity in thousandths, rounded up (as ``Quantity.MilliValue``)."""
     return ceil(parse_quantity(text) * 1000)

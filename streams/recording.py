@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol, runtime_checkable
 
 import orjson
 
-from streams.codec import DecodeError, decode_record, encode, json_kind
+from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
 from streams.events import Event
 from streams.log import EventLog, Quarantined
 from streams.validation import ValidationError, validate
@@ -42,6 +42,20 @@ class Batch:
     lines: list[int]  # the line number of each event
     bad: list[Quarantined]
     position: int  # bytes of the recording consumed so far
+    #: per event, its payload's canonical bytes when they were computed (lines without
+    #: an id), for :meth:`EncodedAppend.append_encoded`
+    payloads: list[bytes | None] = field(default_factory=list)
+
+
+@runtime_checkable
+class EncodedAppend(Protocol):
+    """A log that can store payloads already serialised (the SQLite backend)."""
+
+    async def append_encoded(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """``append(events)``; ``payloads[i]``, unless None, is ``events[i].data`` as JSON."""
+        ...
 
 
 @dataclass(slots=True)
@@ -55,6 +69,11 @@ class ImportSummary:
 
 def parse_line(raw: bytes, *, source: str, line: int) -> Event | Quarantined:
     """One line of a recording: the event, or why it was set aside."""
+    parsed = _parse(raw, source, line)
+    return parsed if isinstance(parsed, Quarantined) else parsed[0]
+
+
+def _parse(raw: bytes, source: str, line: int) -> tuple[Event, bytes | None] | Quarantined:
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -62,11 +81,11 @@ def parse_line(raw: bytes, *, source: str, line: int) -> Event | Quarantined:
     if not isinstance(record, dict):
         return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
     try:
-        event = decode_record(record)
+        event, payload = decode_record_encoded(record)
         validate(event.type, event.data)
     except (DecodeError, ValidationError) as exc:
         return _aside(source, line, exc.reason, raw)
-    return event
+    return event, payload
 
 
 def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Generator[Batch, None, None]:
@@ -74,13 +93,11 @@ def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Generator[Batch, 
     with ExitStack() as stack:
         if isinstance(source, str | Path):
             name = str(source)
-            stream: IO[bytes] = stack.enter_context(Path(source).open("rb"))
+            stream: IO[bytes] = stack.enter_context(Path(source).open("rb", buffering=1 << 20))
         else:
             name = str(getattr(source, "name", "<stream>"))
             stream = source
-        events: list[Event] = []
-        lines: list[int] = []
-        bad: list[Quarantined] = []
+        batch = Batch([], [], [], 0)
         position = 0
         for line_no, raw in enumerate(stream, 1):
             position += len(raw)
@@ -88,28 +105,39 @@ def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Generator[Batch, 
                 raw = raw[len(_BOM) :]
             if not raw or raw.isspace():
                 continue
-            parsed = parse_line(raw, source=name, line=line_no)
-            if isinstance(parsed, Event):
-                events.append(parsed)
-                lines.append(line_no)
-                if len(events) >= size:
-                    yield Batch(events, lines, bad, position)
-                    events, lines, bad = [], [], []
-            else:
-                bad.append(parsed)
-        if events or bad:
-            yield Batch(events, lines, bad, position)
+            parsed = _parse(raw, name, line_no)
+            if isinstance(parsed, Quarantined):
+                batch.bad.append(parsed)
+                continue
+            batch.events.append(parsed[0])
+            batch.payloads.append(parsed[1])
+            batch.lines.append(line_no)
+            if len(batch.events) >= size:
+                yield replace(batch, position=position)
+                batch = Batch([], [], [], 0)
+        if batch.events or batch.bad:
+            yield replace(batch, position=position)
 
 
-def read_recording(source: Source) -> Iterator[tuple[int, Event] | Quarantined]:
-    """Read a recording line by line: ``(line_no, event)`` or a ``Quarantined``, in order."""
+def read_recording(source: Source) -> Iterator[Event | Quarantined]:
+    """Read a recording line by line: each event, or a ``Quarantined``, in line order.
+
+    (An event's line number is in :attr:`Batch.lines` when :func:`read_batches` is used.)
+    """
     for batch in read_batches(source):
-        merged: list[tuple[int, Event] | Quarantined] = [
-            *zip(batch.lines, batch.events, strict=True)
-        ]
-        merged.extend(batch.bad)
-        merged.sort(key=lambda item: item.line if isinstance(item, Quarantined) else item[0])
-        yield from merged
+        if not batch.bad:
+            yield from batch.events
+            continue
+        bad = iter(batch.bad)
+        pending = next(bad, None)
+        for line, event in zip(batch.lines, batch.events, strict=True):
+            while pending is not None and pending.line < line:
+                yield pending
+                pending = next(bad, None)
+            yield event
+        if pending is not None:
+            yield pending
+        yield from bad
 
 
 def write_recording(events: Iterable[Event], dest: str | Path | IO[bytes]) -> int:
@@ -160,7 +188,11 @@ async def import_recording(
                     summary.set_aside.extend(batch.bad)
                 if batch.events:
                     sent += len(batch.events)
-                    summary.imported += len(await log.append(batch.events))
+                    if isinstance(log, EncodedAppend):
+                        added = await log.append_encoded(batch.events, batch.payloads)
+                    else:
+                        added = await log.append(batch.events)
+                    summary.imported += len(added)
                 if on_progress is not None:
                     on_progress(batch.position)
         finally:
@@ -169,6 +201,28 @@ async def import_recording(
             batches.close()
     summary.duplicates = sent - summary.imported
     return summary
+
+
+async def export_log(
+    log: EventLog,
+    dest: IO[bytes],
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    types: Collection[str] = (),
+) -> int:
+    """Write records ``start <= offset < stop`` (of ``types``, if given) as canonical
+    lines to a binary stream; return how many were written."""
+    count = 0
+    chunk: list[bytes] = []
+    async for event in log.read(start, stop):
+        if types and event.type not in types:
+            continue
+        chunk.append(encode(event))
+        if len(chunk) >= BATCH_SIZE:
+            count += _write_chunk(dest, chunk)
+            chunk = []
+    return count + _write_chunk(dest, chunk)
 
 
 @contextmanager

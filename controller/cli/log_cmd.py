@@ -1,9 +1,180 @@
-"""(placeholder: filled in by its owner)"""
+"""`tide log`: JSON Lines recordings in and out of any log backend.
+
+``import`` reads a recording onto a log, setting bad lines aside (in the log's
+quarantine, and in the summary with their line numbers) and exiting 1 if there were
+any, so a script notices. ``export`` writes records back out in canonical form, so an
+import followed by an export reproduces a canonical recording byte for byte.
+``quarantine`` lists what was set aside. The work lives in ``streams.recording``; this
+module parses options, opens the log and reports.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Annotated, Any, NoReturn, TypeVar
+
 import typer
+
+from streams.events import EVENT_TYPES
+from streams.log import EventLog, LogError, Quarantined, normalise_url, open_log
+from streams.recording import ImportSummary, export_log, import_recording
+
+DEFAULT_LOG = "sqlite:///tide.db"
+T = TypeVar("T")
+PROGRESS_FROM_BYTES = 64 * 2**20  # smaller files import in a few seconds: no bar
+SHOWN = 20  # set-aside lines listed in the import summary
+
+LogOption = Annotated[
+    str,
+    typer.Option(
+        "--log", help="Log URL: sqlite:///path.db, sqlite:////abs/path.db, or a .db path."
+    ),
+]
+
+log_app = typer.Typer(
+    name="log",
+    help="Move JSON Lines recordings in and out of a log.",
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
+    app.add_typer(log_app)
+
+
+@log_app.command("import")
+def import_command(
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, readable=True, help="A JSON Lines recording."),
+    ],
+    log: LogOption = DEFAULT_LOG,
+) -> None:
+    """Append a recording to a log; bad lines are set aside (exit code 1 if any)."""
+    size = file.stat().st_size
+    with _progress(enabled=sys.stdout.isatty() and size >= PROGRESS_FROM_BYTES, total=size) as on:
+
+        async def run() -> ImportSummary:
+            async with await _open(log, create=True) as target:
+                return await import_recording(file, target, on_progress=on)
+
+        summary = _run(run())
+    typer.echo(
+        f"imported {summary.imported}, skipped {summary.duplicates} as duplicate"
+        f"{'' if summary.duplicates == 1 else 's'}, set aside {len(summary.set_aside)}"
+    )
+    for item in summary.set_aside[:SHOWN]:
+        typer.echo(f"  {_where(item)}")
+    if len(summary.set_aside) > SHOWN:
+        more = len(summary.set_aside) - SHOWN
+        typer.echo(f"  ... and {more} more (tide log quarantine --log {log})")
+    if summary.set_aside:
+        raise typer.Exit(1)
+
+
+@log_app.command("export")
+def export_command(
+    log: LogOption = DEFAULT_LOG,
+    start: Annotated[int, typer.Option("--from", min=0, help="First offset.")] = 0,
+    stop: Annotated[
+        int | None, typer.Option("--to", min=0, help="Stop before this offset.")
+    ] = None,
+    types: Annotated[
+        list[str] | None, typer.Option("--type", help="Only this event type (repeatable).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", dir_okay=False, help="Write here, not to stdout.")
+    ] = None,
+) -> None:
+    """Write a log's records as a canonical JSON Lines recording."""
+    unknown = sorted(set(types or ()) - set(EVENT_TYPES))
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown event type {', '.join(unknown)} (known: {', '.join(EVENT_TYPES)})",
+            param_hint="--type",
+        )
+
+    async def run(dest: IO[bytes]) -> int:
+        async with await _open(log, create=False) as source:
+            return await export_log(source, dest, start=start, stop=stop, types=types or ())
+
+    if out is not None:
+        with out.open("wb") as dest:
+            _run(run(dest))
+        return
+    stdout = typer.get_binary_stream("stdout")
+    try:
+        _run(run(stdout))
+        stdout.flush()
+    except BrokenPipeError:  # `tide log export | head`: the reader left, nothing is wrong
+        _silence_stdout()
+
+
+@log_app.command("quarantine")
+def quarantine_command(log: LogOption = DEFAULT_LOG) -> None:
+    """List what was set aside, one "source:line: reason" per line."""
+
+    async def run() -> list[Quarantined]:
+        async with await _open(log, create=False) as source:
+            return await source.quarantine()
+
+    for item in _run(run()):
+        typer.echo(_where(item))
+
+
+def _where(item: Quarantined) -> str:
+    return f"{item.source}:{item.line}: {item.reason}"
+
+
+async def _open(url: str, *, create: bool) -> EventLog:
+    """Open the log; reading commands refuse to create an empty SQLite file by accident."""
+    try:
+        normal = normalise_url(url)
+        if not create and normal.startswith("sqlite:///"):
+            path = Path(normal.removeprefix("sqlite:///"))
+            if not path.exists():
+                _fail(f"{url}: no such log ({path} does not exist)")
+        return await open_log(normal)
+    except (ValueError, LogError) as exc:
+        _fail(f"{url}: {exc}")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run``, with the log's errors turned into a message and exit code 1."""
+    try:
+        return asyncio.run(coro)
+    except LogError as exc:
+        _fail(str(exc), code=1)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _progress(*, enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    columns = ("importing", BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task("import", total=total)
+        yield lambda position: bar.update(task, completed=position)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the exit flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

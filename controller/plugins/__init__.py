@@ -8,13 +8,10 @@ uses to its :class:`~controller.framework.plugin.PluginSpec`.
 from __future__ import annotations
 
 from controller.framework.plugin import PluginSpec
-from controller.plugins import conformance, gang, predicates, priority, proportion
+from controller.plugins import conformance, gang, predicates, priority, proportion, tdm
 
 BUILTIN_PLUGINS: dict[str, PluginSpec] = {
     module.NAME: PluginSpec(module.NAME, module.parse_args, module.build)
-    for module in (priority, gang, conformance, predicates, proportion)
+    for module in (priority, gang, conformance, predicates, proportion, tdm)
 }
 
-# ---- lead: register further plugins below (e.g. tdm) -----------------------------------
-# from controller.plugins import tdm
-# BUILTIN_PLUGINS[tdm.NAME] = PluginSpec(tdm.NAME, tdm.parse_args, tdm.build)

@@ -104,9 +104,7 @@ def node_numbers(node: NodeInfo, series: Series) -> NodeNumbers | None:
     alloc_mem = node.allocatable.memory or cap_mem
     if cap_cpu <= 0 or cap_mem <= 0:
         return None
-    return NodeNumbers(
-        node.name, cap_cpu, cap_mem, alloc_mem, series.cpu[-1], series.memory[-1]
-    )
+    return NodeNumbers(node.name, cap_cpu, cap_mem, alloc_mem, series.cpu[-1], series.memory[-1])
 
 
 def usage_value(usage: UsageState, key: str, resource: str) -> float:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -130,7 +129,7 @@ def recreated(pod: Mapping[str, Any], at: datetime) -> JSON:
     A StatefulSet keeps the name; the others get ``<base>-<5 chars>``, the suffix a hash of
     the base, the old name and the incarnation (``tide.io/incarnation``, counted from 0).
     The base is ``tide.io/base-name`` if set, else ``metadata.generateName`` without its
-    trailing dash, else the old name. The uid is a UUID hashed from the same seed.
+    trailing dash, else the old name. The uid is a UUID-shaped hash of the same seed.
     ``spec.nodeName`` is cleared and the status is a fresh ``Pending``.
     """
     old_meta = metadata(pod)
@@ -166,10 +165,11 @@ def recreated(pod: Mapping[str, Any], at: datetime) -> JSON:
             "creationTimestamp",
         )
     }
-    digest = hashlib.blake2b(seed.encode(), digest_size=16).digest()
+    digest = hashlib.blake2b(seed.encode(), digest_size=16).hexdigest()
+    uid = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
     meta.update(
         name=name,
-        uid=str(uuid.UUID(bytes=digest)),
+        uid=uid,
         annotations=annotations,
         creationTimestamp=format_time(at),
     )

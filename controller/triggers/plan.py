@@ -17,8 +17,12 @@ The triggers (``kind`` in brackets):
   second (``21:00`` is still open at 21:00:00.999, spec §6.2): a session at 21:00:00 would
   see the zone open and evict nothing;
 * ``tdm/<zone>/evict-period`` [``evict-period``]: ``IntervalTrigger(evict period)``
-  anchored at the zone's window close (end + 1 s), so that after a first eviction at the
-  close the next round fires exactly when the zone's timer allows it.
+  anchored at the zone's latest window close (end + 1 s) before the start, so that after
+  an eviction at the close the next round fires exactly when the zone's timer allows it.
+  It fires all day (a session in an open zone decides nothing; the loop writes nothing).
+  An interval has one anchor: with a period that does not divide 24 h (or 1 h across a
+  DST change) the rounds after later closes drift off the close and may come up to one
+  period late (the close itself is always caught by the window-end trigger).
 
 A zone whose window is always open (start == end) gets no triggers. Every trigger gets an
 explicit ``timezone=`` and ``start_date=`` and never ``jitter`` (APScheduler would otherwise
@@ -44,6 +48,7 @@ from controller.framework.config import TideConfig
 from controller.plugins.tdm import NAME as TDM_NAME
 from controller.plugins.tdm import TdmArgs, Window
 from controller.plugins.tdm import parse_args as parse_tdm_args
+from controller.plugins.tdm.window import END_INCLUSIVE
 
 TICK = "tick"
 WINDOW_START = "window-start"
@@ -53,7 +58,6 @@ EVICT_PERIOD = "evict-period"
 KIND_RANK: dict[str, int] = {WINDOW_END: 0, WINDOW_START: 1, EVICT_PERIOD: 2, TICK: 3}
 TICK_NAME = "session-tick"
 DEFAULT_TICK = timedelta(seconds=1)
-_END_DELAY = timedelta(seconds=1)
 _UTC = ZoneInfo("UTC")
 
 
@@ -113,11 +117,14 @@ class TriggerSpec:
         return out
 
 
-def window_close(window: Window, tz: ZoneInfo, before: datetime) -> datetime:
-    """The first instant a window is closed, for the window opened the local day before
-    ``before`` (a past anchor for the evict-period interval)."""
-    day = before.astimezone(tz).date() - timedelta(days=1)
-    return window.interval_on(day, tz)[1] + _END_DELAY
+def last_close(window: Window, tz: ZoneInfo, at: datetime) -> datetime:
+    """The latest instant ``<= at`` at which the window closed (its end + 1 s)."""
+    today = at.astimezone(tz).date()
+    closes = [
+        window.interval_on(today - timedelta(days=back), tz)[1] + END_INCLUSIVE
+        for back in (2, 1, 0)
+    ]
+    return max(close for close in closes if close <= at)
 
 
 def zone_triggers(zone: ZoneSchedule, tz: ZoneInfo, start: datetime) -> list[TriggerSpec]:
@@ -130,11 +137,15 @@ def zone_triggers(zone: ZoneSchedule, tz: ZoneInfo, start: datetime) -> list[Tri
         hour=window.start.hour, minute=window.start.minute, second=0, timezone=tz, start_date=start
     )
     closing = CronTrigger(
-        hour=window.end.hour, minute=window.end.minute, second=1, timezone=tz, start_date=start
+        hour=window.end.hour,
+        minute=window.end.minute,
+        second=int(END_INCLUSIVE.total_seconds()),
+        timezone=tz,
+        start_date=start,
     )
     period = IntervalTrigger(
         seconds=zone.evict_period.total_seconds(),
-        start_date=window_close(window, tz, start),
+        start_date=last_close(window, tz, start),
         timezone=tz,
     )
     return [

@@ -111,13 +111,25 @@ class SQLiteLog(EventLog):
         await self._db.close()
 
     async def append(self, events: Sequence[Event]) -> list[Event]:
+        return await self.append_encoded(events, ())
+
+    async def append_encoded(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """:meth:`append`, reusing ``payloads[i]`` (``events[i].data`` already serialised
+        as JSON, or None) instead of serialising it again; ``tide log import`` has them
+        from computing content ids."""
         check_appendable(events)
         unique: dict[str, Event] = {}
-        for event in events:
-            unique.setdefault(event.id, event)
+        rows: list[Row] = []
+        for i, event in enumerate(events):  # encoded here, before taking the lock
+            if event.id in unique:
+                continue
+            unique[event.id] = event
+            payload = payloads[i] if i < len(payloads) else None
+            rows.append(_row(event, payload))
         if not unique:
             return []
-        rows = [_row(event) for event in unique.values()]  # encode before taking the lock
         async with self._lock:
             try:
                 cursor = await self._db.executemany(_INSERT, rows)
@@ -220,17 +232,11 @@ def _format_at(at: datetime) -> str:
     return format_time(at)
 
 
-def _row(event: Event) -> Row:
-    # the payload is stored as plain orjson bytes: key order does not matter here (export
-    # re-encodes canonically) and skipping the sort saves ~20% of the encoding
-    return (
-        event.id,
-        _format_at(event.at),
-        event.type,
-        event.cause,
-        event.v,
-        orjson.dumps(event.data),
-    )
+def _row(event: Event, payload: bytes | None = None) -> Row:
+    # the payload is stored as orjson bytes; key order does not matter here (export
+    # re-encodes canonically), so unsorted dumps is fine when no bytes were handed over
+    data = orjson.dumps(event.data) if payload is None else payload
+    return (event.id, _format_at(event.at), event.type, event.cause, event.v, data)
 
 
 async def _rollback(db: aiosqlite.Connection) -> None:

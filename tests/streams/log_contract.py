@@ -52,7 +52,9 @@ def unplaced(events: list[Event]) -> list[Event]:
     return [replace(e, offset=-1) for e in events]
 
 
-async def take(log: EventLog, start: int, count: int, into: list[Event] | None = None) -> list[Event]:
+async def take(
+    log: EventLog, start: int, count: int, into: list[Event] | None = None
+) -> list[Event]:
     """The first ``count`` records a subscription from ``start`` yields (fails on timeout)."""
     got = [] if into is None else into
     async with asyncio.timeout(TIMEOUT), aclosing(log.subscribe(start)) as records:
@@ -109,7 +111,10 @@ class LogContract:
             make_event(
                 "config.applied",
                 T0,
-                {"config": {"f": 0.1, "big": 2**62, "neg": -3, "t": True, "n": None, "l": []}, "source": "x"},
+                {
+                    "config": {"f": 0.1, "big": 2**62, "neg": -3, "t": True, "n": None, "l": []},
+                    "source": "x",
+                },
                 cause="some-trigger",
             ),
         ]

@@ -119,7 +119,7 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
         "a substring match hides typos",
     ),
     (
-        "Node order in a closed zone",
+        "Node order in a closed or unknown zone",
         "returns an error that discards every plugin's score for the node (§11.1-15)",
         "scores 0 (the predicate already rejects the node)",
         "one plugin should not erase the others' scores",

@@ -98,6 +98,10 @@ class TdmPlugin:
 
     # -- pure helpers -------------------------------------------------------------------
 
+    def zone(self, name: str) -> Zone | None:
+        """The configured zone ``name``, or None."""
+        return self._zones.get(name)
+
     def zone_active(self, zone: str, now: datetime) -> bool:
         """Whether ``zone`` is configured and its window is open at ``now``."""
         configured = self._zones.get(zone)
@@ -115,7 +119,7 @@ class _SessionView:
 
     def _reject_reason(self, node: NodeInfo) -> str | None:
         zone = node.revocable_zone
-        configured = self.plugin._zones.get(zone)
+        configured = self.plugin.zone(zone)
         if configured is None:
             return f"revocable zone {zone} not support"
         if not self.active[zone]:
@@ -135,9 +139,9 @@ class _SessionView:
             raise FitError(FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, plugin=NAME)
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
-        # Upstream returns an error for a closed zone, which discards every plugin's score
-        # for the node (spec §11.1-15); the predicate has already filtered such nodes, so
-        # a plain 0 is given here.
+        # Upstream returns an error for a closed or unknown zone, which discards every
+        # plugin's score for the node (spec §11.1-15); the predicate has already filtered
+        # such nodes, so a plain 0 is given here.
         if not node.revocable_zone or not task.revocable_zone:
             return 0.0
         if self._reject_reason(node) is not None:
@@ -191,39 +195,39 @@ class _SessionView:
         del tasks
         self.plugin.budget_errors = []
         victims: list[Victim] = []
-        spent: dict[str, int] = {}  # per job, across zones: one budget per round
-        budgets: dict[str, Budget] = {}
-        jobs: Mapping[str, JobInfo] = self.ssn.jobs
+        round_ = _Round()
         for zone in self.plugin.args.zones:
             if self.active[zone.name]:
                 continue
             due, last = self._zone_due(zone)
-            if not due:
+            if due:
+                victims.extend(self._zone_victims(zone, last, round_))
+        return victims
+
+    def _zone_victims(self, zone: Zone, last: datetime | None, round_: _Round) -> list[Victim]:
+        """One closed zone's victims: per job, the first ``max_evict`` not yet spent."""
+        jobs: Mapping[str, JobInfo] = self.ssn.jobs
+        groups = self._zone_candidates(zone.name)
+        skipped: list[JSON] = []
+        victims: list[Victim] = []
+        for job_id in sorted(groups):
+            job = jobs.get(job_id)
+            if job is None:
                 continue
-            groups = self._zone_candidates(zone.name)
-            skipped: list[JSON] = []
-            zone_victims: list[Victim] = []
-            for job_id in sorted(groups):
-                job = jobs.get(job_id)
-                if job is None:
-                    continue
-                if job_id not in budgets:
-                    budgets[job_id] = job_budget(job)
-                budget = budgets[job_id]
-                if budget.error is not None:
-                    skipped.append({"job": job_id, **budget.evidence()})
-                    continue
-                used = spent.get(job_id, 0)
-                ordered = order_victims(groups[job_id])
-                chosen = ordered[: max(budget.max_evict - used, 0)]
-                spent[job_id] = used + len(chosen)
-                for position, task in enumerate(chosen, start=1):
-                    evidence = self._evidence(zone, budget, used, position, len(ordered), last)
-                    zone_victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence))
-            for victim in zone_victims:
-                if skipped:
-                    victim.evidence["skipped_jobs"] = [dict(s) for s in skipped]
-            victims.extend(zone_victims)
+            budget = round_.budget(job)
+            if budget.error is not None:
+                skipped.append({"job": job_id, **budget.evidence()})
+                continue
+            used = round_.spent.get(job_id, 0)
+            ordered = order_victims(groups[job_id])
+            chosen = ordered[: max(budget.max_evict - used, 0)]
+            round_.spent[job_id] = used + len(chosen)
+            for position, task in enumerate(chosen, start=1):
+                evidence = self._evidence(zone, budget, used, position, len(ordered), last)
+                victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence))
+        if skipped:
+            for victim in victims:
+                victim.evidence["skipped_jobs"] = [dict(s) for s in skipped]
             self.plugin.budget_errors.extend({"zone": zone.name, **s} for s in skipped)
         return victims
 
@@ -251,6 +255,20 @@ class _SessionView:
             "evict_timer": "shared" if args.shared_timer else "per-zone",
             "last_eviction": format_time(last) if last is not None else None,
         }
+
+
+class _Round:
+    """One victim round's budgets: computed once per job, spent across zones."""
+
+    def __init__(self) -> None:
+        self.budgets: dict[str, Budget] = {}
+        self.spent: dict[str, int] = {}
+
+    def budget(self, job: JobInfo) -> Budget:
+        found = self.budgets.get(job.id)
+        if found is None:
+            found = self.budgets[job.id] = job_budget(job)
+        return found
 
 
 def _sorted_nodes(nodes: Mapping[str, NodeInfo] | Sequence[NodeInfo]) -> list[NodeInfo]:

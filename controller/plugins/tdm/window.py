@@ -36,7 +36,11 @@ from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
 _HHMM = re.compile(r"([0-9]{1,2}):([0-9]{2})")
-_ONE_SECOND = timedelta(seconds=1)
+#: A window stays open until ``end + END_INCLUSIVE`` (exclusive). Upstream compares whole
+#: Unix seconds, so ``21:00`` is still open at 21:00:00.999; tide closes the window at
+#: ``21:00:00`` sharp (half-open ``[start, end)``), so the window-end trigger at 21:00 evicts
+#: at 21:00 as the seed's timeline says. The trigger fires at ``end + END_INCLUSIVE``.
+END_INCLUSIVE = timedelta(0)
 
 
 class WindowError(ValueError):
@@ -83,7 +87,7 @@ class Window:
         local_day = now.astimezone(tz).date()
         for day in (local_day - timedelta(days=1), local_day):
             start, end = self.interval_on(day, tz)
-            if start <= now < end + _ONE_SECOND:
+            if start <= now < end + END_INCLUSIVE:
                 return True
         return False
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import UTC, datetime, timedelta
 
 from controller.triggers import TriggerConfig, TriggerSet
@@ -26,7 +27,10 @@ async def test_live_ticks_carry_scheduled_times() -> None:
         live.shutdown()
     assert len(got) >= 2
     expected = TriggerSet.from_config(config, start=start).due(got[-1].at)
-    assert [e.at for e in got] == [f.at for f in expected]
+    fired = [e.at for e in got]
+    assert fired == sorted(set(fired))  # each scheduled time once, in order
+    # Scheduled times, not callback times (a stalled loop may coalesce, never invent).
+    assert set(fired) <= {f.at for f in expected}
     assert all(e.data["scheduled"] and e.data["kind"] == "tick" for e in got)
 
 
@@ -40,5 +44,6 @@ async def test_live_accepts_a_plain_callable() -> None:
         live.shutdown()
     live.shutdown()  # idempotent
     assert got and all(e.type == "trigger.fired" for e in got)
-    steps = {b.at - a.at for a, b in zip(got, got[1:], strict=False)}
-    assert steps <= {timedelta(milliseconds=100)}
+    steps = [b.at - a.at for a, b in itertools.pairwise(got)]
+    assert all(step > timedelta(0) for step in steps)
+    assert all(step % timedelta(milliseconds=100) == timedelta(0) for step in steps)

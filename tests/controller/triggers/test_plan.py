@@ -3,6 +3,7 @@ evict-period intervals anchored at the window close, deterministic merge order."
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -11,6 +12,8 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from controller.framework.config import load_config
+from controller.framework.plugin import PluginSpec
+from controller.plugins import tdm
 from controller.plugins.tdm import parse_window
 from controller.triggers import (
     Firing,
@@ -84,13 +87,14 @@ def test_sub_second_tick_has_no_drift() -> None:
     fired = times(ts, start + timedelta(hours=1))
     assert len(fired) == 36_001
     assert fired[-1] == start + timedelta(hours=1)
-    assert all(b - a == timedelta(milliseconds=100) for a, b in zip(fired, fired[1:], strict=False))
+    assert all(b - a == timedelta(milliseconds=100) for a, b in itertools.pairwise(fired))
 
 
 def test_window_close_fires_one_second_after_the_inclusive_end() -> None:
     ts = TriggerSet.from_config(TriggerConfig(zones=(z("rz1", "10:00-21:00"),)), start=T0)
-    zone_firings = [f for f in ts.due(T0 + timedelta(minutes=5)) if f.kind != "tick"]
     close = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
+    firings = ts.due(T0 + timedelta(minutes=5))
+    zone_firings = [f for f in firings if f.kind != "tick" and f.at >= close]
     assert zone_firings == [
         Firing(close, "tdm/rz1/window-end", "window-end", "rz1"),
         Firing(close, "tdm/rz1/evict-period", "evict-period", "rz1"),
@@ -119,6 +123,7 @@ def test_ties_are_ordered_by_kind_then_name() -> None:
         ("21:00:00", "tick", "session-tick"),
         ("21:00:01", "window-end", "tdm/b2/window-end"),
         ("21:00:01", "window-end", "tdm/c/window-end"),
+        ("21:00:01", "evict-period", "tdm/a/evict-period"),  # fires all day, every minute
         ("21:00:01", "evict-period", "tdm/b2/evict-period"),
         ("21:00:01", "evict-period", "tdm/c/evict-period"),
         ("21:00:01", "tick", "session-tick"),
@@ -207,20 +212,39 @@ def test_window_end_trigger_matches_the_first_closed_instant() -> None:
     first_closes = [e for e in ends if window.active(e - timedelta(seconds=1), BERLIN)]
     assert [e.isoformat() for e in first_closes] == [
         "2024-10-26T00:30:01+00:00",
-        "2024-10-27T00:30:01+00:00",  # first 02:30 (CEST); the repeated one fires again at 01:30:01Z
+        # the first 02:30 (CEST); the repeated one fires again at 01:30:01Z
+        "2024-10-27T00:30:01+00:00",
         "2024-10-28T01:30:01+00:00",
     ]
     assert len(ends) == 4
 
 
-def test_evict_period_is_anchored_at_the_window_close() -> None:
+def test_evict_period_is_anchored_at_the_latest_window_close() -> None:
     config = TriggerConfig(zones=(z("rz1", "10:00-21:00", timedelta(minutes=7)),))
-    ts = TriggerSet.from_config(config, start=datetime(2026, 11, 21, 12, tzinfo=UTC))
-    fired = times(ts, datetime(2026, 11, 21, 21, 15, tzinfo=UTC), "evict-period")
     close = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
-    assert close in fired
-    assert fired[-3:] == [close, close + timedelta(minutes=7), close + timedelta(minutes=14)]
-    assert all((close - t) % timedelta(minutes=7) == timedelta(0) for t in fired)
+    ts = TriggerSet.from_config(config, start=close + timedelta(minutes=30))
+    fired = times(ts, close + timedelta(minutes=50), "evict-period")
+    assert fired == [close + timedelta(minutes=m) for m in (35, 42, 49)]
+
+
+def test_evict_period_anchor_before_the_first_close() -> None:
+    # started at noon: anchored at yesterday's close; a period dividing a day stays aligned
+    config = TriggerConfig(zones=(z("rz1", "10:00-21:00", timedelta(minutes=2)),))
+    ts = TriggerSet.from_config(config, start=datetime(2026, 11, 21, 12, tzinfo=UTC))
+    close = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
+    fired = times(ts, close + timedelta(minutes=4), "evict-period")
+    assert fired[0] == datetime(2026, 11, 21, 12, 0, 1, tzinfo=UTC)
+    assert fired[-3:] == [close, close + timedelta(minutes=2), close + timedelta(minutes=4)]
+
+
+def test_evict_period_anchor_for_a_cross_midnight_window() -> None:
+    # 22:00-06:00 closes at 06:00:01; started at 07:00 it is anchored at today's close
+    config = TriggerConfig(zones=(z("rz1", "22:00-06:00", timedelta(minutes=25)),))
+    start = datetime(2026, 11, 21, 7, tzinfo=UTC)
+    ts = TriggerSet.from_config(config, start=start)
+    assert times(ts, start + timedelta(minutes=30), "evict-period") == [
+        datetime(2026, 11, 21, 7, 15, 1, tzinfo=UTC)
+    ]
 
 
 def test_from_tide_config() -> None:
@@ -243,7 +267,8 @@ def test_from_tide_config() -> None:
                     ]
                 }
             ],
-        }
+        },
+        plugins={"tdm": PluginSpec("tdm", tdm.parse_args, tdm.build)},
     )
     plan = TriggerConfig.from_tide(config)
     assert plan.tick == timedelta(seconds=5)

@@ -1,0 +1,62 @@
+"""Pressure eviction (seed 003): Koordinator's koordlet eviction, as tide implements it.
+
+Entry points the loop wires in (all pure: the World folded so far, a record, the
+configuration; no clock, no I/O):
+
+* :func:`check_node` — for every ``metrics.node`` record, after it is folded: CPU,
+  memory, OOM-risk, faulty-pod and predictive eviction and the eviction taint;
+* :func:`due_followups` / :func:`on_trigger` — later graceful batches and taint removal
+  as ``trigger.fired`` kinds :data:`PRESSURE_TRIGGER_KINDS`;
+* :func:`reserved_for_ls` — resources held for LS pods on a node after an eviction,
+  which allocate must not give to BE pods; :func:`evicted_owners` — owners whose pods
+  were just evicted from a node (their replacements should prefer other nodes).
+
+All policy state (cooldowns, streaks, rate windows, rounds, taints, reservations) is the
+``pressure`` projection (:mod:`projections.pressure`) plus the ``usage`` and ``oom``
+projections: the World must hold all three.
+
+Differences from Koordinator (``spec/koordinator.md`` §6): the koordlet has no faulty-pod,
+predictive, per-batch / per-minute limits, eviction taint, LS reservation, graceful
+batching or latency metrics; tide implements them as the seed describes. Its triggers are
+the seed's (pressure strictly above a percentage of capacity, stable over
+``pressureStableThreshold`` checks), not the koordlet's (BE satisfaction, time-window
+averages, ≥ threshold, lower = threshold − 2); victims are BE pods only (by the QoS
+label, or Kubernetes BestEffort without one — the koordlet's BE paths read the label
+only); the victim order adds the seed's running-time and OOM-count keys.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from controller.pressure.config import EvictionConfig, parse_eviction_config
+from controller.pressure.followups import PRESSURE_TRIGGER_KINDS, due_followups, on_trigger
+from controller.pressure.policy import check_node
+from controller.pressure.view import WorldLike, pressure_of
+from projections.model import Resource
+
+__all__ = [
+    "PRESSURE_TRIGGER_KINDS",
+    "EvictionConfig",
+    "check_node",
+    "due_followups",
+    "evicted_owners",
+    "on_trigger",
+    "parse_eviction_config",
+    "reserved_for_ls",
+]
+
+
+def reserved_for_ls(world: WorldLike, node_name: str, now: datetime) -> Resource:
+    """Resources held for LS pods on ``node_name`` at ``now`` (``resourceReservation``).
+
+    The sum, over pressure evictions from the node within ``reservationDuration`` of
+    ``now``, of each victim's larger of usage and request (cpu milli, memory bytes).
+    Allocate subtracts it from the node's idle resources when placing a BE pod.
+    """
+    return pressure_of(world).reserved(node_name, now)
+
+
+def evicted_owners(world: WorldLike, node_name: str, now: datetime) -> frozenset[str]:
+    """``Kind/name`` of the owners of pods evicted from the node within the reservation."""
+    return pressure_of(world).evicted_owners(node_name, now)

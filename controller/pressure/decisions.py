@@ -1,0 +1,137 @@
+"""The decision records pressure eviction writes, and the per-victim evidence.
+
+``decision.evict`` data: ``kind``, ``namespace``, ``pod``, ``uid``, ``node``, ``reason``,
+``source`` (``"pressure"``), ``notice_at`` (= the decision's ``at``: the pod is told) and
+``evict_at`` (= ``at`` + ``preStopDelaySeconds``: the Eviction API call; equal to ``at``
+when graceful eviction is off), and ``evidence``. The evidence names everything the
+decision rests on (pressure, threshold, target, order, limits) and what
+:mod:`projections.pressure` folds (``round``, ``cooldown``, ``taint_until``, ``reserve``).
+
+``decision.taint`` / ``decision.untaint`` carry the taint
+``koordinator.sh/eviction:NoSchedule`` (empty value) and reason ``eviction-taint``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from controller.pressure.candidates import Candidate
+from controller.pressure.config import EvictionConfig
+from controller.pressure.view import WorldLike
+from projections.pressure import SOURCE
+from streams.events import Event, format_time, make_event
+
+TAINT = {"key": "koordinator.sh/eviction", "value": "", "effect": "NoSchedule"}
+TAINT_REASON = "eviction-taint"
+
+
+def owner_of(world: WorldLike, key: str) -> str:
+    """``Kind/name`` of the pod's controller owner ("" when none is known)."""
+    raw = world.cluster.pods.get(key) if key in world.cluster.pods else None
+    refs = ((raw or {}).get("metadata") or {}).get("ownerReferences") or ()
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return f"{ref.get('kind')}/{ref.get('name')}"
+    return ""
+
+
+def victim_evidence(
+    world: WorldLike,
+    candidate: Candidate,
+    *,
+    cpu: float,
+    memory: float,
+    at: datetime,
+    evict_at: datetime,
+    config: EvictionConfig,
+) -> dict[str, Any]:
+    """The per-victim part: its numbers, the taint and reservation it extends."""
+    task = candidate.task
+    out: dict[str, Any] = {
+        "victim": {
+            "qos": task.qos,
+            "priority": task.pod_priority,
+            "cpu_milli": cpu,
+            "memory": memory,
+            "started": format_time(candidate.started) if candidate.started else None,
+            "oom_kills": candidate.oom_kills,
+        },
+        "owner": owner_of(world, task.key),
+    }
+    scheduling = config.scheduling
+    if scheduling.eviction_taint:
+        out["taint_until"] = format_time(evict_at + scheduling.taint_duration)
+    if scheduling.resource_reservation:
+        out["reserve"] = {
+            "cpu_milli": max(cpu, task.resreq.milli_cpu),
+            "memory": max(memory, task.resreq.memory),
+            "until": format_time(at + scheduling.reservation_duration),
+        }
+    return out
+
+
+def evict_event(
+    candidate: Candidate,
+    *,
+    node: str,
+    reason: str,
+    at: datetime,
+    evict_at: datetime,
+    cause: str,
+    evidence: dict[str, Any],
+) -> Event:
+    task = candidate.task
+    return make_event(
+        "decision.evict",
+        at,
+        {
+            "kind": "evict",
+            "namespace": task.namespace,
+            "pod": task.name,
+            "uid": task.uid,
+            "node": node,
+            "reason": reason,
+            "source": SOURCE,
+            "notice_at": format_time(at),
+            "evict_at": format_time(evict_at),
+            "evidence": evidence,
+        },
+        cause=cause,
+    )
+
+
+def taint_event(
+    *, node: str, at: datetime, until: datetime, cause: str, evictions: list[str]
+) -> Event:
+    return make_event(
+        "decision.taint",
+        at,
+        {
+            "kind": "taint",
+            "node": node,
+            "taint": dict(TAINT),
+            "reason": TAINT_REASON,
+            "source": SOURCE,
+            "evidence": {"until": format_time(until), "evictions": evictions},
+        },
+        cause=cause,
+    )
+
+
+def untaint_event(
+    *, node: str, at: datetime, since: datetime, until: datetime, cause: str
+) -> Event:
+    return make_event(
+        "decision.untaint",
+        at,
+        {
+            "kind": "untaint",
+            "node": node,
+            "taint": dict(TAINT),
+            "reason": TAINT_REASON,
+            "source": SOURCE,
+            "evidence": {"tainted_at": format_time(since), "until": format_time(until)},
+        },
+        cause=cause,
+    )
