@@ -32,7 +32,15 @@ def new_world() -> Any:
     except Skip:
         cluster = need("projections.cluster", "ClusterState")
         return cluster.ClusterState()
-    return world_mod.World()
+    world = world_mod.World()
+    if "pressure" not in world.extra:  # the policies need it; not a default extra yet
+        try:
+            pressure = need("projections.pressure", "PressureState")
+        except Skip:
+            return world
+        extras = [*world_mod.default_extras(), pressure.PressureState()]
+        world = world_mod.World(extra=extras)
+    return world
 
 
 def world_name() -> str:

@@ -141,17 +141,29 @@ def run(ctx: Context) -> list[Result]:
     tasks = len(world.cluster.tasks)
     pending = ctx.manifest.pending_final
     rows: list[Result] = []
-    close = trigger(datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC), "tdm/rz1/window-end",
-                    "window-end", "rz1")
+    close = trigger(
+        datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC), "tdm/rz1/window-end", "window-end", "rz1"
+    )
     tick_at = T0 + timedelta(minutes=11)
     tick = trigger(tick_at, "session", "tick")
 
-    def row(metric: str, spent: float, cold: float, decisions: list[Any], target: float | None,
-            config: Any) -> Result:
+    def row(
+        metric: str,
+        spent: float,
+        cold: float,
+        decisions: list[Any],
+        target: float | None,
+        config: Any,
+    ) -> Result:
         warn = "; ".join(getattr(config, "warnings", ()))
         return Result(
-            "policy", metric, spent * 1000, "ms", pass_time * 1000,
-            f"one pass over {tasks:,} tasks", spent / pass_time,
+            "policy",
+            metric,
+            spent * 1000,
+            "ms",
+            pass_time * 1000,
+            f"one pass over {tasks:,} tasks",
+            spent / pass_time,
             f"<= {target * 1000:,.0f} ms" if target is not None else "(info)",
             None if target is None else spent <= target,
             notes=f"{describe(decisions)}; first run {cold * 1000:,.1f} ms"
@@ -180,6 +192,14 @@ def run(ctx: Context) -> list[Result]:
         )
     alloc_config = load("allocate")
     spent, decisions, cold = cycle(world, tick, alloc_config, ctx.repeat, plugins)
-    rows.append(row(f"allocate cycle, {pending:,} pending pods", spent, cold, decisions,
-                    ALLOCATE_TARGET, alloc_config))
+    rows.append(
+        row(
+            f"allocate cycle, {pending:,} pending pods",
+            spent,
+            cold,
+            decisions,
+            ALLOCATE_TARGET,
+            alloc_config,
+        )
+    )
     return rows

@@ -435,6 +435,7 @@ class Generator:
             "cluster-autoscaler.kubernetes.io/safe-to-evict": "true" if preemptable else "false",
         }
         owner_uid = self.uid()
+        owner: JSON
         if kind == "Deployment":
             template_hash = self.hexid(10)[:10]
             labels["pod-template-hash"] = template_hash
@@ -557,7 +558,7 @@ class Generator:
             ]
             for k in range(rng.randint(0, 2)):
                 env.append({"name": f"FEATURE_FLAG_{k}", "value": rng.choice(["true", "false"])})
-            probe = {
+            probe: JSON = {
                 "httpGet": {"path": "/healthz", "port": port, "scheme": "HTTP"},
                 "initialDelaySeconds": rng.choice([5, 10, 15]),
                 "periodSeconds": 10,
@@ -962,7 +963,7 @@ class Generator:
 
     def managed_fields(self, wl: Workload, st: PodState, running: bool) -> list[JSON]:
         """The bulk ``managedFields`` adds to a real pod (fieldsV1 trees)."""
-        containers = {
+        containers: JSON = {
             f'k:{{"name":"{c["name"]}"}}': {
                 ".": {},
                 "f:image": {},

@@ -25,16 +25,18 @@ TARGET = 2**30  # 1 GiB of folded state for 150,000 pods
 
 
 def child(mode: str, recording: Path) -> dict[str, Any]:
-    if mode == "tide":
+    if mode.startswith("tide"):
         from benchmarks.bench_fold import fold_path, new_world
 
         _, fold = fold_path()
         world: Any = new_world()
+        if mode == "tide-nopods":
+            world = type(world)(keep_pods=False, extra=list(world.extra.values()))
     gc.collect()
     base = proc_status()
     start = time.perf_counter()
     counts: dict[str, int] = {}
-    if mode == "tide":
+    if mode.startswith("tide"):
         counts["events"] = fold(world, read_lines(recording))
         cluster = getattr(world, "cluster", world)
         for name in ("pods", "tasks", "nodes", "jobs"):
@@ -99,7 +101,7 @@ def run(ctx: Context) -> list[Result]:
     scale = ctx.manifest.pods_final
     target = TARGET * scale / 150_000
     counts = ", ".join(f"{k} {v:,}" for k, v in tide["counts"].items())
-    return [
+    rows = [
         Result(
             "rss",
             f"folded state, {scale:,} pods (RSS after fold - base)",
@@ -123,6 +125,26 @@ def run(ctx: Context) -> list[Result]:
             target="(info)",
         ),
     ]
+    try:
+        lean = measure("tide-nopods", ctx.recording)
+    except (Skip, RuntimeError) as exc:
+        rows.append(Result("rss", "  World(keep_pods=False) (info)", skipped=str(exc)[:200]))
+    else:
+        lean_state = lean["after"] - lean["base"]
+        rows.append(
+            Result(
+                "rss",
+                "  World(keep_pods=False): no raw pods kept (info)",
+                lean_state,
+                "B",
+                raw_state,
+                "raw dicts",
+                lean_state / raw_state,
+                "(info)",
+                extra={"tide-nopods": lean},
+            )
+        )
+    return rows
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,8 @@ Queries used by the policies:
 * :meth:`Series.tail`: the last *n* points (pressure streaks: one point is one check);
 * :meth:`Series.leak`: the faulty-pod memory-leak rule, made cheap by ``run_start``, the
   time of the newest point that fell more than 1 % below the point before it (the memory
-  series has not dropped since), kept as points are added.
+  series has not dropped since), and ``run_min``, the lowest point since then, both kept
+  as points are added (:meth:`Series.may_leak` reads only those two).
 
 A ``k8s.watch`` DELETED pod (or node) drops its series. Samples are expected in time
 order; an out-of-order point is inserted in place (and ``run_start`` recomputed).
@@ -62,13 +63,14 @@ def from_seconds(seconds: float) -> datetime:
 class Series:
     """The bounded history of one node or pod; parallel lists, oldest first."""
 
-    __slots__ = ("cpu", "memory", "run_start", "times")
+    __slots__ = ("cpu", "memory", "run_min", "run_start", "times")
 
     def __init__(self) -> None:
         self.times: list[float] = []
         self.cpu: list[float] = []
         self.memory: list[float] = []
         self.run_start = 0.0
+        self.run_min = 0.0  # the lowest memory point since run_start
 
     def __len__(self) -> int:
         return len(self.times)
@@ -78,7 +80,9 @@ class Series:
         times = self.times
         if not times or t >= times[-1]:
             if not times or memory < LEAK_DROP_TOLERANCE * self.memory[-1]:
-                self.run_start = t
+                self.run_start, self.run_min = t, memory
+            elif memory < self.run_min:
+                self.run_min = memory
             times.append(t)
             self.cpu.append(cpu)
             self.memory.append(memory)
@@ -100,6 +104,14 @@ class Series:
             if mem[i] < LEAK_DROP_TOLERANCE * mem[i - 1]:
                 start = i
         self.run_start = self.times[start] if self.times else 0.0
+        self.run_min = min(mem[start:]) if mem else 0.0
+
+    def may_leak(self, young: float) -> bool:
+        """A cheap necessary condition of :meth:`leak`: the growth run began by ``young``
+        (POSIX seconds) and the newest point is 1.1 × the run's lowest."""
+        return (
+            self.run_start <= young and bool(self.memory) and self.memory[-1] >= 1.1 * self.run_min
+        )
 
     # ---- queries ---------------------------------------------------------------------
 
@@ -166,6 +178,7 @@ class Series:
             "cpu": self.cpu,
             "memory": self.memory,
             "run_start": self.run_start,
+            "run_min": self.run_min,
         }
 
     @classmethod
@@ -175,6 +188,7 @@ class Series:
         series.cpu = [float(v) for v in body["cpu"]]
         series.memory = [float(v) for v in body["memory"]]
         series.run_start = float(body["run_start"])
+        series.run_min = float(body["run_min"])
         return series
 
 

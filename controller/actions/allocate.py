@@ -17,6 +17,11 @@ Differences from Volcano: no nominated-node shortcut (the model does not carry
 and a pending PodGroup is not flipped to Inqueue (tide writes no PodGroup status; it
 simply proceeds, as Volcano does without the ``enqueue`` action). Ties are broken
 deterministically (see :mod:`controller.framework.util`).
+
+The action runs on ``tick`` triggers only (``AllocateAction.triggers``): Volcano runs every
+action in every session, but tide also opens sessions at TDM window ends and evict
+periods, which are followed by a tick at the same instant; allocating there too would
+only repeat the tick's work, and those cycles must stay cheap.
 """
 
 from __future__ import annotations
@@ -28,12 +33,11 @@ from typing import Any, Generic, TypeVar
 
 from controller.framework import jobs as j
 from controller.framework.errors import ConfigError
-from controller.framework.points import FitError, FitStatus
-from controller.framework.resources import fits
+from controller.framework.points import FitError
+from controller.framework.search import Gradients, best_node, find_fitting_nodes
 from controller.framework.session import Session
 from controller.framework.statement import Statement
-from controller.framework.util import predicate_nodes, prioritize_nodes, select_best_node
-from projections.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from projections.model import JobInfo, QueueInfo, TaskInfo
 
 NAME = "allocate"
 REASON = "allocate"
@@ -71,6 +75,9 @@ class _Ordered(Generic[T]):
 
 class AllocateAction:
     name = NAME
+    #: Placement runs on the session tick only: a TDM trigger at the same instant is
+    #: followed by a tick, which would allocate the same pods again.
+    triggers: frozenset[str] | None = frozenset({"tick"})
 
     def __init__(self, args: AllocateArgs) -> None:
         self.args = args
@@ -135,14 +142,7 @@ class _Run:
         self.ssn = ssn
         self.args = args
         self.fit_error_roles: set[tuple[str, str]] = set()
-        self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
-        self.predicates = ssn.flat("predicate")
-
-    def check(self, task: TaskInfo, node: NodeInfo) -> None:
-        if not fits(task.init_resreq, node, future=True):
-            raise FitError(FitStatus.UNSCHEDULABLE, "Insufficient resources", plugin=NAME)
-        for predicate in self.predicates:
-            predicate(task, node)
+        self.error_cache: dict[tuple[str, str], dict[int, FitError]] = {}
 
     def allocate_job(
         self,
@@ -163,13 +163,13 @@ class _Run:
             cache = None
             if self.args.predicate_error_cache and task.task_role:
                 cache = self.error_cache.setdefault(role_key, {})
-            found = predicate_nodes(ssn, task, self.check, cache=cache)
-            if not found.feasible:
+            found = find_fitting_nodes(ssn, task, cache=cache)
+            if not len(found):
                 self.fit_error_roles.add(role_key)
                 if _can_still_reach(ssn.jobs[job.id], len(tasks)):
                     continue
                 break
-            self._place(stmt, queue, job, task, found.feasible)
+            self._place(stmt, queue, job, task, found)
             current = ssn.jobs[job.id]
             if ssn.job_ready(current) and tasks:
                 heapq.heappush(job_heap, _Ordered(job.id, _job_cmp(ssn)))
@@ -181,39 +181,22 @@ class _Run:
             stmt.discard()
 
     def _place(
-        self,
-        stmt: Statement,
-        queue: QueueInfo,
-        job: JobInfo,
-        task: TaskInfo,
-        feasible: list[NodeInfo],
+        self, stmt: Statement, queue: QueueInfo, job: JobInfo, task: TaskInfo, found: Gradients
     ) -> None:
-        ssn = self.ssn
-        req = task.init_resreq
-        idle = [n for n in feasible if fits(req, n, future=False)]
-        future = [n for n in feasible if not fits(req, n, future=False)]
-        for gradient, nodes in (("idle", idle), ("future-idle", future)):
-            if not nodes:
-                continue
-            scores = prioritize_nodes(ssn, task, nodes)
-            best = select_best_node(scores)
-            if best is None:
-                continue
-            name, score = best
-            node = ssn.nodes[name]
-            evidence = {
-                "node": name,
-                "score": score,
-                "gradient": gradient,
-                "feasible": len(feasible),
-                "job": job.id,
-                "queue": queue.name,
-            }
-            if fits(req, node, future=False):
-                stmt.allocate(task, name, source=NAME, evidence=evidence, reason=REASON)
-            else:
-                stmt.pipeline(task, name)
-            return
+        gradient, nodes = ("idle", found.idle) if found.idle else ("future-idle", found.future)
+        node, score = best_node(self.ssn, task, nodes)
+        evidence = {
+            "node": node.name,
+            "score": score,
+            "gradient": gradient,
+            "feasible": len(found),
+            "job": job.id,
+            "queue": queue.name,
+        }
+        if gradient == "idle":
+            stmt.allocate(task, node.name, source=NAME, evidence=evidence, reason=REASON)
+        else:
+            stmt.pipeline(task, node.name)
 
 
 def _can_still_reach(job: JobInfo, remaining: int) -> bool:

@@ -67,6 +67,8 @@ class RunningTasks(Sequence[TaskInfo]):
 
 class ShuffleAction:
     name = NAME
+    #: Every trigger: TDM's victims appear exactly at window ends and evict periods.
+    triggers: frozenset[str] | None = None
 
     def execute(self, ssn: Session) -> None:
         victims = ssn.victim_tasks(RunningTasks(ssn))

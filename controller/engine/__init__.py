@@ -7,6 +7,9 @@ events (``at`` = the trigger's time, ``cause`` = its id). No I/O, no clock, no
 randomness; iteration is sorted throughout, so the same log prefix gives the same
 decisions.
 
+An action runs only on the trigger kinds it names (``Action.triggers``; e.g. allocate on
+the session tick only, shuffle on every trigger); a trigger without a kind runs them all.
+
 Plugins and actions are built once per configuration object (their arguments were
 already validated by :func:`~controller.framework.config.load_config`), so a cycle pays
 only for the session. Built plugins keep no state between sessions: per-session state
@@ -94,9 +97,12 @@ def run_cycle(
     """Run one session for ``trigger`` over ``world``; return the committed decisions."""
     built = build_cycle(config, registry=registry, actions=actions)
     ssn = open_session(world, trigger, tiers=config.tiers, plugins=built.plugins, ctx=built.ctx)
+    kind = trigger.data.get("kind")
     try:
         for action in built.actions:
-            action.execute(ssn)
+            wanted = getattr(action, "triggers", None)
+            if wanted is None or kind is None or kind in wanted:
+                action.execute(ssn)
     finally:
         ssn.close()
     return list(ssn.decisions)

@@ -57,9 +57,15 @@ class Plugin(Protocol):
 
 
 class Action(Protocol):
-    """An action walks the session and stages operations on statements it commits."""
+    """An action walks the session and stages operations on statements it commits.
+
+    ``triggers`` names the ``trigger.fired`` kinds the action runs on (None: every kind).
+    Placement belongs to the session tick; a TDM window end or evict period only needs
+    the eviction actions, and must stay cheap (the tick right after it allocates anyway).
+    """
 
     name: str
+    triggers: frozenset[str] | None
 
     def execute(self, ssn: Session) -> None: ...
 

@@ -64,6 +64,10 @@ class FitError(Exception):
         return f"FitError({self.status.name}, {self.reason!r}, plugin={self.plugin!r})"
 
 
+#: What a node-order function may raise to zero its node's score (spec §2.2 ``(0, err)``).
+SCORE_ERRORS: tuple[type[Exception], ...] = (FitError, ValueError)
+
+
 @dataclass(frozen=True)
 class Victim:
     """A task a plugin nominates for eviction, with the reason code and the evidence.

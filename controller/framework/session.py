@@ -22,19 +22,18 @@ Differences from Volcano, on purpose (DESIGN "Deterministic"):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from controller.framework import points as p
 from controller.framework.ordering import job_fallback, queue_fallback, task_fallback
 from controller.framework.points import (
+    SCORE_ERRORS,
     AllocatableFn,
     EventFn,
     EventHandler,
     EvictableFn,
-    FitError,
     JobEnqueueableFn,
     JobOrderFn,
     JobPipelinedFn,
@@ -113,6 +112,11 @@ class Session:
         self._handlers: list[EventHandler] = []
         self._chains: dict[str, Chain] = {}
         self._flats: dict[str, list[Any]] = {}
+        self._keys: dict[str, dict[str, Callable[[TaskInfo], Hashable] | None]] = {
+            "predicate": {},
+            "node_order": {},
+        }
+        self._memos: dict[Hashable, dict[int, Any]] = {}
 
     # -- registration ------------------------------------------------------------------
 
@@ -134,11 +138,25 @@ class Session:
     def add_queue_order_fn(self, plugin: str, fn: QueueOrderFn) -> None:
         self._add("queue_order", plugin, fn)
 
-    def add_predicate_fn(self, plugin: str, fn: PredicateFn) -> None:
-        self._add("predicate", plugin, fn)
+    def add_predicate_fn(
+        self, plugin: str, fn: PredicateFn, *, key: Callable[[TaskInfo], Hashable] | None = None
+    ) -> None:
+        """Register a predicate (raises :class:`FitError` to reject a node).
 
-    def add_node_order_fn(self, plugin: str, fn: NodeOrderFn) -> None:
+        ``key``, when given, is a promise: the predicate's answer for a node depends only
+        on ``key(task)`` and on the node's state. The session may then reuse an answer
+        for any task with the same key while the node is unchanged in this session
+        (Volcano's predicate error cache makes the same assumption per job and role).
+        """
+        self._add("predicate", plugin, fn)
+        self._keys["predicate"][plugin] = key
+
+    def add_node_order_fn(
+        self, plugin: str, fn: NodeOrderFn, *, key: Callable[[TaskInfo], Hashable] | None = None
+    ) -> None:
+        """Register a node score; ``key`` as for :meth:`add_predicate_fn`."""
         self._add("node_order", plugin, fn)
+        self._keys["node_order"][plugin] = key
 
     def add_preemptable_fn(self, plugin: str, fn: EvictableFn) -> None:
         self._add("preemptable", plugin, fn)
@@ -206,6 +224,21 @@ class Session:
             flat = self._flats[point] = [fn for row in self.chain(point) for _, fn in row]
         return flat
 
+    def plan(self, point: str, task: TaskInfo) -> list[tuple[Any, dict[int, Any] | None]]:
+        """``point``'s callables for ``task``, each with its memo (node index → (version,
+        answer)) when its plugin registered a key, else None. For the node-search hot loop.
+        """
+        keys = self._keys[point]
+        out: list[tuple[Any, dict[int, Any] | None]] = []
+        for row in self.chain(point):
+            for name, fn in row:
+                key = keys.get(name)
+                memo = None
+                if key is not None:
+                    memo = self._memos.setdefault((point, name, key(task)), {})
+                out.append((fn, memo))
+        return out
+
     def _compare(self, point: str, left: Any, right: Any) -> int:
         for row in self.chain(point):
             for _, fn in row:
@@ -235,7 +268,7 @@ class Session:
         try:
             for fn in self.flat("node_order"):
                 score += fn(task, node)
-        except (FitError, ValueError):
+        except SCORE_ERRORS:
             return 0.0
         return score
 
@@ -278,7 +311,11 @@ class Session:
                 for victim in fn(tasks):
                     key = victim.task.key
                     if key not in chosen:
-                        chosen[key] = victim if victim.source else replace(victim, source=name)
+                        chosen[key] = (
+                            victim
+                            if victim.source
+                            else Victim(victim.task, victim.reason, victim.evidence, name)
+                        )
             if chosen:
                 return [chosen[key] for key in sorted(chosen, key=_ns_name)]
         return []
@@ -387,6 +424,3 @@ def open_session(
     ssn = Session(world, trigger, tiers=tiers, ctx=ctx)
     ssn.open(plugins)
     return ssn
-
-
-SessionFactory = Callable[..., Session]

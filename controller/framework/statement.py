@@ -16,10 +16,10 @@ events later, so there is no "commit failed, un-evict" path here.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from controller.framework.errors import StatementError
+from controller.framework.view import clone_task
 from projections.model import TaskInfo, TaskStatus
 from streams.events import Event, make_event
 
@@ -33,8 +33,7 @@ class OpKind(enum.Enum):
     ALLOCATE = "allocate"
 
 
-@dataclass(frozen=True)
-class Operation:
+class Operation(NamedTuple):
     """One staged operation: the task before and after, and the decision's metadata."""
 
     kind: OpKind
@@ -42,7 +41,7 @@ class Operation:
     after: TaskInfo
     reason: str = ""
     source: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = {}  # noqa: RUF012 - never mutated; evict/allocate pass their own
 
 
 class Statement:
@@ -64,7 +63,7 @@ class Statement:
 
     def _current(self, task: TaskInfo) -> TaskInfo:
         """The session's current version of ``task`` (callers may hold an older one)."""
-        current = self._ssn.tasks.get(task.key)
+        current = self._ssn.tasks.lookup(task.key)
         return current if current is not None else task
 
     # -- staging -----------------------------------------------------------------------
@@ -81,7 +80,7 @@ class Statement:
         before = self._current(task)
         if before.status == TaskStatus.RELEASING:
             raise StatementError(f"task {before.key} is already releasing")
-        after = replace(before, status=TaskStatus.RELEASING)
+        after = clone_task(before, status=TaskStatus.RELEASING)
         self._swap(before, after)
         self._ssn.fire_deallocate(after)
         self._ops.append(Operation(OpKind.EVICT, before, after, reason, source, evidence or {}))
@@ -89,7 +88,7 @@ class Statement:
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
         """Reserve ``node_name``'s releasing resources for ``task`` (no decision event)."""
         before = self._current(task)
-        after = replace(before, status=TaskStatus.PIPELINED, node_name=node_name)
+        after = clone_task(before, status=TaskStatus.PIPELINED, node_name=node_name)
         self._place(before, after)
         self._ops.append(Operation(OpKind.PIPELINE, before, after))
 
@@ -104,7 +103,7 @@ class Statement:
     ) -> None:
         """Place ``task`` on ``node_name`` in the session; committed as a bind."""
         before = self._current(task)
-        after = replace(before, status=TaskStatus.ALLOCATED, node_name=node_name)
+        after = clone_task(before, status=TaskStatus.ALLOCATED, node_name=node_name)
         self._place(before, after)
         self._ops.append(Operation(OpKind.ALLOCATE, before, after, reason, source, evidence or {}))
 
@@ -121,11 +120,10 @@ class Statement:
     def _swap(self, before: TaskInfo, after: TaskInfo) -> None:
         """Replace ``before`` by ``after`` in the job, the task index and its node."""
         view = self._ssn.view
-        view.put_task(after)
-        node = before.node_name
-        if node and view.node_has_task(node, before.key):
-            view.node_remove_task(node, before.key)
-            view.node_add_task(node, after)
+        key = before.key
+        view.put_task(after, key)
+        if before.node_name:
+            view.node_swap_task(before.node_name, key, after)
 
     # -- ending ------------------------------------------------------------------------
 

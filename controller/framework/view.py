@@ -15,16 +15,50 @@ operation: look it up again through the view, which returns the current clone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any, Generic, Protocol, TypeVar
 
+from controller.framework.columns import FreeColumns
 from controller.framework.errors import StatementError
 from projections.accounting import node_add, node_remove
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 
 DEFAULT_QUEUE = "default"
 V = TypeVar("V", JobInfo, TaskInfo)
+
+
+M = TypeVar("M", JobInfo, NodeInfo, TaskInfo)
+
+
+def _cloner(cls: type[M]) -> Callable[[M], M]:
+    """A fast shallow copy of a model dataclass (``dataclasses.replace`` is ~8x slower)."""
+    init = [f.name for f in fields(cls) if f.init]
+    rest = [f.name for f in fields(cls) if not f.init]
+    get = attrgetter(*init)
+
+    def clone(obj: M) -> M:
+        copy = cls(*get(obj))
+        for name in rest:
+            setattr(copy, name, getattr(obj, name))
+        return copy
+
+    return clone
+
+
+_clone_task = _cloner(TaskInfo)
+_clone_job = _cloner(JobInfo)
+_clone_node = _cloner(NodeInfo)
+
+
+def clone_task(task: TaskInfo, *, status: TaskStatus, node_name: str | None = None) -> TaskInfo:
+    """A new version of ``task`` with ``status`` (and ``node_name``); the original is kept."""
+    copy = _clone_task(task)
+    copy.status = status
+    if node_name is not None:
+        copy.node_name = node_name
+    return copy
 
 
 class ClusterLike(Protocol):
@@ -65,6 +99,10 @@ class NodesView(Mapping[str, NodeInfo]):
 
     def __getitem__(self, name: str) -> NodeInfo:
         return self._list[self._pos[name]]
+
+    def position(self, name: str) -> int:
+        """The node's index in the session's node order (``ClusterView.node_list``)."""
+        return self._pos[name]
 
     def __contains__(self, name: object) -> bool:
         return name in self._pos
@@ -166,12 +204,52 @@ class ClusterView:
         self.jobs = JobsView(cluster.jobs, self._job_over, queues)
         self.tasks: OverlayView[TaskInfo] = OverlayView(cluster.tasks, self._task_over)
         self._total: Resource | None = None
+        #: Per node (view order): bumped whenever a statement changes the node, so that
+        #: answers memoised for a node can tell they are stale.
+        self.versions: list[int] = [0] * len(names)
+        self._job_versions: dict[str, int] = {}
+        self._columns: FreeColumns | None = None
+
+    def columns(self) -> FreeColumns:
+        """Free-resource columns of the session nodes (built on first use)."""
+        if self._columns is None:
+            self._columns = FreeColumns(self._node_list)
+        return self._columns
+
+    def _changed(self, pos: int) -> None:
+        self.versions[pos] += 1
+        if self._columns is not None:
+            self._columns.refresh(pos)
 
     def opening_jobs(self) -> Iterator[JobInfo]:
-        """Session jobs as they were at open (the projection's objects), in id order."""
-        base = self._base_jobs
-        for job_id in self.jobs.keys_sorted():
-            yield base[job_id]
+        """Session jobs as they were at open (the projection's objects).
+
+        In the projection's order, which is *not* sorted: use it only for
+        order-independent work (sums of integral quantities, counts).
+        """
+        queues = self.queues
+        for job in self._base_jobs.values():
+            if not job.placeholder and job.queue in queues:
+                yield job
+
+    def opening_tasks_by_queue(self) -> dict[str, list[TaskInfo]]:
+        """Every task of the session's jobs as at open, grouped by the job's queue.
+
+        Lists in the projection's order (not sorted): for order-independent work only.
+        One pass with no per-job call, because most jobs are single pods.
+        """
+        queues = self.queues
+        grouped: dict[str, list[TaskInfo]] = {}
+        for job in self._base_jobs.values():
+            if job.placeholder:
+                continue
+            found = grouped.get(job.queue)
+            if found is None:
+                if job.queue not in queues:
+                    continue
+                found = grouped[job.queue] = []
+            found.extend(job.tasks.values())
+        return grouped
 
     def pending_tasks(self) -> list[TaskInfo]:
         """The tasks Pending *now* (session changes included), sorted by key.
@@ -218,14 +296,12 @@ class ClusterView:
         pos = self._node_pos[name]
         node = self._node_list[pos]
         if name not in self._cloned_nodes:
-            node = replace(
-                node,
-                idle=node.idle.clone(),
-                used=node.used.clone(),
-                releasing=node.releasing.clone(),
-                pipelined=node.pipelined.clone(),
-                tasks=dict(node.tasks),
-            )
+            node = _clone_node(node)
+            node.idle = node.idle.clone()
+            node.used = node.used.clone()
+            node.releasing = node.releasing.clone()
+            node.pipelined = node.pipelined.clone()
+            node.tasks = dict(node.tasks)
             self._node_list[pos] = node
             self._cloned_nodes.add(name)
         return node
@@ -237,16 +313,27 @@ class ClusterView:
             base = self._base_jobs.get(job_id)
             if base is None:
                 return None
-            job = replace(base, tasks=dict(base.tasks))
+            job = _clone_job(base)
+            job.tasks = dict(base.tasks)
             self._job_over[job_id] = job
         return job
 
-    def put_task(self, task: TaskInfo) -> None:
+    def put_task(self, task: TaskInfo, key: str | None = None) -> None:
         """Make ``task`` the current version of its key, in the task index and its job."""
-        self._task_over[task.key] = task
+        key = key or task.key
+        self._task_over[key] = task
         job = self.writable_job(task.job)
         if job is not None:
-            job.tasks[task.key] = task
+            job.tasks[key] = task
+            self._job_versions[task.job] = self._job_versions.get(task.job, 0) + 1
+
+    def job_version(self, job: JobInfo) -> tuple[int, int]:
+        """Changes whenever the session changes ``job``: a memo key for answers about it.
+
+        ``(id(job), n)``: the projection's object and the session's clone differ in identity,
+        and each statement operation on the clone bumps ``n``.
+        """
+        return id(job), self._job_versions.get(job.id, 0)
 
     # -- node accounting (spec §1.5) ---------------------------------------------------
 
@@ -262,6 +349,7 @@ class ClusterView:
         if task.status == TaskStatus.BINDING and not task.resreq.less_equal(node.idle):
             raise StatementError(f"task {task.key} does not fit node {name}")
         node_add(node, task)
+        self._changed(self._node_pos[name])
 
     def node_remove_task(self, name: str, key: str) -> None:
         """Volcano's ``NodeInfo.RemoveTask``: reverse by the stored copy's status."""
@@ -271,6 +359,32 @@ class ClusterView:
         stored = node.tasks.get(key)
         if stored is not None:
             node_remove(node, stored, key)
+            self._changed(self._node_pos[name])
+
+    def node_swap_task(self, name: str, key: str, task: TaskInfo) -> None:
+        """Replace the node's copy of ``key`` by ``task`` (no-op if the node lacks it)."""
+        pos = self._node_pos.get(name)
+        if pos is None or key not in self._node_list[pos].tasks:
+            return
+        node = self.writable_node(name)
+        old = node.tasks[key]
+        if (
+            old.resreq is task.resreq
+            and old.status != TaskStatus.PIPELINED
+            and task.status != TaskStatus.PIPELINED
+        ):
+            # Same request, both counted in idle and used: only ``releasing`` can move
+            # (Running → Releasing on evict, back on discard). Quantities are integers,
+            # so skipping the cancelling idle/used steps changes nothing.
+            if old.status == TaskStatus.RELEASING:
+                node.releasing.sub(old.resreq)
+            if task.status == TaskStatus.RELEASING:
+                node.releasing.add(task.resreq)
+            node.tasks[key] = task
+        else:
+            node_remove(node, old, key)
+            node_add(node, task, key)
+        self._changed(pos)
 
     def node_has_task(self, name: str, key: str) -> bool:
         pos = self._node_pos.get(name)

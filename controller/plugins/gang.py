@@ -66,6 +66,25 @@ class GangPlugin:
     name = NAME
 
     def on_session_open(self, ssn: Session) -> None:
+        memo: dict[str, tuple[tuple[int, int], bool]] = {}
+        version = ssn.view.job_version
+
+        def ready(job: JobInfo) -> bool:
+            """``is_ready``, memoised per job version (job order asks it in every heap step)."""
+            key = version(job)
+            hit = memo.get(job.id)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+            value = j.is_ready(job)
+            memo[job.id] = (key, value)
+            return value
+
+        def order(left: JobInfo, right: JobInfo) -> int:
+            lready, rready = ready(left), ready(right)
+            if lready == rready:
+                return 0
+            return 1 if lready else -1
+
         def evictable(
             preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
         ) -> tuple[list[TaskInfo], Vote]:
@@ -86,7 +105,7 @@ class GangPlugin:
         ssn.add_job_valid_fn(NAME, job_valid)
         ssn.add_preemptable_fn(NAME, evictable)
         ssn.add_reclaimable_fn(NAME, evictable)
-        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_job_order_fn(NAME, order)
         ssn.add_job_ready_fn(NAME, job_ready)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)
         ssn.add_job_starving_fn(NAME, job_starving)

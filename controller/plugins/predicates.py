@@ -20,9 +20,11 @@ Arguments (Volcano's keys, booleans, default true): ``predicate.NodeAffinityEnab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from controller.framework.errors import ConfigError
 from controller.framework.plugin import PluginContext
@@ -33,6 +35,7 @@ from projections.model import JSON, NodeInfo, TaskInfo
 NAME = "predicates"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 _BLOCKING = frozenset({"NoSchedule", "NoExecute"})
+_UNSCHEDULABLE_TAINT = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -139,26 +142,36 @@ def _unschedulable(reason: str, status: FitStatus = FitStatus.UNSCHEDULABLE) -> 
     return FitError(status, reason, plugin=NAME)
 
 
-class PredicatesPlugin:
-    name = NAME
+def scheduling_key(task: TaskInfo) -> bytes:
+    """What the predicate reads of a task: its selector, node affinity and tolerations.
 
-    def __init__(self, args: PredicatesArgs) -> None:
-        self.args = args
+    Tasks with equal keys get equal answers on an unchanged node, so the session may
+    reuse them (``Session.add_predicate_fn(key=...)``). Pod (anti-)affinity is not read
+    here, so it is not part of the key: most pods then share one key.
+    """
+    node_affinity = (task.affinity or {}).get("nodeAffinity")
+    return orjson.dumps(
+        [task.node_selector, node_affinity, task.tolerations], option=orjson.OPT_SORT_KEYS
+    )
 
-    def predicate(self, task: TaskInfo, node: NodeInfo) -> None:
-        """Raise :class:`FitError` when ``task`` may not go on ``node``."""
+
+def make_predicate(args: PredicatesArgs) -> Callable[[TaskInfo, NodeInfo], None]:
+    """The predicate for ``args`` (a closure: it runs for every node of every pending pod)."""
+    affinity_on = args.node_affinity
+    taints_on = args.taint_toleration
+
+    def predicate(task: TaskInfo, node: NodeInfo) -> None:
         max_pods = node.allocatable.scalars.get("pods")
         if max_pods is not None and max_pods <= len(node.tasks):
             raise _unschedulable("node(s) pod number exceeded")
         if node.unschedulable and not any(
-            tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-            for t in task.tolerations
+            tolerates(t, _UNSCHEDULABLE_TAINT) for t in task.tolerations
         ):
             raise _unschedulable(
                 "node(s) were unschedulable", FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE
             )
         if (
-            self.args.node_affinity
+            affinity_on
             and (task.node_selector or task.affinity)
             and not matches_node_affinity(task, node)
         ):
@@ -166,7 +179,7 @@ class PredicatesPlugin:
                 "node(s) didn't match Pod's node affinity/selector",
                 FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
             )
-        if self.args.taint_toleration and node.taints:
+        if taints_on and node.taints:
             taint = untolerated_taint(task.tolerations, node.taints)
             if taint is not None:
                 raise _unschedulable(
@@ -174,8 +187,18 @@ class PredicatesPlugin:
                     FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 )
 
+    return predicate
+
+
+class PredicatesPlugin:
+    name = NAME
+
+    def __init__(self, args: PredicatesArgs) -> None:
+        self.args = args
+        self.predicate = make_predicate(args)
+
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_predicate_fn(NAME, self.predicate)
+        ssn.add_predicate_fn(NAME, self.predicate, key=scheduling_key)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn

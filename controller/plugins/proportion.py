@@ -13,6 +13,10 @@ window-close cycle without pending pods) should not pay it. So the attributes ar
 computed on first use, from the projection's state at session open, and the allocate /
 deallocate events seen before then are replayed onto them: the result is exactly what
 eager computation at open would give.
+
+The sums walk jobs in the projection's order, not sorted: the model's quantities are
+Kubernetes ``MilliValue``/``Value`` integers, and float sums of integers below 2^53 are
+exact, hence the same in any order. Sorting 150,000 job ids would cost more than the sums.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from projections.model import ALLOCATED_STATUSES, QueueInfo, Resource, TaskInfo,
 
 NAME = "proportion"
 _UNLIMITED = float("inf")
+_PENDING = TaskStatus.PENDING
 
 
 def parse_args(raw: Mapping[str, Any]) -> None:
@@ -101,6 +106,36 @@ def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
             break
 
 
+def _accumulate(tasks: list[TaskInfo], allocated: Resource, request: Resource) -> None:
+    """Add allocated-status requests to both, Pending requests to ``request`` only.
+
+    The hot loop of the session over every task: plain float sums, one pass.
+    """
+    a_cpu = a_mem = p_cpu = p_mem = 0.0
+    a_scalars: dict[str, float] = {}
+    p_scalars: dict[str, float] = {}
+    for task in tasks:
+        status = task.status
+        if status in ALLOCATED_STATUSES:
+            req = task.resreq
+            a_cpu += req.milli_cpu
+            a_mem += req.memory
+            for name, value in req.scalars.items():
+                a_scalars[name] = a_scalars.get(name, 0.0) + value
+        elif status == _PENDING:
+            req = task.resreq
+            p_cpu += req.milli_cpu
+            p_mem += req.memory
+            for name, value in req.scalars.items():
+                p_scalars[name] = p_scalars.get(name, 0.0) + value
+    if a_cpu or a_mem or a_scalars:
+        got = Resource(a_cpu, a_mem, a_scalars)
+        allocated.add(got)
+        request.add(got)
+    if p_cpu or p_mem or p_scalars:
+        request.add(Resource(p_cpu, p_mem, p_scalars))
+
+
 class _State:
     """One session's proportion state (the plugin object itself stays stateless)."""
 
@@ -123,21 +158,15 @@ class _State:
     def _compute(self) -> dict[str, QueueAttr]:
         ssn = self.ssn
         attrs: dict[str, QueueAttr] = {}
-        for job in ssn.view.opening_jobs():
-            attr = attrs.get(job.queue)
-            if attr is None:
-                queue = ssn.queues[job.queue]
-                attr = attrs[job.queue] = QueueAttr(
-                    queue.name,
-                    queue.weight,
-                    guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
-                )
-            for task in job.tasks.values():
-                if task.status in ALLOCATED_STATUSES:
-                    attr.allocated.add(task.resreq)
-                    attr.request.add(task.resreq)
-                elif task.status == TaskStatus.PENDING:
-                    attr.request.add(task.resreq)
+        grouped = ssn.view.opening_tasks_by_queue()
+        for name in sorted(grouped):
+            queue = ssn.queues[name]
+            attr = attrs[name] = QueueAttr(
+                queue.name,
+                queue.weight,
+                guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
+            )
+            _accumulate(grouped[name], attr.allocated, attr.request)
         total = ssn.total_resource()
         guarantees = Resource()
         for name in sorted(attrs):

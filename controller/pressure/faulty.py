@@ -6,9 +6,10 @@
 * ``faulty-memory-leak``: the pod's memory grew over the last ``memoryLeakDuration`` —
   samples spanning at least 90 % of it, none more than 1 % below the one before, the last
   at least 1.1 × the first (:meth:`projections.usage.Series.leak`; a first sample of 0 is
-  no baseline). A leak develops over an hour, so it is looked for at the first check of
-  each minute of log time per node (the minute of the node's sample differs from its
-  previous sample's), not at every check.
+  no baseline). A leak develops over an hour, so it is looked for at the node's first
+  check in each five minutes of log time (:data:`LEAK_CHECK_SECONDS`; the block of the
+  node's sample differs from its previous sample's), not at every check: the cost of
+  looking at every pod of the node is paid once per node per five minutes.
 
 Both apply to ``BE`` and ``LS`` pods, never ``LSR``, ``LSE`` or ``SYSTEM``. A pod that
 is both is evicted once, as ``faulty-oom``. Faulty evictions are independent of node
@@ -27,10 +28,11 @@ from controller.pressure.config import EvictionConfig
 from controller.pressure.view import WorldLike, oom_of, started, usage_of
 from projections.model import NodeInfo
 from projections.pressure import PressureState
-from projections.usage import Series
+from projections.usage import Sample, Series
 from streams.events import format_time
 
-LEAK_CHECK_SECONDS = 60
+#: leaks are looked for at a node's first check in each block of this many seconds
+LEAK_CHECK_SECONDS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ class Faulty:
 
 
 def leak_check_due(series: Series) -> bool:
-    """Whether this check is the node's first of a minute (or its first at all)."""
+    """Whether this check is the node's first in its block of time (or its first at all)."""
     times = series.times
     if len(times) < 2:
         return True
@@ -79,19 +81,22 @@ def faulty_pods(
     if not leak_check_due(series):
         return found
     chosen = {f.candidate.key for f in found}
-    usage = usage_of(world)
+    pods = usage_of(world).pods
     duration = faulty.memory_leak_duration
-    for key in sorted(node.tasks):
-        task = node.tasks[key]
+    young = now.timestamp() - 0.9 * duration.total_seconds()
+    leaking: list[tuple[str, tuple[Sample, Sample]]] = []
+    for key, task in node.tasks.items():
+        pod_series = pods.get(key)
+        if pod_series is None or not pod_series.may_leak(young):
+            continue  # cheap exit: a recent drop, or no 10 % growth since the last one
         if key in chosen or key in exclude or task.qos not in FAULTY_QOS:
             continue
-        pod_series = usage.pods.get(key)
-        if pod_series is None or not evictable(task, node.name, state):
-            continue
         leak = pod_series.leak(now, duration)
-        if leak is None:
-            continue
-        first, last = leak
+        if leak is not None and evictable(task, node.name, state):
+            leaking.append((key, leak))
+    leaking.sort(key=lambda item: item[0])
+    for key, (first, last) in leaking:
+        task = node.tasks[key]
         candidate = Candidate(task, last.memory, started(task), oom.kills(key))
         evidence = {
             "memory_leak_duration": duration.total_seconds(),

@@ -40,19 +40,21 @@ from controller.pressure.candidates import (
 )
 from controller.pressure.config import EvictionConfig, ResourceEvict
 from controller.pressure.decisions import evict_event, taint_event, victim_evidence
-from controller.pressure.faulty import faulty_pods
+from controller.pressure.faulty import faulty_pods, leak_check_due
 from controller.pressure.predictive import amount_to_free, stable_prediction
 from controller.pressure.ratecontrol import cooldown_evidence, minute_budget, next_factor, split
 from controller.pressure.view import (
     NodeNumbers,
     WorldLike,
     node_numbers,
+    oom_of,
     pressure_of,
     usage_of,
 )
 from projections.model import NodeInfo, TaskInfo
+from projections.oom import OOMState
 from projections.pressure import RATE_WINDOW, PressureState
-from projections.usage import Series
+from projections.usage import Series, UsageState
 from streams.events import Event, format_time
 
 
@@ -64,11 +66,13 @@ def check_node(world: WorldLike, sample: Event, config: EvictionConfig) -> list[
     node = world.cluster.nodes.get(name) if isinstance(name, str) else None
     if node is None or node.placeholder or not node.ready:
         return []
-    series = usage_of(world).nodes.get(node.name)
+    usage = usage_of(world)
+    series = usage.nodes.get(node.name)
     numbers = node_numbers(node, series) if series is not None else None
     if series is None or numbers is None:
         return []
     check = _Check(world, pressure_of(world), node, numbers, series, sample, config)
+    check.usage, check.oom = usage, oom_of(world)
     if config.faulty.enabled:
         check.faulty()
     if config.memory.enabled:
@@ -102,6 +106,8 @@ class _Check:
         self.taken: list[TaskInfo] = []
         self.rounds: set[str] = set()
         self._planned: set[str] | None = None
+        self.usage: UsageState
+        self.oom: OOMState
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -125,7 +131,7 @@ class _Check:
         return None
 
     def emit(self, candidate: Candidate, reason: str, evidence: dict[str, Any]) -> None:
-        usage = usage_of(self.world)
+        usage = self.usage
         key = candidate.key
         extra = victim_evidence(
             self.world,
@@ -152,6 +158,8 @@ class _Check:
     # ---- the rules -------------------------------------------------------------------
 
     def faulty(self) -> None:
+        if not self.oom.streaking.get(self.node.name) and not leak_check_due(self.series):
+            return  # the cheap answer for almost every check
         found = faulty_pods(
             self.world,
             self.node,

@@ -94,6 +94,24 @@ def predict_at(
     return Prediction(resource, current, baseline, elapsed, trend, predicted, t)
 
 
+def predicted_at(
+    times: list[float], values: list[float], index: int, capacity: float, config: EvictionConfig
+) -> float | None:
+    """The predicted pressure at point ``index`` when the trend rises, else None (fast path)."""
+    window = config.predictive.trend_window.total_seconds()
+    t = times[index]
+    j = bisect_right(times, t - window, 0, index) - 1
+    if j < 0:
+        return None
+    elapsed = t - times[j]
+    rise = values[index] - values[j]
+    if rise <= 0 or elapsed <= 0 or elapsed > MAX_BASELINE_AGE * window:
+        return None
+    current = 100.0 * values[index] / capacity
+    trend = 100.0 * rise / capacity / elapsed
+    return current + trend * config.predictive.prediction_window.total_seconds()
+
+
 def _triggers(prediction: Prediction | None, config: EvictionConfig) -> bool:
     return (
         prediction is not None
@@ -106,14 +124,17 @@ def stable_prediction(
     series: Series, capacity: float, resource: str, config: EvictionConfig
 ) -> Prediction | None:
     """The latest prediction if it and the previous ``stable_checks - 1`` all trigger."""
-    last = len(series.times) - 1
-    latest = predict_at(series, last, capacity, resource, config)
-    if not _triggers(latest, config) or last + 1 < config.stable_checks:
+    times = series.times
+    last = len(times) - 1
+    if capacity <= 0 or last + 1 < config.stable_checks:
         return None
-    for index in range(last - config.stable_checks + 1, last):
-        if not _triggers(predict_at(series, index, capacity, resource, config), config):
+    values = series.cpu if resource == "cpu" else series.memory
+    advance = config.predictive.advance_threshold
+    for index in range(last, last - config.stable_checks, -1):  # newest first: cheap exit
+        predicted = predicted_at(times, values, index, capacity, config)
+        if predicted is None or predicted <= advance:
             return None
-    return latest
+    return predict_at(series, last, capacity, resource, config)
 
 
 def amount_to_free(prediction: Prediction, capacity: float, config: EvictionConfig) -> float:

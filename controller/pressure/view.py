@@ -69,7 +69,7 @@ def pressure_of(world: WorldLike) -> PressureState:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeNumbers:
     """Capacity and the latest usage of one node (cpu in milli, memory in bytes)."""
 

@@ -12,12 +12,14 @@ The triggers (``kind`` in brackets):
   the start, in UTC;
 * ``tdm/<zone>/window-start`` [``window-start``]: ``CronTrigger(hour, minute, second=0)``
   in the configured zone;
-* ``tdm/<zone>/window-end`` [``window-end``]: ``CronTrigger(hour, minute, second=1)``. One
-  second after the configured end, because the window's end bound is inclusive to the
-  second (``21:00`` is still open at 21:00:00.999, spec §6.2): a session at 21:00:00 would
-  see the zone open and evict nothing;
+* ``tdm/<zone>/window-end`` [``window-end``]: ``CronTrigger(hour, minute, second=0)``, at
+  the configured end itself: the window is half-open ``[start, end)`` (``21:00`` is closed
+  at 21:00:00 sharp; upstream keeps it open through 21:00:00.999, spec §6.2), so the
+  session at 21:00:00 sees the zone closed and the first eviction happens at 21:00, as the
+  seed's timeline says. Both this trigger and the policy add
+  :data:`~controller.plugins.tdm.window.END_INCLUSIVE` (zero) to the end;
 * ``tdm/<zone>/evict-period`` [``evict-period``]: ``IntervalTrigger(evict period)``
-  anchored at the zone's latest window close (end + 1 s) before the start, so that after
+  anchored at the zone's latest window close (its end) before the start, so that after
   an eviction at the close the next round fires exactly when the zone's timer allows it.
   It fires all day (a session in an open zone decides nothing; the loop writes nothing).
   An interval has one anchor: with a period that does not divide 24 h (or 1 h across a
@@ -118,7 +120,7 @@ class TriggerSpec:
 
 
 def last_close(window: Window, tz: ZoneInfo, at: datetime) -> datetime:
-    """The latest instant ``<= at`` at which the window closed (its end + 1 s)."""
+    """The latest instant ``<= at`` at which the window closed (its end: ``[start, end)``)."""
     today = at.astimezone(tz).date()
     closes = [
         window.interval_on(today - timedelta(days=back), tz)[1] + END_INCLUSIVE

@@ -16,11 +16,11 @@ reopening tests see what an earlier handle wrote.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import pytest
 
@@ -57,7 +57,9 @@ async def take(
 ) -> list[Event]:
     """The first ``count`` records a subscription from ``start`` yields (fails on timeout)."""
     got = [] if into is None else into
-    async with asyncio.timeout(TIMEOUT), aclosing(log.subscribe(start)) as records:
+    # the port promises an AsyncIterator; every backend returns an async generator
+    subscription = cast(AsyncGenerator[Event, None], log.subscribe(start))
+    async with asyncio.timeout(TIMEOUT), aclosing(subscription) as records:
         async for event in records:
             got.append(event)
             if len(got) == count:

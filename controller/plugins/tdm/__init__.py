@@ -49,6 +49,15 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
         "the seed calls `23:59-23:59` a 24-hour window (近似全天可用)",
     ),
     (
+        "End bound",
+        "inclusive to the second: whole Unix seconds are compared, so `10:00-21:00` is still "
+        "open at 21:00:00.999",
+        "half-open `[start, end)`: `10:00-21:00` is closed at 21:00:00 sharp, and the "
+        "window-end trigger fires then",
+        "the close and the first eviction coincide with the configured time, as the seed's "
+        "timeline says",
+    ),
+    (
         "Timezone",
         "windows read in the scheduler process's local zone; DST shifts the window (§11.1-4)",
         "windows read in the configured IANA `timezone` (default UTC) with zoneinfo; a "

@@ -11,14 +11,17 @@ has one or two digits in 0..23, the minute exactly two digits in 00..59, nothing
 Activity differs from upstream on purpose (see ``controller.plugins.tdm.DIFFERENCES``):
 
 * A window is a set of *instants*, not of wall-clock readings. Each local day ``d``
-  contributes ``[d at start, e at end]`` where ``e`` is ``d`` if ``start < end`` and
+  contributes ``[d at start, e at end)`` where ``e`` is ``d`` if ``start < end`` and
   ``d + 1`` otherwise, so ``22:00-06:00`` is active from 22:00 until 06:00 the next
   morning, including after midnight (upstream anchors the start to *today*, losing the
   after-midnight part, spec §11.1-2).
 * ``start == end`` is always active, as the seed says (``23:59-23:59`` "近似全天可用",
   a 24-hour window); upstream makes only ``0:00-0:00`` always active.
-* Bounds are inclusive at whole-second resolution, like upstream: ``0:00-0:01`` is active
-  from 00:00:00 through 00:01:00.999999.
+* Windows are half-open ``[start, end)``: ``0:00-0:01`` is active from 00:00:00 through
+  00:00:59.999999 and closed from 00:01:00 sharp. Upstream compares whole Unix seconds, so
+  its end bound is inclusive to the second (``21:00`` is still open at 21:00:00.999); tide
+  closes at the configured time, so the close and the first eviction coincide with it, as
+  the seed's timeline says.
 * Times are read in the configured IANA zone (default UTC), never the process's zone.
   Local times are turned into instants by ``zoneinfo`` with ``fold=0``: a wall time that
   occurs twice (autumn) means its first occurrence; a wall time that does not exist
@@ -71,7 +74,7 @@ class Window:
     def interval_on(self, day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
         """The window that opens on local ``day``: ``(start, end)`` as UTC instants.
 
-        ``end`` is the last *second* that is still active (inclusive bound).
+        ``end`` is the first instant at which the window is closed (exclusive bound).
         """
         start = datetime.combine(day, self.start, tzinfo=tz)
         end_day = day if self.start < self.end else day + timedelta(days=1)

@@ -75,14 +75,15 @@ def test_non_string_window_is_an_error(raw: object) -> None:
 @pytest.mark.parametrize(
     ("raw", "now", "active"),
     [
-        # plain window, inclusive bounds at second resolution
+        # plain window, half-open [start, end): the start is open, the end is closed
         pytest.param("10:00-21:00", utc(9, 59, 59, 999_999), False, id="just before start"),
         pytest.param("10:00-21:00", utc(10), True, id="at start"),
         pytest.param("10:00-21:00", utc(15), True, id="inside"),
-        pytest.param("10:00-21:00", utc(21), True, id="at end (inclusive)"),
-        pytest.param("10:00-21:00", utc(21, 0, 0, 999_999), True, id="end second inclusive"),
+        pytest.param("10:00-21:00", utc(21), False, id="at end (exclusive)"),
+        pytest.param("10:00-21:00", utc(20, 59, 59, 999_999), True, id="just before end"),
         pytest.param("10:00-21:00", utc(21, 0, 1), False, id="one second after end"),
-        pytest.param("0:00-0:01", utc(0, 1, 0, 500_000), True, id="0:00-0:01 at 00:01:00.5"),
+        pytest.param("0:00-0:01", utc(0, 0, 59, 999_999), True, id="0:00-0:01 at 00:00:59.999999"),
+        pytest.param("0:00-0:01", utc(0, 1), False, id="0:00-0:01 at 00:01:00"),
         pytest.param("0:00-0:01", utc(0, 1, 1), False, id="0:00-0:01 at 00:01:01"),
         # cross-midnight: active after midnight too (upstream loses this part)
         pytest.param("22:00-06:00", utc(21, 59, 59), False, id="x-midnight before start"),
@@ -90,7 +91,8 @@ def test_non_string_window_is_an_error(raw: object) -> None:
         pytest.param("22:00-06:00", utc(23, 59, 59), True, id="x-midnight before midnight"),
         pytest.param("22:00-06:00", utc(0), True, id="x-midnight at midnight"),
         pytest.param("22:00-06:00", utc(3), True, id="x-midnight after midnight"),
-        pytest.param("22:00-06:00", utc(6, 0, 0, 999_999), True, id="x-midnight end inclusive"),
+        pytest.param("22:00-06:00", utc(5, 59, 59, 999_999), True, id="x-midnight just before end"),
+        pytest.param("22:00-06:00", utc(6), False, id="x-midnight end exclusive"),
         pytest.param("22:00-06:00", utc(6, 0, 1), False, id="x-midnight after end"),
         pytest.param("22:00-06:00", utc(12), False, id="x-midnight midday"),
         pytest.param("22:00-02:00", utc(1), True, id="seed example 22:00-02:00 at 01:00"),
@@ -110,7 +112,8 @@ def test_windows_are_read_in_the_configured_zone() -> None:
     tokyo = ZoneInfo("Asia/Tokyo")  # UTC+9, no DST
     assert window.active(utc(0), tokyo)  # 09:00 JST
     assert not window.active(utc(12, 0, 1), tokyo)  # 21:00:01 JST
-    assert window.active(utc(12), tokyo)  # 21:00:00 JST, inclusive
+    assert not window.active(utc(12), tokyo)  # 21:00:00 JST, end exclusive
+    assert window.active(utc(11, 59, 59, 999_999), tokyo)  # 20:59:59.999999 JST
     assert not window.active(utc(0), ZoneInfo("UTC"))
 
 
@@ -154,9 +157,10 @@ def test_dst_spring_skipped_start_maps_with_the_pre_transition_offset() -> None:
 
 def test_dst_autumn_repeated_end_means_the_first_occurrence() -> None:
     # 02:30 occurs twice on 2024-10-27 (00:30Z CEST and 01:30Z CET); the window ends at
-    # the first and does not reopen at the second.
+    # the first (closed from 00:30:00Z, end exclusive) and does not reopen at the second.
     window = parse_window("22:00-02:30")
-    assert window.active(b(10, 27, 0, 30), BERLIN)
+    assert window.active(b(10, 27, 0, 30) - timedelta(microseconds=1), BERLIN)
+    assert not window.active(b(10, 27, 0, 30), BERLIN)
     assert not window.active(b(10, 27, 0, 30, 1), BERLIN)
     assert not window.active(b(10, 27, 1, 0), BERLIN)  # 02:00 CET, second pass
     assert not window.active(b(10, 27, 1, 30), BERLIN)  # second 02:30
@@ -172,7 +176,8 @@ def test_dst_cross_midnight_window_spans_the_short_night() -> None:
         b(3, 30, 21),
         b(3, 31, 4),
     )
-    assert window.active(b(3, 31, 4), BERLIN)
+    assert window.active(b(3, 31, 4) - timedelta(microseconds=1), BERLIN)
+    assert not window.active(b(3, 31, 4), BERLIN)  # 06:00:00 CEST, end exclusive
     assert not window.active(b(3, 31, 4, 0, 1), BERLIN)
 
 

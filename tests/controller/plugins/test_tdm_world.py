@@ -17,7 +17,7 @@ from streams.events import Event, format_time, make_event
 from tests.builders import build_node, build_pod, build_podgroup, build_queue, watch
 
 T0 = datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
-CLOSE = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
+CLOSE = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)  # 10:00-21:00 is closed from 21:00:00
 ARGS = {"tdm.revocable-zone.rz1": "10:00-21:00", "tdm.revocable-zone.rz2": "10:00-21:00"}
 OPT_IN = {"volcano.sh/revocable-zone": "*", "volcano.sh/preemptable": "true"}
 
@@ -79,7 +79,8 @@ def evict(victim: Victim, at: datetime) -> Event:
 
 def test_window_close_rounds_per_zone_from_the_log() -> None:
     world = cluster_world()
-    assert victims(world, CLOSE - timedelta(seconds=1)) == []  # 21:00:00 still open
+    # 20:59:59.999999 still open (end exclusive)
+    assert victims(world, CLOSE - timedelta(microseconds=1)) == []
 
     first = victims(world, CLOSE)
     assert [(v.task.name, v.evidence["zone"]) for v in first] == [

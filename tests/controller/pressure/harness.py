@@ -160,9 +160,7 @@ def pod_event(
     return watch("pods", pod, T0 - timedelta(minutes=1))
 
 
-def node_sample(
-    name: str, when: datetime, *, cpu_cores: float, memory_gi: float = 10.0
-) -> Event:
+def node_sample(name: str, when: datetime, *, cpu_cores: float, memory_gi: float = 10.0) -> Event:
     return make_event(
         "metrics.node",
         when,
@@ -172,13 +170,21 @@ def node_sample(
             "metadata": {"name": name},
             "timestamp": format_time(when),
             "window": "30s",
-            "usage": {"cpu": f"{round(cpu_cores * 1000)}m", "memory": f"{round(memory_gi * 1024)}Mi"},
+            "usage": {
+                "cpu": f"{round(cpu_cores * 1000)}m",
+                "memory": f"{round(memory_gi * 1024)}Mi",
+            },
         },
     )
 
 
 def pod_sample(
-    name: str, when: datetime, *, cpu_cores: float, memory_gi: float = 1.0, namespace: str = "default"
+    name: str,
+    when: datetime,
+    *,
+    cpu_cores: float,
+    memory_gi: float = 1.0,
+    namespace: str = "default",
 ) -> Event:
     return make_event(
         "metrics.pod",

@@ -64,11 +64,15 @@ def test_faulty_qos_admits_ls_but_not_lsr() -> None:
 
 def test_terminating_pending_and_other_nodes_are_not_candidates() -> None:
     leaving = build_pod(
-        "default", "leaving", node="n1", labels={"koordinator.sh/qosClass": "BE"},
+        "default",
+        "leaving",
+        node="n1",
+        labels={"koordinator.sh/qosClass": "BE"},
         deleting=T0,
     )
-    pending = build_pod("default", "pending", labels={"koordinator.sh/qosClass": "BE"},
-                        phase="Pending")
+    pending = build_pod(
+        "default", "pending", labels={"koordinator.sh/qosClass": "BE"}, phase="Pending"
+    )
     world = world_of(
         [
             node_event(),
@@ -90,25 +94,33 @@ HOUR = timedelta(hours=1)
     ("pods", "expected"),
     [
         pytest.param(
-            [("a", 0, 1, HOUR), ("b", -5, 1, HOUR), ("c", 5, 1, HOUR)], ["b", "a", "c"],
+            [("a", 0, 1, HOUR), ("b", -5, 1, HOUR), ("c", 5, 1, HOUR)],
+            ["b", "a", "c"],
             id="priority-ascending",
         ),
         pytest.param(
-            [("a", 0, 1, HOUR), ("b", 0, 3, HOUR), ("c", 0, 2, HOUR)], ["b", "c", "a"],
+            [("a", 0, 1, HOUR), ("b", 0, 3, HOUR), ("c", 0, 2, HOUR)],
+            ["b", "c", "a"],
             id="usage-descending-within-priority",
         ),
         pytest.param(
-            [("a", 0, 1, 3 * HOUR), ("b", 0, 1, HOUR), ("c", 0, 1, 2 * HOUR)], ["b", "c", "a"],
+            [("a", 0, 1, 3 * HOUR), ("b", 0, 1, HOUR), ("c", 0, 1, 2 * HOUR)],
+            ["b", "c", "a"],
             id="newest-first-within-usage",
         ),
         pytest.param(
-            [("b", 0, 1, HOUR), ("a", 0, 1, HOUR)], ["a", "b"], id="name-tie-break",
+            [("b", 0, 1, HOUR), ("a", 0, 1, HOUR)],
+            ["a", "b"],
+            id="name-tie-break",
         ),
         pytest.param(
-            [("a", 0, 0, HOUR), ("b", 0, 2, HOUR)], ["b", "a"], id="no-metrics-counts-as-zero",
+            [("a", 0, 0, HOUR), ("b", 0, 2, HOUR)],
+            ["b", "a"],
+            id="no-metrics-counts-as-zero",
         ),
         pytest.param(
-            [("lowprio-small", -1, 1, HOUR), ("big", 0, 50, HOUR)], ["lowprio-small", "big"],
+            [("lowprio-small", -1, 1, HOUR), ("big", 0, 50, HOUR)],
+            ["lowprio-small", "big"],
             id="priority-before-usage",
         ),
     ],
@@ -141,8 +153,13 @@ def test_oom_count_breaks_ties_after_running_time() -> None:
             "name": "main",
             "restartCount": n,
             "state": {"running": {}},
-            "lastState": {"terminated": {"reason": "OOMKilled", "containerID": f"c{n}",
-                                         "finishedAt": f"2026-11-21T19:0{n}:00Z"}},
+            "lastState": {
+                "terminated": {
+                    "reason": "OOMKilled",
+                    "containerID": f"c{n}",
+                    "finishedAt": f"2026-11-21T19:0{n}:00Z",
+                }
+            },
         }
 
     events = [node_event(), pod_event("a"), pod_event("b")]

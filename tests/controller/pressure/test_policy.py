@@ -31,7 +31,9 @@ def cfg(**overrides: Any) -> EvictionConfig:
     return config(**{**QUIET, **overrides})
 
 
-def cluster(pods: int = 10, *, cpu_each: float = 1, mem_each: float = 1, qos: str = "BE") -> list[Event]:
+def cluster(
+    pods: int = 10, *, cpu_each: float = 1, mem_each: float = 1, qos: str = "BE"
+) -> list[Event]:
     events = [node_event("n1", cpu=100, memory_gi=100)]
     for i in range(pods):
         events.append(pod_event(f"p{i:02}", qos=qos, started=T0 - timedelta(minutes=i)))
@@ -131,9 +133,14 @@ def test_both_resources_in_one_check_share_freed_victims() -> None:
 def test_terminating_pods_count_as_freed() -> None:
     from tests.builders import build_pod
 
-    leaving = build_pod("default", "leaving", node="n1", deleting=T0,
-                        labels={"koordinator.sh/qosClass": "BE"})
-    events = [*cluster(5, cpu_each=4), watch("pods", leaving), pod_sample("leaving", T0, cpu_cores=7)]
+    leaving = build_pod(
+        "default", "leaving", node="n1", deleting=T0, labels={"koordinator.sh/qosClass": "BE"}
+    )
+    events = [
+        *cluster(5, cpu_each=4),
+        watch("pods", leaving),
+        pod_sample("leaving", T0, cpu_cores=7),
+    ]
     loop = run(events + cpu_samples([95] * 3))
     # 7 cores already leaving; 3 more needed → one 4-core victim
     assert len(loop.evictions()) == 1
@@ -168,8 +175,10 @@ def test_switches(overrides: dict[str, Any], evicts: bool) -> None:
 
 
 def test_not_ready_node_is_not_checked() -> None:
-    events = [watch("nodes", build_node("n1", cpu="100", memory="100Gi", ready=False)),
-              *cluster()[1:]]
+    events = [
+        watch("nodes", build_node("n1", cpu="100", memory="100Gi", ready=False)),
+        *cluster()[1:],
+    ]
     assert run(events + cpu_samples([95] * 3)).decisions == []
 
 
@@ -184,7 +193,7 @@ def test_not_ready_node_is_not_checked() -> None:
     ],
 )
 def test_cooldown_boundary(second_check: int, second_round: bool) -> None:
-    values = cpu_samples([95] * 3) + [node_sample("n1", seconds(second_check), cpu_cores=95)]
+    values = [*cpu_samples([95] * 3), node_sample("n1", seconds(second_check), cpu_cores=95)]
     loop = run(cluster(10) + values, cfg(adaptiveCooldown=False))
     rounds = sorted({d.at for d in loop.evictions()})
     assert rounds == ([seconds(3), seconds(second_check)] if second_round else [seconds(3)])
@@ -192,8 +201,11 @@ def test_cooldown_boundary(second_check: int, second_round: bool) -> None:
 
 @pytest.mark.parametrize(
     ("limit", "victims"),
-    [pytest.param(1, 1, id="batch-1"), pytest.param(3, 3, id="batch-3"),
-     pytest.param(5, 5, id="batch-5")],
+    [
+        pytest.param(1, 1, id="batch-1"),
+        pytest.param(3, 3, id="batch-3"),
+        pytest.param(5, 5, id="batch-5"),
+    ],
 )
 def test_max_eviction_per_batch(limit: int, victims: int) -> None:
     loop = run(
@@ -205,10 +217,14 @@ def test_max_eviction_per_batch(limit: int, victims: int) -> None:
 
 def test_max_eviction_per_minute_boundary() -> None:
     # cooldown 0: rounds could run at every check; the 60 s window caps them at 5.
-    c = cfg(cpuEvict={"cooldownPeriod": "0s"}, adaptiveCooldown=False,
-            gracefulEviction={"enabled": False})
-    values = cpu_samples([99] * 3) + [node_sample("n1", seconds(t), cpu_cores=99)
-                                     for t in (4, 5, 30, 62, 63)]
+    c = cfg(
+        cpuEvict={"cooldownPeriod": "0s"},
+        adaptiveCooldown=False,
+        gracefulEviction={"enabled": False},
+    )
+    values = cpu_samples([99] * 3) + [
+        node_sample("n1", seconds(t), cpu_cores=99) for t in (4, 5, 30, 62, 63)
+    ]
     loop = run(cluster(20) + values, c)
     by_time: dict[int, int] = {}
     for d in loop.evictions():
@@ -226,16 +242,24 @@ def oom_killed(times: int) -> list[Event]:
             "name": "main",
             "restartCount": n,
             "state": {"running": {}},
-            "lastState": {"terminated": {"reason": "OOMKilled", "containerID": f"c{n}",
-                                         "finishedAt": f"2026-11-21T19:0{n}:00Z"}},
+            "lastState": {
+                "terminated": {
+                    "reason": "OOMKilled",
+                    "containerID": f"c{n}",
+                    "finishedAt": f"2026-11-21T19:0{n}:00Z",
+                }
+            },
         }
         events.append(pod_event("faulty", started=T0 - timedelta(hours=1), statuses=[status]))
     return events
 
 
 def test_per_minute_window_counts_faulty_and_pressure_together() -> None:
-    c = config(predictiveEvict={"enabled": False}, cpuEvict={"maxEvictionPerMinute": 3},
-               gracefulEviction={"enabled": False})
+    c = config(
+        predictiveEvict={"enabled": False},
+        cpuEvict={"maxEvictionPerMinute": 3},
+        gracefulEviction={"enabled": False},
+    )
     loop = run(cluster(10) + oom_killed(3) + cpu_samples([99] * 3), c)
     reasons = [d.data["reason"] for d in loop.evictions()]
     # the faulty pod goes at the first check; the CPU round at the third has 3 - 1 left
@@ -274,7 +298,7 @@ def test_taint_precedes_the_first_eviction_and_is_removed_after_its_duration() -
 
 def test_taint_is_extended_not_repeated_by_later_rounds() -> None:
     c = cfg(adaptiveCooldown=False)
-    values = cpu_samples([95] * 3) + [node_sample("n1", seconds(70), cpu_cores=95)]
+    values = [*cpu_samples([95] * 3), node_sample("n1", seconds(70), cpu_cores=95)]
     loop = run(cluster(10, cpu_each=3) + values, c, sim=True)
     taints = [d for d in loop.decisions if d.type == "decision.taint"]
     untaints = [d for d in loop.decisions if d.type == "decision.untaint"]

@@ -73,8 +73,13 @@ def test_seed_9_4_five_pods_evicts_exactly_be2_and_be4() -> None:
     assert {d.at for d in evictions} == {samples[2].at}
     evidence = evictions[0].data["evidence"]
     assert evidence["target"] == 10_000
-    assert evidence["order"] == ["default/be-2", "default/be-4", "default/be-1", "default/be-3",
-                                 "default/be-5"]
+    assert evidence["order"] == [
+        "default/be-2",
+        "default/be-4",
+        "default/be-1",
+        "default/be-3",
+        "default/be-5",
+    ]
     assert evidence["freed"] == 14_000
     assert evidence["streak"] == [95.0, 95.0, 95.0]
 

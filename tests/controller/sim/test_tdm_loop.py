@@ -115,11 +115,13 @@ def timeline(decisions: list[Event]) -> list[tuple[str, str]]:
 
 
 def test_one_eviction_per_period_from_the_close() -> None:
+    # The issue's acceptance test: the window is half-open, so 10:00-21:00 closes at
+    # 21:00:00 and the evictions (budget 1, period 1m) fall at 21:00, 21:01 and 21:02.
     world, decisions = run({"rz1": "10:00-21:00"}, minutes=6)
     assert timeline(decisions) == [
-        ("21:00:01", "rz1-2"),
-        ("21:01:01", "rz1-1"),
-        ("21:02:01", "rz1-0"),
+        ("21:00:00", "rz1-2"),
+        ("21:01:00", "rz1-1"),
+        ("21:02:00", "rz1-0"),
     ]
     assert {d.data["reason"] for d in decisions} == {"tdm-window-closed"}
     # the originals are gone; their replacements are Pending, off the revocable node
@@ -134,10 +136,10 @@ def test_zones_keep_their_own_timers() -> None:
     zones = {"rz1": "10:00-21:00", "rz2": "10:00-21:01"}
     _, decisions = run(zones, minutes=9, **{"tdm.evict.period": "5m"})
     assert timeline(decisions) == [
-        ("21:00:01", "rz1-2"),
-        ("21:01:01", "rz2-2"),  # rz1's eviction does not hold rz2 back
-        ("21:05:01", "rz1-1"),
-        ("21:06:01", "rz2-1"),
+        ("21:00:00", "rz1-2"),
+        ("21:01:00", "rz2-2"),  # rz1's eviction does not hold rz2 back
+        ("21:05:00", "rz1-1"),
+        ("21:06:00", "rz2-1"),
     ]
 
 
@@ -146,9 +148,9 @@ def test_shared_timer_holds_every_zone_back() -> None:
     extra = {"tdm.evict.period": "5m", "tdm.evict.shared-timer": True}
     _, decisions = run(zones, minutes=8, **extra)
     assert timeline(decisions) == [
-        ("21:00:01", "rz1-2"),
-        ("21:05:01", "rz1-1"),  # rz2 waited for the shared timer
-        ("21:05:01", "rz2-2"),
+        ("21:00:00", "rz1-2"),
+        ("21:05:00", "rz1-1"),  # rz2 waited for the shared timer
+        ("21:05:00", "rz2-2"),
     ]
 
 

@@ -90,9 +90,10 @@ def test_sub_second_tick_has_no_drift() -> None:
     assert all(b - a == timedelta(milliseconds=100) for a, b in itertools.pairwise(fired))
 
 
-def test_window_close_fires_one_second_after_the_inclusive_end() -> None:
+def test_window_close_fires_at_the_exclusive_end() -> None:
+    # half-open [start, end): 10:00-21:00 is closed at 21:00:00 sharp, and so fires then
     ts = TriggerSet.from_config(TriggerConfig(zones=(z("rz1", "10:00-21:00"),)), start=T0)
-    close = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
+    close = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)
     firings = ts.due(T0 + timedelta(minutes=5))
     zone_firings = [f for f in firings if f.kind != "tick" and f.at >= close]
     assert zone_firings == [
@@ -100,6 +101,7 @@ def test_window_close_fires_one_second_after_the_inclusive_end() -> None:
         Firing(close, "tdm/rz1/evict-period", "evict-period", "rz1"),
         Firing(close + timedelta(minutes=1), "tdm/rz1/evict-period", "evict-period", "rz1"),
         Firing(close + timedelta(minutes=2), "tdm/rz1/evict-period", "evict-period", "rz1"),
+        Firing(close + timedelta(minutes=3), "tdm/rz1/evict-period", "evict-period", "rz1"),
     ]
 
 
@@ -119,13 +121,13 @@ def test_ties_are_ordered_by_kind_then_name() -> None:
     ]
     assert got == [
         ("20:59:59", "tick", "session-tick"),
+        ("21:00:00", "window-end", "tdm/b2/window-end"),  # closes before opens
+        ("21:00:00", "window-end", "tdm/c/window-end"),
         ("21:00:00", "window-start", "tdm/a/window-start"),
+        ("21:00:00", "evict-period", "tdm/a/evict-period"),  # fires all day, every minute
+        ("21:00:00", "evict-period", "tdm/b2/evict-period"),
+        ("21:00:00", "evict-period", "tdm/c/evict-period"),
         ("21:00:00", "tick", "session-tick"),
-        ("21:00:01", "window-end", "tdm/b2/window-end"),
-        ("21:00:01", "window-end", "tdm/c/window-end"),
-        ("21:00:01", "evict-period", "tdm/a/evict-period"),  # fires all day, every minute
-        ("21:00:01", "evict-period", "tdm/b2/evict-period"),
-        ("21:00:01", "evict-period", "tdm/c/evict-period"),
         ("21:00:01", "tick", "session-tick"),
     ]
 
@@ -193,8 +195,8 @@ def test_cross_midnight_window_triggers_in_berlin() -> None:
     ]
     ts = TriggerSet.from_config(config, start=start)
     assert [t.isoformat() for t in times(ts, until, "window-end")] == [
-        "2024-03-31T04:00:01+00:00",  # 06:00:01 CEST, the morning after the short night
-        "2024-04-01T04:00:01+00:00",
+        "2024-03-31T04:00:00+00:00",  # 06:00:00 CEST, the morning after the short night
+        "2024-04-01T04:00:00+00:00",
     ]
 
 
@@ -209,41 +211,42 @@ def test_window_end_trigger_matches_the_first_closed_instant() -> None:
     ends = times(ts, start + timedelta(days=3), "window-end")
     for end in ends:
         assert not window.active(end, BERLIN)
-    first_closes = [e for e in ends if window.active(e - timedelta(seconds=1), BERLIN)]
+    first_closes = [e for e in ends if window.active(e - timedelta(microseconds=1), BERLIN)]
     assert [e.isoformat() for e in first_closes] == [
-        "2024-10-26T00:30:01+00:00",
-        # the first 02:30 (CEST); the repeated one fires again at 01:30:01Z
-        "2024-10-27T00:30:01+00:00",
-        "2024-10-28T01:30:01+00:00",
+        "2024-10-26T00:30:00+00:00",
+        # the first 02:30 (CEST); the repeated one fires again at 01:30:00Z
+        "2024-10-27T00:30:00+00:00",
+        "2024-10-28T01:30:00+00:00",
     ]
     assert len(ends) == 4
 
 
 def test_evict_period_is_anchored_at_the_latest_window_close() -> None:
     config = TriggerConfig(zones=(z("rz1", "10:00-21:00", timedelta(minutes=7)),))
-    close = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
+    close = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)
     ts = TriggerSet.from_config(config, start=close + timedelta(minutes=30))
     fired = times(ts, close + timedelta(minutes=50), "evict-period")
     assert fired == [close + timedelta(minutes=m) for m in (35, 42, 49)]
 
 
 def test_evict_period_anchor_before_the_first_close() -> None:
-    # started at noon: anchored at yesterday's close; a period dividing a day stays aligned
+    # started at 12:00:30: anchored at yesterday's 21:00:00 close, not at the start; a
+    # period dividing a day stays aligned
     config = TriggerConfig(zones=(z("rz1", "10:00-21:00", timedelta(minutes=2)),))
-    ts = TriggerSet.from_config(config, start=datetime(2026, 11, 21, 12, tzinfo=UTC))
-    close = datetime(2026, 11, 21, 21, 0, 1, tzinfo=UTC)
+    ts = TriggerSet.from_config(config, start=datetime(2026, 11, 21, 12, 0, 30, tzinfo=UTC))
+    close = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)
     fired = times(ts, close + timedelta(minutes=4), "evict-period")
-    assert fired[0] == datetime(2026, 11, 21, 12, 0, 1, tzinfo=UTC)
+    assert fired[0] == datetime(2026, 11, 21, 12, 2, tzinfo=UTC)
     assert fired[-3:] == [close, close + timedelta(minutes=2), close + timedelta(minutes=4)]
 
 
 def test_evict_period_anchor_for_a_cross_midnight_window() -> None:
-    # 22:00-06:00 closes at 06:00:01; started at 07:00 it is anchored at today's close
+    # 22:00-06:00 closes at 06:00:00; started at 07:00 it is anchored at today's close
     config = TriggerConfig(zones=(z("rz1", "22:00-06:00", timedelta(minutes=25)),))
     start = datetime(2026, 11, 21, 7, tzinfo=UTC)
     ts = TriggerSet.from_config(config, start=start)
     assert times(ts, start + timedelta(minutes=30), "evict-period") == [
-        datetime(2026, 11, 21, 7, 15, 1, tzinfo=UTC)
+        datetime(2026, 11, 21, 7, 15, tzinfo=UTC)
     ]
 
 

@@ -1,0 +1,85 @@
+"""Kubernetes quantities: exact values, the grammar, and the validity check."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from streams.quantity import QuantityError, is_quantity, parse_quantity, to_int, to_milli
+
+VALUES = [
+    ("1", Fraction(1)),
+    ("500m", Fraction(1, 2)),
+    ("0.5", Fraction(1, 2)),
+    (".5", Fraction(1, 2)),
+    ("1.", Fraction(1)),
+    ("+2", Fraction(2)),
+    ("-1", Fraction(-1)),
+    ("2Gi", Fraction(2 * 2**30)),
+    ("1.5Ki", Fraction(1536)),
+    ("1Ei", Fraction(2**60)),
+    ("1k", Fraction(1000)),
+    ("3M", Fraction(3 * 10**6)),
+    ("1E", Fraction(10**18)),
+    ("1e3", Fraction(1000)),
+    ("5E-3", Fraction(5, 1000)),
+    ("123456789n", Fraction(123456789, 10**9)),
+    ("250u", Fraction(1, 4000)),
+    (2, Fraction(2)),
+    (0.25, Fraction(1, 4)),
+]
+NOT_QUANTITIES = [
+    "",
+    " 1",
+    "1 ",
+    "1\n",
+    "12x",
+    "1K",
+    "1KiB",
+    "1.5.5",
+    "Gi",
+    "--1",
+    "1e",
+    "e3",
+    "1 Gi",
+]
+
+
+@pytest.mark.parametrize(("text", "value"), VALUES)
+def test_quantities_parse_exactly(text: str | int | float, value: Fraction) -> None:
+    assert parse_quantity(text) == value
+    assert is_quantity(text)
+
+
+@pytest.mark.parametrize("text", NOT_QUANTITIES)
+def test_other_strings_are_refused_with_the_text(text: str) -> None:
+    with pytest.raises(QuantityError, match="is not a valid Kubernetes quantity"):
+        parse_quantity(text)
+    assert not is_quantity(text)
+
+
+@pytest.mark.parametrize("value", [True, False, float("inf"), float("nan")])
+def test_booleans_and_non_finite_floats_are_not_quantities(value: float) -> None:
+    assert not is_quantity(value)
+    with pytest.raises(QuantityError):
+        parse_quantity(value)
+
+
+@pytest.mark.parametrize("value", [None, [], {}, b"1"])
+def test_other_json_values_are_not_quantities(value: object) -> None:
+    assert not is_quantity(value)
+
+
+def test_a_cached_int_does_not_make_a_bool_a_quantity() -> None:
+    assert parse_quantity(1) == 1
+    with pytest.raises(QuantityError):
+        parse_quantity(True)
+
+
+def test_milli_and_int_round_up_like_apimachinery() -> None:
+    assert to_milli("1.0001m") == 2
+    assert to_milli("250m") == 250
+    assert to_milli("2") == 2000
+    assert to_int("1.2") == 2
+    assert to_int("1Ki") == 1024
