@@ -11,7 +11,9 @@ reads the configuration:
   sample at or after ``until`` the pressure is compared with the round's threshold and
   margin (``recovered`` below threshold − margin, ``still-high`` above the threshold,
   else ``steady``); the next round halves, doubles or keeps the factor accordingly;
-* per node the ``evict_at`` times of its pressure evictions (the 60 s rate window);
+* per node the ``evict_at`` times of its pressure evictions (the 60 s rate window; an
+  eviction whose effect failed still counts there and in the cooldown: it was attempted,
+  as the koordlet counts attempts);
 * the uids evicted and not yet gone (no pod is evicted twice), dropped when the pod's
   DELETED watch arrives or the eviction's ``effect.failed``;
 * graceful rounds with later batches (:class:`Round`): the plan, the victims done, and

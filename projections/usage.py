@@ -234,6 +234,8 @@ class UsageState(BaseProjection):
         self.metrics_period = metrics_period
         self.nodes: dict[str, Series] = {}
         self.pods: dict[str, Series] = {}  # "namespace/name" -> series
+        #: POSIX time of the first pod sample folded (no pod history reaches further back)
+        self.pods_since: float | None = None
 
     # ---- folds -----------------------------------------------------------------------
 
@@ -253,6 +255,8 @@ class UsageState(BaseProjection):
             return
         cpu, mem = pod_usage(event.data)
         self._add(self.pods, f"{namespace}/{name}", event.at, cpu, mem)
+        if self.pods_since is None:
+            self.pods_since = to_seconds(event.at)
 
     @handles("k8s.watch")
     def _watch(self, event: Event) -> None:
@@ -322,6 +326,7 @@ class UsageState(BaseProjection):
             "horizon": self.horizon.total_seconds(),
             "max_samples": self.max_samples,
             "metrics_period": self.metrics_period.total_seconds(),
+            "pods_since": self.pods_since,
             "nodes": {k: self.nodes[k].to_json() for k in sorted(self.nodes)},
             "pods": {k: self.pods[k].to_json() for k in sorted(self.pods)},
         }
@@ -332,6 +337,7 @@ class UsageState(BaseProjection):
         self.horizon = timedelta(seconds=body["horizon"])
         self.max_samples = int(body["max_samples"])
         self.metrics_period = timedelta(seconds=body["metrics_period"])
+        self.pods_since = body["pods_since"]
         self.nodes = {k: Series.from_json(v) for k, v in body["nodes"].items()}
         self.pods = {k: Series.from_json(v) for k, v in body["pods"].items()}
         self.position = position

@@ -24,7 +24,11 @@ from projections.history import History
 from streams.events import Event
 
 #: (module, class) of the extras a default World folds, if the module exists
-DEFAULT_EXTRAS = (("projections.usage", "UsageState"), ("projections.oom", "OOMState"))
+DEFAULT_EXTRAS = (
+    ("projections.usage", "UsageState"),
+    ("projections.oom", "OOMState"),
+    ("projections.pressure", "PressureState"),
+)
 
 
 def default_extras() -> list[Projection]:

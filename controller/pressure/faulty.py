@@ -81,14 +81,23 @@ def faulty_pods(
     if not leak_check_due(series):
         return found
     chosen = {f.candidate.key for f in found}
-    pods = usage_of(world).pods
+    usage = usage_of(world)
     duration = faulty.memory_leak_duration
     young = now.timestamp() - 0.9 * duration.total_seconds()
     leaking: list[tuple[str, tuple[Sample, Sample]]] = []
-    for key, task in node.tasks.items():
-        pod_series = pods.get(key)
-        if pod_series is None or not pod_series.may_leak(young):
-            continue  # cheap exit: a recent drop, or no 10 % growth since the last one
+    if usage.pods_since is None or usage.pods_since > young:
+        return found  # no pod has been watched long enough to show a leak
+    get = usage.pods.get
+    for key in node.tasks:
+        pod_series = get(key)
+        # cheap exit (Series.may_leak, inlined: this loop runs over every pod of the node)
+        if (
+            pod_series is None
+            or pod_series.run_start > young
+            or pod_series.memory[-1] < 1.1 * pod_series.run_min
+        ):
+            continue
+        task = node.tasks[key]
         if key in chosen or key in exclude or task.qos not in FAULTY_QOS:
             continue
         leak = pod_series.leak(now, duration)

@@ -13,12 +13,13 @@ In one check, in this order:
    this check, reason ``predicted-pressure``.
 
 A resource round frees usage − (evictThreshold − releaseMargin) % of capacity (an
-``oom-risk`` round uses the memory threshold too), or (predicted − targetPercent) % for
-a predictive round; victims chosen earlier in the same check and pods already
-terminating count as freed (:mod:`.candidates`). A resource in cooldown starts no round
-(:mod:`.ratecontrol`). Victims planned for a later batch of a pending round are not
-candidates of another round. The first eviction on an untainted node is preceded by the
-node's eviction taint (``schedulingOptimization.evictionTaint``).
+``oom-risk`` round at least usage − (oomRiskThreshold − releaseMargin) % of allocatable,
+so that a node whose allocatable is well below its capacity gets out of OOM risk too),
+or (predicted − targetPercent) % for a predictive round; victims chosen earlier in the
+same check and pods already terminating count as freed (:mod:`.candidates`). A resource
+in cooldown starts no round (:mod:`.ratecontrol`). Victims planned for a later batch of a
+pending round are not candidates of another round. The first eviction on an untainted
+node is preceded by the node's eviction taint (``schedulingOptimization.evictionTaint``).
 
 Where the seed is silent (documented choices): stability applies to OOM risk as to
 pressure (each check is one sample; the seed's "3 checks" rule is stated for every
@@ -71,8 +72,17 @@ def check_node(world: WorldLike, sample: Event, config: EvictionConfig) -> list[
     numbers = node_numbers(node, series) if series is not None else None
     if series is None or numbers is None:
         return []
-    check = _Check(world, pressure_of(world), node, numbers, series, sample, config)
-    check.usage, check.oom = usage, oom_of(world)
+    check = _Check(
+        world,
+        state=pressure_of(world),
+        usage=usage,
+        oom=oom_of(world),
+        node=node,
+        numbers=numbers,
+        series=series,
+        sample=sample,
+        config=config,
+    )
     if config.faulty.enabled:
         check.faulty()
     if config.memory.enabled:
@@ -90,14 +100,18 @@ class _Check:
     def __init__(
         self,
         world: WorldLike,
+        *,
         state: PressureState,
+        usage: UsageState,
+        oom: OOMState,
         node: NodeInfo,
         numbers: NodeNumbers,
         series: Series,
         sample: Event,
         config: EvictionConfig,
     ) -> None:
-        self.world, self.state, self.node = world, state, node
+        self.world, self.state, self.usage, self.oom = world, state, usage, oom
+        self.node = node
         self.numbers, self.series, self.config = numbers, series, config
         self.now: datetime = sample.at
         self.cause = sample.id
@@ -106,8 +120,6 @@ class _Check:
         self.taken: list[TaskInfo] = []
         self.rounds: set[str] = set()
         self._planned: set[str] | None = None
-        self.usage: UsageState
-        self.oom: OOMState
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -236,9 +248,15 @@ class _Check:
 
     def reactive(self, resource: str, reason: str, evidence: dict[str, Any]) -> None:
         limits = self.config.resource(resource)
-        level = limits.evict_threshold - self.config.release_margin
+        margin = self.config.release_margin
+        level = limits.evict_threshold - margin
         capacity = self.numbers.capacity(resource)
         need = self.numbers.used(resource) - level * capacity / 100.0
+        if reason == "oom-risk" and limits.oom_risk_threshold is not None:
+            # also back under the risk threshold - margin of allocatable (a node with a
+            # small allocatable can be at OOM risk with memory pressure below the level)
+            risk_level = limits.oom_risk_threshold - margin
+            need = max(need, self.numbers.memory - risk_level * self.numbers.alloc_memory / 100)
         self.start_round(resource, reason, need, {**evidence, "level": level})
 
     def predictive(self) -> None:

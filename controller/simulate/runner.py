@@ -8,8 +8,9 @@ right after it, followed by the simulated cluster's answers.
 
 At equal times the order is: recording inputs, cluster answers, triggers, follow-ups —
 then by a sequence number, so a run is a pure function of its inputs and configuration.
-Quiet ticks (the world unchanged since the last session) are not run; firings that
-decide nothing are not written (window boundaries are always written).
+Quiet ticks (the cluster unchanged since the last tick's session, no window boundary
+since, and less than :data:`QUIET_TICK_LIMIT` ago) are not run; firings that decide
+nothing are not written (window boundaries are always written).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import asyncio
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from controller.decide import decide
 from controller.framework.config import TideConfig
@@ -33,6 +34,9 @@ from streams.log import open_log
 
 _INPUT, _ANSWER, _TRIGGER, _FOLLOWUP = 0, 1, 2, 3
 _ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
+#: A tick whose world is unchanged still runs a session this often, for what changes with
+#: time alone (an LS reservation expiring, say).
+QUIET_TICK_LIMIT = timedelta(seconds=60)
 
 
 @dataclass
@@ -65,7 +69,8 @@ class Simulation:
         self.result = RunResult(self.log, self.world)
         self._queue: list[tuple[datetime, int, int, Event]] = []
         self._seq = 0
-        self._last_session_version = -1
+        self._last_tick_version = -1
+        self._last_tick_at = datetime.min.replace(tzinfo=UTC)
 
     def _push(self, at: datetime, rank: int, event: Event) -> None:
         self._seq += 1
@@ -78,12 +83,9 @@ class Simulation:
         return added
 
     def _decide_and_answer(self, event: Event) -> None:
-        decisions = decide(self.world, event, self.config, self.eviction)
-        self._emit(event, decisions)
+        self._emit(decide(self.world, event, self.config, self.eviction))
 
-    def _emit(self, cause: Event | None, decisions: list[Event]) -> None:
-        if cause is not None:
-            pass
+    def _emit(self, decisions: list[Event]) -> None:
         for decision in self._record(decisions):
             self.result.decisions.append(decision)
             now, later = self.cluster.handle(
@@ -96,19 +98,26 @@ class Simulation:
     def _fire(self, at: datetime, name: str, kind: str, zone: str | None) -> None:
         trigger = trigger_event(at, name, kind, zone)
         is_tick = kind == "tick"
-        if is_tick and self.world.cluster.version == self._last_session_version:
-            return
+        if kind in _ALWAYS_WRITTEN:
+            self._last_tick_version = -1  # the zone changed: the next tick must run
+        if (
+            is_tick
+            and self.world.cluster.version == self._last_tick_version
+            and at - self._last_tick_at < QUIET_TICK_LIMIT
+        ):
+            return  # a quiet tick: nothing changed since the last tick's session
         self.result.sessions += 1
-        # Decide on the world as it will be once the trigger is on the log: the
-        # trigger.fired record does not change cluster state, so fold it afterwards only
-        # if it is written.
+        # The trigger.fired record changes no state, so deciding before it is folded is
+        # the same as deciding after; it is only written when it decides something (or
+        # marks a window boundary).
         decisions = decide(self.world, trigger, self.config, self.eviction)
-        self._last_session_version = self.world.cluster.version
+        if is_tick:
+            self._last_tick_version = self.world.cluster.version
+            self._last_tick_at = at
         if not decisions and kind not in _ALWAYS_WRITTEN:
             return
         self._record([trigger])
-        self._emit(trigger, decisions)
-        self._last_session_version = self.world.cluster.version
+        self._emit(decisions)
 
     def _followups(self, until: datetime | None) -> Iterator[tuple[datetime, str, dict[str, object]]]:
         if self.eviction is None:
@@ -171,7 +180,7 @@ class Simulation:
             decisions = decide(self.world, trigger, self.config, self.eviction)
             if decisions:
                 self._record([trigger])
-                self._emit(trigger, decisions)
+                self._emit(decisions)
         return self.result
 
 

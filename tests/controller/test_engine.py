@@ -66,17 +66,21 @@ def scenario() -> list[Event]:
     events = [watch("nodes", build_node(f"n{i:02d}", cpu="4")) for i in range(12)]
     events.append(watch("nodes", build_node("drained", labels={"drain": "yes"})))
     events += [watch("pods", build_pod("ns", f"r{i}", node="drained")) for i in range(3)]
-    events += [watch("pods", build_pod("ns", f"busy{i}", node=f"n{i:02d}", cpu="3"))
-               for i in range(6)]
+    events += [
+        watch("pods", build_pod("ns", f"busy{i}", node=f"n{i:02d}", cpu="3")) for i in range(6)
+    ]
     for g in range(5):
         events.append(watch("podgroups", build_podgroup("ns", f"g{g}", min_member=2)))
         events += [
-            watch("pods", build_pod("ns", f"g{g}-{k}", group=f"g{g}", phase="Pending",
-                                    cpu="2", priority=g))
+            watch(
+                "pods",
+                build_pod("ns", f"g{g}-{k}", group=f"g{g}", phase="Pending", cpu="2", priority=g),
+            )
             for k in range(3)
         ]
-    events += [watch("pods", build_pod("ns", f"solo{i}", phase="Pending", cpu="1"))
-               for i in range(8)]
+    events += [
+        watch("pods", build_pod("ns", f"solo{i}", phase="Pending", cpu="1")) for i in range(8)
+    ]
     return events
 
 
@@ -138,3 +142,11 @@ def test_same_inputs_in_any_insertion_order_give_identical_decisions(seed: int) 
     rng.shuffle(others)
     shuffled = run_cycle(world_of(nodes + others), trigger(at(5)), config(), registry=REGISTRY)
     assert [(e.id, e.data) for e in shuffled] == [(e.id, e.data) for e in reference]
+
+
+def test_allocate_runs_on_ticks_only_and_shuffle_on_every_trigger() -> None:
+    world = world_of(scenario())
+    for kind, has_binds in (("tick", True), ("window-end", False), ("evict-period", False)):
+        decisions = run_cycle(world, trigger(at(5), kind=kind), config(), registry=REGISTRY)
+        assert bool(binds(decisions)) is has_binds, kind
+        assert evicts(decisions) == ["ns/r0", "ns/r1", "ns/r2"], kind

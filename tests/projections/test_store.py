@@ -133,14 +133,17 @@ async def test_resume_in_the_logs_sqlite_file(tmp_path: Path) -> None:
     log = await SQLiteLog.open(path)
     await log.append(events)
     expected = full_fold(lambda: World(extra=[]), events).dump()
-    for cut in (0, 5, 13, len(events)):
+    for cut in (0, 1, 5, 13, len(events)):
         store = await SQLiteCheckpointStore.open(path)
         await store.delete("world")
         await run_projection(log, World(extra=[]), store, stop=cut)
         await store.close()
         store = await SQLiteCheckpointStore.open(path)
         checkpoint = await store.load("world")
-        assert checkpoint is not None and checkpoint.position == cut
+        if cut:
+            assert checkpoint is not None and checkpoint.position == cut
+        else:
+            assert checkpoint is None  # nothing folded, nothing written
         resumed = World(extra=[])
         await run_projection(log, resumed, store)
         await store.close()

@@ -274,8 +274,10 @@ def test_predicate_error_cache_skips_nodes_failed_by_the_same_role() -> None:
         def on_session_close(self, ssn: Session) -> None:
             del ssn
 
-    registry = {**BUILTIN_PLUGINS,
-                "counting": PluginSpec("counting", lambda raw: None, lambda a, c: Counting())}
+    registry = {
+        **BUILTIN_PLUGINS,
+        "counting": PluginSpec("counting", lambda raw: None, lambda a, c: Counting()),
+    }
     conf = {**CONF, "tiers": [{"plugins": [{"name": "gang"}, {"name": "counting"}]}]}
     role = {"volcano.sh/task-spec": "worker"}
     events = [
@@ -284,8 +286,8 @@ def test_predicate_error_cache_skips_nodes_failed_by_the_same_role() -> None:
         watch("podgroups", build_podgroup("ns", "g", min_member=1)),
         *(watch("pods", pending(f"g-{i}", group="g", annotations=role)) for i in range(2)),
     ]
-    decisions = run_cycle(world_of(events), trigger(at(1)), load_config(conf, plugins=registry),
-                          registry=registry)
+    decisions = run_cycle(
+        world_of(events), trigger(at(1)), load_config(conf, plugins=registry), registry=registry
+    )
     assert list(binds(decisions).values()) == ["n2"]
     assert calls.count("n1") == 1  # the second worker did not ask n1 again
-

@@ -35,10 +35,12 @@ class Nominator:
 def registry_of(**picks: Pick) -> dict[str, PluginSpec]:
     table = dict(BUILTIN_PLUGINS)
     for name, pick in picks.items():
-        table[name] = PluginSpec(
-            name, lambda raw: None, lambda args, ctx, n=name, p=pick: Nominator(n, p)
-        )
+        table[name] = PluginSpec(name, lambda raw: None, _builder(name, pick))
     return table
+
+
+def _builder(name: str, pick: Pick) -> Callable[[Any, Any], Nominator]:
+    return lambda args, ctx: Nominator(name, pick)
 
 
 def by_name(*names: str, reason: str = "low-node-utilization") -> Pick:
@@ -69,8 +71,9 @@ def cluster_events() -> list[Event]:
     ]
 
 
-def run(tiers: list[list[str]], registry: dict[str, PluginSpec],
-        actions: str = "shuffle") -> list[Event]:
+def run(
+    tiers: list[list[str]], registry: dict[str, PluginSpec], actions: str = "shuffle"
+) -> list[Event]:
     conf: dict[str, Any] = {
         "actions": actions,
         "tiers": [{"plugins": [{"name": n} for n in row]} for row in tiers],
@@ -80,12 +83,12 @@ def run(tiers: list[list[str]], registry: dict[str, PluginSpec],
 
 
 def test_union_within_a_tier_deduplicated_and_sorted() -> None:
-    registry = registry_of(x=by_name("c", "a", reason="tdm-window-closed"),
-                           y=by_name("a", "b"))
+    registry = registry_of(x=by_name("c", "a", reason="tdm-window-closed"), y=by_name("a", "b"))
     decisions = run([["x", "y"]], registry)
     assert evicts(decisions) == ["ns/a", "ns/b", "ns/c"]
-    data = [(e.data["pod"], e.data["reason"], e.data["source"], e.data["evidence"])
-            for e in decisions]
+    data = [
+        (e.data["pod"], e.data["reason"], e.data["source"], e.data["evidence"]) for e in decisions
+    ]
     assert data == [
         ("a", "tdm-window-closed", "x", {"why": "a"}),  # x comes first in the tier
         ("b", "low-node-utilization", "y", {"why": "b"}),

@@ -188,9 +188,7 @@ def session(
 ) -> Session:
     if isinstance(world, FakeCluster):
         world = FakeWorld(world)
-    return open_session(
-        world, trigger(at), tiers=tier_rows, plugins=plugins, ctx=ctx(scheduler)
-    )
+    return open_session(world, trigger(at), tiers=tier_rows, plugins=plugins, ctx=ctx(scheduler))
 
 
 def world_of(events: Iterable[Event]) -> World:

@@ -102,14 +102,27 @@ def test_no_scheduler_part_means_volcanos_default() -> None:
         ),
         ({"tiers": [{"plugins": [{"nam": "gang"}]}]}, "tiers[0].plugins[0].name: None"),
         (
-            {"tiers": [{"plugins": [{"name": "predicates",
-                                     "arguments": {"predicate.NodeAffinityEnable": "no"}}]}]},
+            {
+                "tiers": [
+                    {
+                        "plugins": [
+                            {
+                                "name": "predicates",
+                                "arguments": {"predicate.NodeAffinityEnable": "no"},
+                            }
+                        ]
+                    }
+                ]
+            },
             'predicates.predicate.NodeAffinityEnable: "no": must be true or false',
         ),
         (
-            {"actions": "allocate",
-             "configurations": [{"name": "allocate",
-                                 "arguments": {"predicateErrorCacheEnable": 2}}]},
+            {
+                "actions": "allocate",
+                "configurations": [
+                    {"name": "allocate", "arguments": {"predicateErrorCacheEnable": 2}}
+                ],
+            },
             "allocate.predicateErrorCacheEnable: 2: must be true or false",
         ),
         ({"eviction": ["x"]}, "eviction: ['x']: must be a mapping"),

@@ -49,34 +49,38 @@ def jobs_ab() -> tuple[JobInfo, JobInfo]:
 
 
 def test_first_non_zero_comparison_wins_in_tier_order() -> None:
-    first = Fake("first", lambda s: s.add_job_order_fn("first", lambda l, r: 0))
-    second = Fake("second", lambda s: s.add_job_order_fn("second", lambda l, r: 1))
-    third = Fake("third", lambda s: s.add_job_order_fn("third", lambda l, r: -1))
+    first = Fake("first", lambda s: s.add_job_order_fn("first", lambda a, b: 0))
+    second = Fake("second", lambda s: s.add_job_order_fn("second", lambda a, b: 1))
+    third = Fake("third", lambda s: s.add_job_order_fn("third", lambda a, b: -1))
     ssn = open_with(
-        [[PluginConf.of("first", p.JOB_ORDER), PluginConf.of("second", p.JOB_ORDER)],
-         [PluginConf.of("third", p.JOB_ORDER)]],
-        first, second, third,
+        [
+            [PluginConf.of("first", p.JOB_ORDER), PluginConf.of("second", p.JOB_ORDER)],
+            [PluginConf.of("third", p.JOB_ORDER)],
+        ],
+        first,
+        second,
+        third,
     )
     a, b = jobs_ab()
     assert ssn.job_order_compare(a, b) == 1
 
 
 def test_comparison_skips_plugins_whose_flag_is_unset() -> None:
-    fake = Fake("x", lambda s: s.add_job_order_fn("x", lambda l, r: 1))
+    fake = Fake("x", lambda s: s.add_job_order_fn("x", lambda a, b: 1))
     ssn = open_with([[PluginConf.of("x")]], fake)  # hand-built: enableJobOrder unset = off
     a, b = jobs_ab()
     assert ssn.job_order_compare(a, b) == -1  # fallback: a created first
 
 
 def test_a_file_style_entry_enables_every_flag() -> None:
-    fake = Fake("x", lambda s: s.add_job_order_fn("x", lambda l, r: 1))
+    fake = Fake("x", lambda s: s.add_job_order_fn("x", lambda a, b: 1))
     ssn = open_with([[PluginConf.of("x", all_flags=True)]], fake)
     a, b = jobs_ab()
     assert ssn.job_order_compare(a, b) == 1
 
 
 def test_registered_plugin_absent_from_tiers_is_not_consulted() -> None:
-    fake = Fake("x", lambda s: s.add_job_order_fn("x", lambda l, r: 1))
+    fake = Fake("x", lambda s: s.add_job_order_fn("x", lambda a, b: 1))
     ssn = open_with([], fake)
     a, b = jobs_ab()
     assert ssn.job_order_compare(a, b) == -1
@@ -115,13 +119,16 @@ def fixed(victims: list[TaskInfo], vote: Vote = Vote.PERMIT) -> Evict:
     return lambda preemptor, preemptees: (list(victims), vote)
 
 
+def registering(name: str, fn: Evict) -> Register:
+    return lambda s: s.add_preemptable_fn(name, fn)
+
+
 def preemptable_of(rows: list[list[tuple[str, Evict]]]) -> list[str]:
-    fakes = []
+    fakes: list[Fake] = []
     entries = []
     for row in rows:
         entries.append([PluginConf.of(name, p.PREEMPTABLE) for name, _ in row])
-        for name, fn in row:
-            fakes.append(Fake(name, lambda s, n=name, f=fn: s.add_preemptable_fn(n, f)))
+        fakes.extend(Fake(name, registering(name, fn)) for name, fn in row)
     ssn = open_with(entries, *fakes)
     return [t.name for t in ssn.preemptable(task("p"), [A, B, C])]
 
@@ -131,14 +138,16 @@ def preemptable_of(rows: list[list[tuple[str, Evict]]]) -> list[str]:
     [
         pytest.param([[("x", fixed([A, B, C])), ("y", fixed([C, B]))]], ["b", "c"], id="intersect"),
         pytest.param(
-            [[("x", fixed([A])), ("y", fixed([]))], [("z", fixed([B]))]], ["b"],
+            [[("x", fixed([A])), ("y", fixed([]))], [("z", fixed([B]))]],
+            ["b"],
             id="empty-cancels-tier-only",
         ),
         pytest.param(
             [[("x", fixed([A], Vote.ABSTAIN)), ("y", fixed([B]))]], ["b"], id="abstain-skipped"
         ),
         pytest.param(
-            [[("x", fixed([A])), ("y", fixed([B])), ("z", fixed([C]))]], ["c"],
+            [[("x", fixed([A])), ("y", fixed([B])), ("z", fixed([C]))]],
+            ["c"],
             id="empty-intersection-reseeded",
         ),
         pytest.param([[("x", fixed([A, B], Vote.REJECT))]], ["a", "b"], id="reject-with-list"),
@@ -195,9 +204,14 @@ def test_job_starving_first_tier_with_a_function_decides() -> None:
     idle = Fake("idle", lambda s: None)
     starving = p.JOB_STARVING
     ssn = open_with(
-        [[PluginConf.of("idle", starving)], [PluginConf.of("yes", starving)],
-         [PluginConf.of("no", starving)]],
-        idle, yes, no,
+        [
+            [PluginConf.of("idle", starving)],
+            [PluginConf.of("yes", starving)],
+            [PluginConf.of("no", starving)],
+        ],
+        idle,
+        yes,
+        no,
     )
     assert ssn.job_starving(job("ns/a")) is True
     assert open_with([[PluginConf.of("idle", starving)]], idle).job_starving(job("ns/a")) is False
@@ -219,8 +233,9 @@ def test_ready_and_allocatable_are_and_overused_is_or() -> None:
     queue = ssn.queues["default"]
     assert ssn.job_ready(job("ns/a")) and ssn.allocatable(queue, task("b"))
     assert not ssn.overused(queue)
-    ssn = open_with([[PluginConf.of("t", *flags), PluginConf.of("f", *flags)]],
-                    Fake("t", reg), Fake("f", reg_f))
+    ssn = open_with(
+        [[PluginConf.of("t", *flags), PluginConf.of("f", *flags)]], Fake("t", reg), Fake("f", reg_f)
+    )
     assert not ssn.job_ready(job("ns/a")) and not ssn.allocatable(queue, task("b"))
     assert ssn.overused(queue)
     assert open_with([]).job_ready(job("ns/a"))  # default true
@@ -230,8 +245,9 @@ def test_job_valid_checks_no_flag_and_returns_the_first_reason() -> None:
     ok = Fake("ok", lambda s: s.add_job_valid_fn("ok", lambda j: None))
     bad = Fake("bad", lambda s: s.add_job_valid_fn("bad", lambda j: "NotEnoughPods"))
     worse = Fake("worse", lambda s: s.add_job_valid_fn("worse", lambda j: "other"))
-    ssn = open_with([[PluginConf.of("ok"), PluginConf.of("bad")], [PluginConf.of("worse")]],
-                    ok, bad, worse)
+    ssn = open_with(
+        [[PluginConf.of("ok"), PluginConf.of("bad")], [PluginConf.of("worse")]], ok, bad, worse
+    )
     assert ssn.job_valid(job("ns/a")) == "NotEnoughPods"
     assert open_with([[PluginConf.of("ok")]], ok).job_valid(job("ns/a")) is None
 
@@ -256,7 +272,8 @@ def test_predicate_raises_the_first_error_and_node_order_sums() -> None:
     flags = (p.PREDICATE, p.NODE_ORDER)
     ssn = open_with(
         [[PluginConf.of("x", *flags)], [PluginConf.of("y", *flags)]],
-        reg("x", 10, "first"), reg("y", 5, "second"),
+        reg("x", 10, "first"),
+        reg("y", 5, "second"),
     )
     n1 = ssn.nodes["n1"]
     with pytest.raises(FitError, match="first"):
@@ -279,8 +296,10 @@ def test_a_raising_node_order_zeroes_the_node() -> None:
 
 def nominate(name: str, *names: str, reason: str = "r") -> Fake:
     def fn(tasks: Sequence[TaskInfo]) -> list[Victim]:
-        return [Victim(task(n, status=TaskStatus.RUNNING), f"{reason}-{name}", {"by": name})
-                for n in names]
+        return [
+            Victim(task(n, status=TaskStatus.RUNNING), f"{reason}-{name}", {"by": name})
+            for n in names
+        ]
 
     return Fake(name, lambda s: s.add_victim_tasks_fn(name, fn))
 

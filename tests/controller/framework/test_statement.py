@@ -9,7 +9,7 @@ from controller.framework.session import Session
 from controller.framework.view import DEFAULT_QUEUE
 from projections.model import NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from tests.builders import T0
-from tests.controller.framework.scenario import GI, cluster, job, node, session, task
+from tests.controller.framework.scenario import GI, FakeCluster, cluster, job, node, session, task
 
 RUNNING, PENDING = TaskStatus.RUNNING, TaskStatus.PENDING
 
@@ -34,12 +34,20 @@ class Recorder:
 
 
 def snapshot(n: NodeInfo) -> tuple[Resource, Resource, Resource, Resource, list[str]]:
-    return (n.idle.clone(), n.used.clone(), n.releasing.clone(), n.pipelined.clone(),
-            sorted(n.tasks))
+    return (
+        n.idle.clone(),
+        n.used.clone(),
+        n.releasing.clone(),
+        n.pipelined.clone(),
+        sorted(n.tasks),
+    )
+
+
+Fixture = tuple[Session, Recorder, FakeCluster]
 
 
 @pytest.fixture
-def fixture() -> tuple[Session, Recorder, object]:
+def fixture() -> Fixture:
     c = cluster(
         nodes=[node("n1", cpu=4000), node("n2", cpu=4000)],
         tasks=[task("run", status=RUNNING, node="n1", cpu=2000), task("pend", cpu=1000)],
@@ -48,7 +56,7 @@ def fixture() -> tuple[Session, Recorder, object]:
     return session(c, (), [rec]), rec, c
 
 
-def test_allocate_stages_on_clones_and_commit_emits_a_bind(fixture: tuple) -> None:
+def test_allocate_stages_on_clones_and_commit_emits_a_bind(fixture: Fixture) -> None:
     ssn, rec, c = fixture
     before = snapshot(c.nodes["n2"])
     stmt = ssn.statement()
@@ -66,14 +74,20 @@ def test_allocate_stages_on_clones_and_commit_emits_a_bind(fixture: tuple) -> No
     assert event.type == "decision.bind"
     assert event.at == T0 and event.cause == ssn.trigger.id
     assert event.data == {
-        "kind": "bind", "namespace": "ns", "pod": "pend", "uid": "ns-pend", "node": "n2",
-        "reason": "allocate", "source": "allocate", "evidence": {"score": 1.0},
+        "kind": "bind",
+        "namespace": "ns",
+        "pod": "pend",
+        "uid": "ns-pend",
+        "node": "n2",
+        "reason": "allocate",
+        "source": "allocate",
+        "evidence": {"score": 1.0},
     }
     assert ssn.decisions == [event]
     assert len(stmt) == 0
 
 
-def test_evict_marks_releasing_and_grows_future_idle(fixture: tuple) -> None:
+def test_evict_marks_releasing_and_grows_future_idle(fixture: Fixture) -> None:
     ssn, rec, c = fixture
     stmt = ssn.statement()
     stmt.evict(ssn.tasks["ns/run"], "tdm-window-closed", source="tdm", evidence={"zone": "z"})
@@ -88,10 +102,14 @@ def test_evict_marks_releasing_and_grows_future_idle(fixture: tuple) -> None:
     (event,) = stmt.commit()
     assert event.type == "decision.evict"
     assert (event.data["pod"], event.data["node"], event.data["reason"], event.data["source"]) == (
-        "run", "n1", "tdm-window-closed", "tdm")
+        "run",
+        "n1",
+        "tdm-window-closed",
+        "tdm",
+    )
 
 
-def test_pipeline_reserves_and_commits_nothing(fixture: tuple) -> None:
+def test_pipeline_reserves_and_commits_nothing(fixture: Fixture) -> None:
     ssn, _, _ = fixture
     stmt = ssn.statement()
     stmt.pipeline(ssn.tasks["ns/pend"], "n1")
@@ -101,7 +119,7 @@ def test_pipeline_reserves_and_commits_nothing(fixture: tuple) -> None:
     assert ssn.tasks["ns/pend"].status == TaskStatus.PIPELINED  # stays staged
 
 
-def test_discard_undoes_in_reverse_order(fixture: tuple) -> None:
+def test_discard_undoes_in_reverse_order(fixture: Fixture) -> None:
     ssn, rec, _ = fixture
     n1_before, n2_before = snapshot(ssn.nodes["n1"]), snapshot(ssn.nodes["n2"])
     stmt = ssn.statement()
@@ -125,7 +143,7 @@ def test_a_discarded_bound_victim_keeps_its_status() -> None:
     assert ssn.tasks["ns/b"].status == TaskStatus.BOUND  # Volcano would say Running
 
 
-def test_failed_operations_change_nothing(fixture: tuple) -> None:
+def test_failed_operations_change_nothing(fixture: Fixture) -> None:
     ssn, rec, _ = fixture
     stmt = ssn.statement()
     with pytest.raises(StatementError):
@@ -164,8 +182,13 @@ def test_view_jobs_need_a_podgroup_and_an_existing_queue() -> None:
     placeholder = job("ns/ph")
     placeholder.placeholder = True
     c = cluster(
-        jobs=[job("ns/b"), job("ns/a"), job("ns/lost", queue="gone"), placeholder,
-              job("ns/q", queue="q1")],
+        jobs=[
+            job("ns/b"),
+            job("ns/a"),
+            job("ns/lost", queue="gone"),
+            placeholder,
+            job("ns/q", queue="q1"),
+        ],
         queues=[QueueInfo("q1")],
     )
     ssn = session(c)

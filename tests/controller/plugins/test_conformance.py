@@ -7,7 +7,7 @@ from controller.framework.points import Vote
 from controller.framework.tiers import PluginConf
 from controller.plugins import conformance
 from projections.model import TaskStatus
-from tests.controller.framework.scenario import cluster, node, session, task, tiers
+from tests.controller.framework.scenario import cluster, ctx, node, session, task, tiers
 
 RUNNING = TaskStatus.RUNNING
 
@@ -25,13 +25,17 @@ def test_critical_pods_are_dropped() -> None:
 
 
 def test_registered_for_preemptable_and_reclaimable() -> None:
-    c = cluster(nodes=[node("n1")], tasks=[task("web", status=RUNNING, node="n1"),
-                                           task("dns", ns="kube-system", status=RUNNING,
-                                                node="n1")])
+    c = cluster(
+        nodes=[node("n1")],
+        tasks=[
+            task("web", status=RUNNING, node="n1"),
+            task("dns", ns="kube-system", status=RUNNING, node="n1"),
+        ],
+    )
     ssn = session(
         c,
         tiers([PluginConf.of("conformance", p.PREEMPTABLE, p.RECLAIMABLE)]),
-        [conformance.build(None, None)],  # type: ignore[arg-type]
+        [conformance.build(None, ctx())],
     )
     preemptees = [ssn.tasks["ns/web"], ssn.tasks["kube-system/dns"]]
     assert [t.name for t in ssn.preemptable(task("p"), preemptees)] == ["web"]

@@ -9,17 +9,26 @@ from controller.framework.points import Vote
 from controller.framework.tiers import PluginConf
 from controller.plugins import gang
 from projections.model import JobInfo, TaskStatus
-from tests.controller.framework.scenario import cluster, job, node, session, task, tiers
+from tests.controller.framework.scenario import cluster, ctx, job, node, session, task, tiers
 
 S = TaskStatus
 
 
-def gang_job(min_available: int, *statuses: TaskStatus, task_min: dict[str, int] | None = None,
-             roles: list[str] | None = None) -> JobInfo:
+def gang_job(
+    min_available: int,
+    *statuses: TaskStatus,
+    task_min: dict[str, int] | None = None,
+    roles: list[str] | None = None,
+) -> JobInfo:
     j = job("ns/g", min_available=min_available, task_min=task_min)
     for i, status in enumerate(statuses):
-        t = task(f"g-{i}", job="ns/g", status=status, role=(roles or [""] * 99)[i],
-                 node="n1" if status != S.PENDING else "")
+        t = task(
+            f"g-{i}",
+            job="ns/g",
+            status=status,
+            role=(roles or [""] * 99)[i],
+            node="n1" if status != S.PENDING else "",
+        )
         j.tasks[t.key] = t
     return j
 
@@ -31,8 +40,12 @@ def gang_job(min_available: int, *statuses: TaskStatus, task_min: dict[str, int]
         (gang_job(3, S.PENDING, S.PENDING), False),
         (gang_job(2, S.RUNNING, S.FAILED), False),
         (gang_job(2, S.PIPELINED, S.SUCCEEDED), True),
-        (gang_job(2, S.PENDING, S.PENDING, task_min={"ps": 1, "worker": 1},
-                  roles=["worker", "worker"]), False),
+        (
+            gang_job(
+                2, S.PENDING, S.PENDING, task_min={"ps": 1, "worker": 1}, roles=["worker", "worker"]
+            ),
+            False,
+        ),
     ],
 )
 def test_job_valid(j: JobInfo, valid: bool) -> None:
@@ -70,7 +83,7 @@ def test_victims_never_break_a_gang() -> None:
         ],
     )
     del c.jobs["ns/ghost"]
-    ssn = session(c, tiers([PluginConf.of("gang", p.PREEMPTABLE)]), [gang.build(None, None)])  # type: ignore[arg-type]
+    ssn = session(c, tiers([PluginConf.of("gang", p.PREEMPTABLE)]), [gang.build(None, ctx())])
     preemptees = [ssn.tasks[k] for k in ("ns/g-0", "ns/g-1", "ns/g-2", "ns/solo-0", "ns/ghost")]
     victims = ssn.preemptable(task("p"), preemptees)
     assert [v.name for v in victims] == ["g-0"]  # 3 ready > 2 once; solo at its minimum

@@ -26,8 +26,10 @@ def check(t: TaskInfo, n: NodeInfo, args: PredicatesArgs | None = None) -> FitEr
 
 
 def test_pod_count_limit_is_unschedulable() -> None:
-    c = cluster(nodes=[node("n1", pods=2)],
-                tasks=[task(f"r{i}", status=TaskStatus.RUNNING, node="n1") for i in range(2)])
+    c = cluster(
+        nodes=[node("n1", pods=2)],
+        tasks=[task(f"r{i}", status=TaskStatus.RUNNING, node="n1") for i in range(2)],
+    )
     err = check(task("p"), c.nodes["n1"])
     assert err is not None and err.status == FitStatus.UNSCHEDULABLE
     assert err.reason == "node(s) pod number exceeded"
@@ -38,8 +40,9 @@ def test_unschedulable_node_unless_tolerated() -> None:
     cordoned = node("n1", unschedulable=True)
     err = check(task("p"), cordoned)
     assert err is not None and err.status == UNRESOLVABLE
-    tol = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
-            "effect": "NoSchedule"}]
+    tol = [
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+    ]
     assert check(task("p", tolerations=tol), cordoned) is None
 
 
@@ -63,8 +66,11 @@ def affinity(*exprs: dict[str, Any], fields: list[dict[str, Any]] | None = None)
     term: dict[str, Any] = {"matchExpressions": list(exprs)}
     if fields:
         term["matchFields"] = fields
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [term]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
 
 
 @pytest.mark.parametrize(
@@ -94,8 +100,11 @@ def test_node_affinity_match_fields_and_switch_off() -> None:
 @pytest.mark.parametrize(
     ("toleration", "taint", "ok"),
     [
-        ({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
-         NO_SCHEDULE, True),
+        (
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+            NO_SCHEDULE,
+            True,
+        ),
         ({"key": "dedicated", "value": "gpu"}, NO_SCHEDULE, True),  # Equal is the default
         ({"key": "dedicated", "operator": "Equal", "value": "cpu"}, NO_SCHEDULE, False),
         ({"key": "dedicated", "operator": "Exists"}, NO_SCHEDULE, True),
@@ -120,8 +129,27 @@ def test_taints_block_noschedule_and_noexecute_only() -> None:
 
 
 def test_parse_args() -> None:
-    args = predicates.parse_args({"predicate.TaintTolerationEnable": False,
-                                  "predicate.CacheEnable": True})
+    args = predicates.parse_args(
+        {"predicate.TaintTolerationEnable": False, "predicate.CacheEnable": True}
+    )
     assert args == PredicatesArgs(node_affinity=True, taint_toleration=False)
-    with pytest.raises(ConfigError, match='predicate.NodeAffinityEnable: "yes"'):
+    with pytest.raises(ConfigError, match=r'predicate\.NodeAffinityEnable: "yes"'):
         predicates.parse_args({"predicate.NodeAffinityEnable": "yes"})
+
+
+def test_scheduling_key_ignores_pod_affinity_only() -> None:
+    anti: dict[str, Any] = {
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}
+    }
+    node_aff = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]}]
+            }
+        }
+    }
+    key = predicates.scheduling_key
+    assert key(task("a")) == key(task("b", affinity=anti))
+    assert key(task("a")) != key(task("b", affinity=node_aff))
+    assert key(task("a")) != key(task("b", selector={"x": "y"}))
+    assert key(task("a")) != key(task("b", tolerations=[{"operator": "Exists"}]))

@@ -6,7 +6,7 @@ from controller.framework import points as p
 from controller.framework.tiers import PluginConf
 from controller.plugins import priority
 from projections.model import TaskStatus
-from tests.controller.framework.scenario import cluster, job, node, session, task, tiers
+from tests.controller.framework.scenario import cluster, ctx, job, node, session, task, tiers
 
 RUNNING = TaskStatus.RUNNING
 
@@ -21,7 +21,11 @@ def test_orders_prefer_higher_priority() -> None:
 def test_preemptable_by_job_priority_or_task_priority_within_a_job() -> None:
     c = cluster(
         nodes=[node("n1")],
-        jobs=[job("ns/high", priority=100), job("ns/low", priority=1), job("ns/same", priority=100)],
+        jobs=[
+            job("ns/high", priority=100),
+            job("ns/low", priority=1),
+            job("ns/same", priority=100),
+        ],
         tasks=[
             task("p", job="ns/high", priority=5),
             task("low-0", job="ns/low", status=RUNNING, node="n1"),
@@ -32,23 +36,31 @@ def test_preemptable_by_job_priority_or_task_priority_within_a_job() -> None:
         ],
     )
     del c.jobs["ns/none"]
-    ssn = session(c, tiers([PluginConf.of("priority", p.PREEMPTABLE)]), [priority.build(None, None)])  # type: ignore[arg-type]
-    preemptees = [ssn.tasks[k] for k in ("ns/low-0", "ns/same-0", "ns/high-lo", "ns/high-hi",
-                                         "ns/orphan")]
+    ssn = session(
+        c, tiers([PluginConf.of("priority", p.PREEMPTABLE)]), [priority.build(None, ctx())]
+    )
+    preemptees = [
+        ssn.tasks[k] for k in ("ns/low-0", "ns/same-0", "ns/high-lo", "ns/high-hi", "ns/orphan")
+    ]
     victims = ssn.preemptable(ssn.tasks["ns/p"], preemptees)
     assert [v.name for v in victims] == ["low-0", "high-lo"]
 
 
 def test_preemptor_without_job_permits_nothing() -> None:
     c = cluster(nodes=[node("n1")], tasks=[task("v", status=RUNNING, node="n1")])
-    ssn = session(c, tiers([PluginConf.of("priority", p.PREEMPTABLE)]), [priority.build(None, None)])  # type: ignore[arg-type]
+    ssn = session(
+        c, tiers([PluginConf.of("priority", p.PREEMPTABLE)]), [priority.build(None, ctx())]
+    )
     assert ssn.preemptable(task("p", job="ns/ghost"), [ssn.tasks["ns/v"]]) == []
 
 
 def test_starving_until_every_task_is_ready_or_waiting() -> None:
     j = job("ns/j", min_available=1)
-    c = cluster(jobs=[j], nodes=[node("n1")],
-                tasks=[task("a", job="ns/j", status=RUNNING, node="n1"), task("b", job="ns/j")])
+    c = cluster(
+        jobs=[j],
+        nodes=[node("n1")],
+        tasks=[task("a", job="ns/j", status=RUNNING, node="n1"), task("b", job="ns/j")],
+    )
     assert priority.job_starving(c.jobs["ns/j"]) is True
     c.jobs["ns/j"].tasks["ns/b"].status = TaskStatus.PIPELINED
     assert priority.job_starving(c.jobs["ns/j"]) is False

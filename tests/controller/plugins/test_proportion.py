@@ -7,16 +7,27 @@ from controller.plugins import proportion
 from controller.plugins.proportion import QueueAttr, water_fill
 from projections.model import QueueInfo, Resource, TaskStatus
 from tests.controller.framework.scenario import (
-    GI, cluster, job, node, on, session, task, tiers,
+    GI,
+    cluster,
+    ctx,
+    job,
+    node,
+    on,
+    session,
+    task,
+    tiers,
 )
 
 S = TaskStatus
 
 
-def attr(name: str, weight: int, cpu: float, *, guarantee: float = 0,
-         cap: float | None = None) -> QueueAttr:
+def attr(
+    name: str, weight: int, cpu: float, *, guarantee: float = 0, cap: float | None = None
+) -> QueueAttr:
     return QueueAttr(
-        name, weight, guarantee=Resource(guarantee, 0),
+        name,
+        weight,
+        guarantee=Resource(guarantee, 0),
         real_capability=None if cap is None else Resource(cap, float("inf")),
         request=Resource(cpu, 0),
     )
@@ -44,8 +55,10 @@ def test_water_filling_by_weight_capability_and_guarantee() -> None:
 def two_queue_session(running_a: int = 0) -> Session:
     """qa asks for 4 cpu (4 pods), qb for 8: of 8 cpu each deserves 4."""
     tasks = [task(f"a{i}", job="ns/a", cpu=1000, memory=GI) for i in range(4 - running_a)]
-    tasks += [task(f"r{i}", job="ns/a", status=S.RUNNING, node="n1", cpu=1000, memory=GI)
-              for i in range(running_a)]
+    tasks += [
+        task(f"r{i}", job="ns/a", status=S.RUNNING, node="n1", cpu=1000, memory=GI)
+        for i in range(running_a)
+    ]
     tasks += [task(f"b{i}", job="ns/b", cpu=1000, memory=GI) for i in range(8)]
     c = cluster(
         nodes=[node("n1", cpu=8000, memory=8 * GI)],
@@ -53,7 +66,7 @@ def two_queue_session(running_a: int = 0) -> Session:
         queues=[QueueInfo("qa", weight=1), QueueInfo("qb", weight=1)],
         tasks=tasks,
     )
-    return session(c, tiers([on("proportion")]), [proportion.build(None, None)])  # type: ignore[arg-type]
+    return session(c, tiers([on("proportion")]), [proportion.build(None, ctx())])
 
 
 def test_allocatable_until_deserved_then_overused() -> None:
@@ -100,6 +113,11 @@ def test_lazy_attributes_equal_eager_ones() -> None:
     results = []
     for ssn in (eager, lazy):
         qa, qb = ssn.queues["qa"], ssn.queues["qb"]
-        results.append((ssn.overused(qa), ssn.allocatable(qb, ssn.tasks["ns/b1"]),
-                        ssn.queue_order_compare(qa, qb)))
+        results.append(
+            (
+                ssn.overused(qa),
+                ssn.allocatable(qb, ssn.tasks["ns/b1"]),
+                ssn.queue_order_compare(qa, qb),
+            )
+        )
     assert results[0] == results[1] == (False, True, 1)

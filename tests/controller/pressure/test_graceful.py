@@ -145,3 +145,37 @@ def test_planned_victims_are_not_taken_by_another_round() -> None:
     # CPU round at 3 s: p0-p2 now, p3, p4 planned for 13 s; memory at 6 s may only take p5
     memory = [d.data["pod"] for d in loop.evictions() if d.data["evidence"]["resource"] == "memory"]
     assert memory == ["p5"]
+
+
+def test_untaint_follow_up_and_an_overdue_one_is_offered_now() -> None:
+    loop = Loop(cfg())
+    loop.run(cluster() + checks([(1, 99), (2, 99), (3, 99)]), until=seconds(5))
+    untaints = [f for f in due_followups(loop.world, loop.cfg) if f[1] == "untaint"]
+    assert untaints == [(seconds(13 + 300), "untaint", {"nodes": ["n1"]})]
+    # the log moves past the untaint time without its firing (a lagging live loop)
+    late = node_sample("n1", seconds(400), cpu_cores=10).with_offset(len(loop.log))
+    loop.world.apply(late)
+    assert [f for f in due_followups(loop.world, loop.cfg) if f[1] == "untaint"] == [
+        (seconds(400), "untaint", {"nodes": ["n1"]})
+    ]
+    trigger = make_event("trigger.fired", seconds(400), {"trigger": "untaint", "kind": "untaint"})
+    [untaint] = on_trigger(loop.world, trigger, loop.cfg)
+    assert untaint.type == "decision.untaint" and untaint.cause == trigger.id
+    assert untaint.data["node"] == "n1" and untaint.at == seconds(400)
+
+
+def test_other_trigger_kinds_decide_nothing() -> None:
+    loop = Loop(cfg())
+    loop.run(cluster() + checks([(1, 99), (2, 99), (3, 99)]), until=seconds(5))
+    tick = make_event("trigger.fired", seconds(13), {"trigger": "tick", "kind": "tick"})
+    assert on_trigger(loop.world, tick, loop.cfg) == []
+
+
+def test_evicted_owners_prefer_other_nodes() -> None:
+    from controller.pressure import evicted_owners
+
+    loop = Loop(cfg())
+    loop.run(cluster() + checks([(1, 99), (2, 99), (3, 99)]), until=seconds(5))
+    owners = evicted_owners(loop.world, "n1", seconds(4))
+    assert owners == {"ReplicaSet/n1-p0-owner", "ReplicaSet/n1-p1-owner", "ReplicaSet/n1-p2-owner"}
+    assert evicted_owners(loop.world, "n1", seconds(3 + 600)) == frozenset()

@@ -113,6 +113,17 @@ def test_oom_risk_uses_allocatable_and_wins_over_memory_pressure() -> None:
     assert evidence["memory_pressure"] == 82
 
 
+def test_oom_risk_frees_enough_to_leave_the_risk_even_below_the_pressure_level() -> None:
+    node = build_node("n1", cpu="100", memory="80Gi", capacity={"cpu": "100", "memory": "100Gi"})
+    events = [watch("nodes", node), *cluster(5, mem_each=4)[1:]]
+    # 75 Gi: 75 % of capacity (below the 80 % level) but 93.75 % of allocatable
+    events += [node_sample("n1", seconds(i), cpu_cores=10, memory_gi=75) for i in (1, 2, 3)]
+    evictions = run(events).evictions()
+    assert [d.data["reason"] for d in evictions] == ["oom-risk", "oom-risk"]
+    # back to 85 % of 80 Gi = 68 Gi: free 7 Gi → two 4 Gi pods
+    assert evictions[0].data["evidence"]["target"] == 7 * GI
+
+
 def test_oom_risk_needs_stability_too() -> None:
     node = build_node("n1", cpu="100", memory="90Gi", capacity={"cpu": "100", "memory": "100Gi"})
     events = [watch("nodes", node), *cluster(5, mem_each=4)[1:]]
@@ -334,3 +345,24 @@ def test_check_node_is_quiet_for_unknown_nodes_and_nodes_without_capacity() -> N
     sample = node_sample("ghost", seconds(1), cpu_cores=99).with_offset(0)
     world.apply(sample)
     assert check_node(world, sample, cfg()) == []
+
+
+@pytest.mark.parametrize(
+    ("alloc_gi", "used_gi", "reason"),
+    [
+        pytest.param(100, 85, None, id="memory-at-85-is-not-above"),
+        pytest.param(100, 85.5, "memory-pressure", id="memory-just-above-85"),
+        pytest.param(90, 81, None, id="oom-risk-at-90-of-allocatable-is-not-above"),
+        pytest.param(90, 81.5, "oom-risk", id="oom-risk-just-above-90"),
+    ],
+)
+def test_memory_and_oom_risk_threshold_boundaries(
+    alloc_gi: int, used_gi: float, reason: str | None
+) -> None:
+    node = build_node(
+        "n1", cpu="100", memory=f"{alloc_gi}Gi", capacity={"cpu": "100", "memory": "100Gi"}
+    )
+    events = [watch("nodes", node), *cluster(5, mem_each=4)[1:]]
+    events += [node_sample("n1", seconds(i), cpu_cores=10, memory_gi=used_gi) for i in (1, 2, 3)]
+    reasons = {d.data["reason"] for d in run(events).evictions()}
+    assert reasons == ({reason} if reason else set())

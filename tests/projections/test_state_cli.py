@@ -1,0 +1,153 @@
+"""`tide state`: the fold up to a point, as tables or deterministic JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+
+import orjson
+import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from controller.cli import state_cmd
+from controller.cli.state_cmd import render, state_report
+from projections.world import World
+from streams.events import Event, make_event
+from tests.builders import at, build_node, build_pod, build_podgroup, build_queue, watch
+
+needs_sqlite = pytest.mark.skipif(
+    importlib.util.find_spec("streams.backends.sqlite") is None,
+    reason="the SQLite log backend is not in the tree yet",
+)
+
+
+def events() -> list[Event]:
+    return [
+        watch("queues", build_queue(), at(0)),
+        watch("nodes", build_node("n1", cpu="8", labels={"volcano.sh/revocable-zone": "rz"}), at(0)),
+        watch("nodes", build_node("n2", cpu="4", ready=False), at(0)),
+        watch(
+            "podgroups",
+            build_podgroup("ns", "job", min_member=2,
+                           annotations={"volcano.sh/jdb-min-available": "1"}),
+            at(1),
+        ),
+        watch("pods", build_pod("ns", "w0", node="n1", group="job"), at(1)),
+        watch("pods", build_pod("ns", "w1", phase="Pending", group="job"), at(2)),
+        watch("pods", build_pod("ns", "solo", node="n1", cpu="2"), at(3)),
+        watch("pods", build_pod("ns", "solo", node="n1", cpu="2"), at(4), "DELETED"),
+    ]
+
+
+def world(upto: int | None = None) -> World:
+    w = World(extra=[], keep_pods=False)
+    for offset, event in enumerate(events()[:upto]):
+        w.apply(event.with_offset(offset))
+    return w
+
+
+def test_report_contents() -> None:
+    report = state_report(world())
+    assert report["position"] == 8
+    n1 = report["nodes"][0]
+    assert (n1["name"], n1["zone"], n1["ready"], n1["tasks"]) == ("n1", "rz", True, 1)
+    assert n1["idle"]["cpu_milli"] == 7000 and n1["allocatable"]["cpu_milli"] == 8000
+    assert report["nodes"][1]["ready"] is False
+    assert report["tasks"]["by_status"] == {"Pending": 1, "Running": 1}
+    assert [t["key"] for t in report["tasks"]["items"]] == ["ns/w0", "ns/w1"]
+    (job,) = report["jobs"]
+    assert (job["id"], job["min_available"], job["ready"], job["queue"]) == ("ns/job", 2, 1, "default")
+    assert job["budget"] == {"min_available": "1", "max_unavailable": ""}
+    assert report["queues"][0]["name"] == "default" and report["queues"][0]["jobs"] == 1
+
+
+def test_report_is_deterministic() -> None:
+    one = orjson.dumps(state_report(world()), option=orjson.OPT_SORT_KEYS)
+    assert orjson.dumps(state_report(world()), option=orjson.OPT_SORT_KEYS) == one
+
+
+def test_render_tables() -> None:
+    console = Console(record=True, width=160)
+    render(state_report(world()), console, limit=1)
+    text = console.export_text()
+    for expected in ("Nodes", "Tasks by status", "Jobs", "Queues", "rz", "minAvailable=1",
+                     "… and 1 more nodes"):
+        assert expected in text
+
+
+def make_app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """tide (test shell)."""
+
+    state_cmd.register(app)
+    return app
+
+
+def write_log(path: Path) -> str:
+    from streams.backends.sqlite import SQLiteLog
+
+    async def write() -> None:
+        log = await SQLiteLog.open(path)
+        await log.append(events())
+        await log.close()
+
+    asyncio.run(write())
+    return str(path)
+
+
+@needs_sqlite
+@pytest.mark.parametrize(
+    ("args", "tasks", "position"),
+    [
+        pytest.param([], {"Pending": 1, "Running": 1}, 8, id="all"),
+        pytest.param(["--offset", "7"], {"Pending": 1, "Running": 2}, 7, id="offset-exclusive"),
+        pytest.param(["--offset", "0"], {}, 0, id="offset-zero"),
+        pytest.param(["--at", "2026-11-21T20:01:00Z"], {"Running": 1}, 5, id="at-inclusive"),
+        pytest.param(["--at", "2026-11-21T21:01:00+01:00"], {"Running": 1}, 5, id="at-with-offset"),
+    ],
+)
+def test_cli_json(tmp_path: Path, args: list[str], tasks: dict[str, int], position: int) -> None:
+    url = write_log(tmp_path / "t.db")
+    result = CliRunner().invoke(make_app(), ["state", "--log", url, "--json", *args])
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.output)
+    assert report["tasks"]["by_status"] == tasks
+    assert report["position"] == position
+
+
+@needs_sqlite
+def test_cli_tables_and_url(tmp_path: Path) -> None:
+    url = write_log(tmp_path / "t.db")
+    result = CliRunner().invoke(make_app(), ["state", "--log", f"sqlite:///{url}"])
+    assert result.exit_code == 0, result.output
+    assert "Nodes" in result.output and "ns/job" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--log", "/nonexistent/x.db"], "no such log", id="missing-file"),
+        pytest.param(["--log", "memory://", "--at", "yesterday"], "--at", id="bad-time"),
+        pytest.param(
+            ["--log", "memory://", "--at", "2026-11-21T20:00:00Z", "--offset", "1"], "not both",
+            id="both",
+        ),
+        pytest.param(["--log", "rec.jsonl"], "no such log", id="missing-recording"),
+    ],
+)
+def test_cli_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(make_app(), ["state", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_cli_on_an_empty_memory_log() -> None:
+    result = CliRunner().invoke(make_app(), ["state", "--log", "memory://", "--json"])
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.output)["nodes"] == []
