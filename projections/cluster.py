@@ -16,9 +16,10 @@ Jobs. A pod naming a PodGroup (``scheduling.k8s.io/group-name``) belongs to job
 a JobInfo without a PodGroup and leaves it out of the session snapshot; the PodGroup fills
 it in place when it arrives, and its deletion turns the job back into a placeholder (or
 drops it when no task is left). A pod without a group is an implicit job of one, id
-``<ns>/<pod>`` (see :func:`projections.objects.apply_implicit`); an implicit job's phase is
+``<ns>/<pod>`` (see :func:`projections.objects.implicit_job`); an implicit job's phase is
 ``Inqueue`` while its task is Pending, else ``Running``, since no PodGroup controller
-advances it.
+advances it. PriorityClasses are not on the log: a job's priority is the class value
+learned from pods that carry it (``priority_classes``), see :mod:`projections.objects`.
 
 Nodes. Accounting follows spec §1.5 incrementally (Pipelined adds to ``pipelined`` only,
 Releasing to ``releasing`` and ``used``, every other status to ``used``; ``idle`` =
@@ -76,6 +77,12 @@ _MALFORMED = (KeyError, TypeError, AttributeError, ValueError)
 
 class ClusterState(BaseProjection):
     """Nodes, tasks, jobs and queues folded from the log (see the module docstring).
+
+    Attributes (read-only to everyone but the fold): ``nodes`` (name → NodeInfo, Ready or
+    not, placeholders included), ``tasks`` ("ns/name" → TaskInfo), ``jobs`` (id → JobInfo),
+    ``queues`` (name → QueueInfo), ``pending`` (the Pending tasks), ``pods`` /
+    ``podgroups`` / ``raw_nodes`` (raw JSON, a new dict per access), ``overlays`` (task key
+    → in-flight decision), ``priority_classes``, ``version``, ``skipped``, ``position``.
 
     Args:
         keep_pods: keep every pod and PodGroup as raw JSON in ``pods`` / ``podgroups`` (the

@@ -141,6 +141,7 @@ class TaskInfo:
     grace_seconds: int = 30
     deleting: bool = False
     affinity: JSON | None = None  # spec.affinity as raw JSON (shared, read-only)
+    owner: str = ""  # "Kind/name" of the controller owner reference ("" = none)
 
     @property
     def key(self) -> str:

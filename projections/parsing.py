@@ -24,37 +24,37 @@ from streams.quantity import QuantityError, to_int, to_milli
 #: a cache is cleared (not evicted entry by entry) once it holds this many strings
 CACHE_LIMIT = 1 << 16
 
-_MILLI: dict[Any, float] = {}
-_UNITS: dict[Any, float] = {}
-_TIMES: dict[str, datetime] = {}
+MILLI_CACHE: dict[Any, float] = {}
+UNITS_CACHE: dict[Any, float] = {}
+TIME_CACHE: dict[str, datetime] = {}
 _INT32 = re.compile(r"^[+-]?[0-9]+$")
 
 
 def milli(quantity: Any) -> float:
     """``Quantity.MilliValue`` as a float (cpu and extended scalars); invalid → 0."""
-    value = _MILLI.get(quantity)
+    value = MILLI_CACHE.get(quantity)
     if value is None:
         try:
             value = float(to_milli(quantity))
         except (QuantityError, TypeError):
             value = 0.0
-        if len(_MILLI) >= CACHE_LIMIT:
-            _MILLI.clear()
-        _MILLI[quantity] = value
+        if len(MILLI_CACHE) >= CACHE_LIMIT:
+            MILLI_CACHE.clear()
+        MILLI_CACHE[quantity] = value
     return value
 
 
 def units(quantity: Any) -> float:
     """``Quantity.Value`` as a float (memory bytes, ``pods``); invalid → 0."""
-    value = _UNITS.get(quantity)
+    value = UNITS_CACHE.get(quantity)
     if value is None:
         try:
             value = float(to_int(quantity))
         except (QuantityError, TypeError):
             value = 0.0
-        if len(_UNITS) >= CACHE_LIMIT:
-            _UNITS.clear()
-        _UNITS[quantity] = value
+        if len(UNITS_CACHE) >= CACHE_LIMIT:
+            UNITS_CACHE.clear()
+        UNITS_CACHE[quantity] = value
     return value
 
 
@@ -62,15 +62,15 @@ def time_or_none(value: Any) -> datetime | None:
     """An RFC 3339 time (cached: recordings repeat the same seconds), or None."""
     if not value or not isinstance(value, str):
         return None
-    parsed = _TIMES.get(value)
+    parsed = TIME_CACHE.get(value)
     if parsed is None:
         try:
             parsed = parse_time(value)
         except ValueError:
             return None
-        if len(_TIMES) >= CACHE_LIMIT:
-            _TIMES.clear()
-        _TIMES[value] = parsed
+        if len(TIME_CACHE) >= CACHE_LIMIT:
+            TIME_CACHE.clear()
+        TIME_CACHE[value] = parsed
     return parsed
 
 

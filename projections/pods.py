@@ -30,9 +30,9 @@ import orjson
 
 from projections.model import JSON, Resource, TaskInfo, TaskStatus
 from projections.parsing import (
-    _MILLI,
-    _TIMES,
-    _UNITS,
+    MILLI_CACHE,
+    TIME_CACHE,
+    UNITS_CACHE,
     add_requests,
     intern_map,
     max_into,
@@ -181,7 +181,7 @@ def _fast_request(containers: Any) -> Resource:
     """``pod_request`` for the common pod: regular containers only."""
     cpu = memory = 0.0
     scalars: dict[str, float] = {}
-    milli_cache, units_cache = _MILLI, _UNITS
+    milli_cache, units_cache = MILLI_CACHE, UNITS_CACHE
     for container in containers or ():
         resources = container.get("resources")
         if not resources:
@@ -215,12 +215,13 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
     affinity = spec.get("affinity") or None
     selector = spec.get("nodeSelector") or _EMPTY
 
-    owner_kind = ""
+    owner_kind = owner = ""
     refs = meta.get("ownerReferences")
     if refs:
         for ref in refs:
             if ref.get("controller"):
                 owner_kind = _intern(ref.get("kind") or "")
+                owner = f"{owner_kind}/{ref.get('name') or ''}"
                 shared = _BY_OWNER.get(ref.get("uid"))
                 if shared is None:
                     if len(_BY_OWNER) >= 1 << 16:
@@ -229,16 +230,27 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
                         labels, annotations, tolerations, affinity, selector
                     )
                 else:
+                    # Equal to the owner's last pod: share its copy; else remember this one.
                     if shared.labels == labels:
                         labels = shared.labels
+                    else:
+                        shared.labels = labels
                     if shared.annotations == annotations:
                         annotations = shared.annotations
+                    else:
+                        shared.annotations = annotations
                     if shared.tolerations == tolerations:
                         tolerations = shared.tolerations
+                    else:
+                        shared.tolerations = tolerations
                     if shared.affinity == affinity:
                         affinity = shared.affinity
+                    else:
+                        shared.affinity = affinity
                     if shared.selector == selector:
                         selector = shared.selector
+                    else:
+                        shared.selector = selector
                 break
 
     if "initContainers" in spec or "overhead" in spec:
@@ -276,7 +288,7 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
     grace = spec.get("terminationGracePeriodSeconds")
     created = meta.get("creationTimestamp")
     started = status.get("startTime")
-    times = _TIMES
+    times = TIME_CACHE
     return TaskInfo(
         meta.get("uid") or "",
         _intern(namespace),
@@ -305,6 +317,7 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
         grace if isinstance(grace, int) else 30,
         deleting,
         affinity,
+        owner,
     )
 
 

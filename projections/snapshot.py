@@ -154,7 +154,11 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
     try:
         target.version = int(body["version"])
         target.skipped = int(body["skipped"])
-        target.keep_pods = bool(body["keep_pods"])
+        if bool(body["keep_pods"]) != target.keep_pods:
+            raise CheckpointError(
+                f"checkpoint was taken with keep_pods={body['keep_pods']}, "
+                f"this projection has keep_pods={target.keep_pods}"
+            )
         for name in sorted(body["nodes"]):
             target.nodes[name] = decode(NodeInfo, body["nodes"][name])
         for job_id in sorted(body["jobs"]):
@@ -177,5 +181,7 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
         target.pods = _unraw(body["pods"])
         target.podgroups = _unraw(body["podgroups"])
         target.raw_nodes = _unraw(body["raw_nodes"])
+    except CheckpointError:
+        raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointError(f"cluster checkpoint is malformed: {exc!r}") from exc

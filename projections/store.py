@@ -19,7 +19,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from projections.base import CheckpointError, Projection
+from projections.base import CheckpointError, Projection, paused_gc
 from streams.log import EventLog
 
 
@@ -161,7 +161,8 @@ async def run_projection(
 
     Returns the number of records folded in this call. The projection resumes from its
     stored checkpoint when it has one (see :func:`resume`); a projection that is already
-    ahead of the checkpoint (folded in memory) just continues.
+    ahead of the checkpoint (folded in memory) just continues. The cyclic garbage
+    collector is paused meanwhile (:func:`projections.base.paused_gc`).
     """
     if checkpoint_every < 1:
         raise ValueError("checkpoint_every must be at least 1")
@@ -169,13 +170,14 @@ async def run_projection(
         await resume(projection, store)
     start = projection.position
     folded = since_checkpoint = 0
-    async for event in log.read(start, stop):
-        projection.apply(event)
-        folded += 1
-        since_checkpoint += 1
-        if since_checkpoint >= checkpoint_every:
+    with paused_gc():
+        async for event in log.read(start, stop):
+            projection.apply(event)
+            folded += 1
+            since_checkpoint += 1
+            if since_checkpoint >= checkpoint_every:
+                await store.save(projection.name, projection.position, projection.dump())
+                since_checkpoint = 0
+        if since_checkpoint:
             await store.save(projection.name, projection.position, projection.dump())
-            since_checkpoint = 0
-    if since_checkpoint:
-        await store.save(projection.name, projection.position, projection.dump())
     return folded

@@ -53,7 +53,8 @@ class World:
         history: the decision history (default: a fresh ``History``).
         extra: further projections, folded after those; ``None`` means the defaults
             (:func:`default_extras`), ``[]`` none. Names must be unique.
-        keep_pods: passed to a default ``ClusterState`` (raw pods for the simulator).
+        keep_pods: passed to a default ``ClusterState``; off by default (a controller
+            needs no raw pods; the simulated cluster keeps its own, as an API server would).
     """
 
     name = "world"
@@ -64,7 +65,7 @@ class World:
         cluster: ClusterState | None = None,
         history: History | None = None,
         extra: Iterable[Projection] | None = None,
-        keep_pods: bool = True,
+        keep_pods: bool = False,
     ) -> None:
         self.cluster = cluster if cluster is not None else ClusterState(keep_pods=keep_pods)
         self.history = history if history is not None else History()

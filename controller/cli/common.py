@@ -38,7 +38,7 @@ def load_configs(path: Path) -> tuple[TideConfig, EvictionConfig | None, dict[st
         eviction = parse_eviction_config(config.eviction) if config.eviction else None
     except (ConfigError, ValueError) as exc:
         fail(f"{path}: {exc}")
-    for warning in config.warnings:
+    for warning in (*config.warnings, *(eviction.warnings if eviction else ())):
         typer.echo(f"warning: {warning}", err=True)
     return config, eviction, raw
 

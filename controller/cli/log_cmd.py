@@ -100,13 +100,17 @@ def export_command(
             param_hint="--type",
         )
 
-    async def run(dest: IO[bytes]) -> int:
-        async with await _open(log, create=False) as source:
+    async def run(dest: IO[bytes] | Path) -> int:
+        async with await _open(log, create=False) as source:  # before touching --out
+            if isinstance(dest, Path):
+                with dest.open("wb") as stream:
+                    return await export_log(
+                        source, stream, start=start, stop=stop, types=types or ()
+                    )
             return await export_log(source, dest, start=start, stop=stop, types=types or ())
 
     if out is not None:
-        with out.open("wb") as dest:
-            _run(run(dest))
+        _run(run(out))
         return
     stdout = typer.get_binary_stream("stdout")
     try:

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.world import World
 from streams.events import parse_time
@@ -31,9 +32,10 @@ async def fold_log(url: str, *, at: datetime | None = None, offset: int | None =
     """The world folded from ``url``: records with offset < ``offset`` and ``at`` ≤ ``at``."""
     world = World(extra=[], keep_pods=False)
     async with await open_log(url) as log:
-        async for event in log.read(0, offset):
-            if at is None or event.at <= at:
-                world.apply(event)
+        with paused_gc():
+            async for event in log.read(0, offset):
+                if at is None or event.at <= at:
+                    world.apply(event)
     return world
 
 

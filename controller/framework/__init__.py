@@ -1,1 +1,21 @@
-"""tide package."""
+"""Volcano's session framework, without its I/O and its randomness.
+
+Where things are:
+
+* :mod:`~controller.framework.plugin` — ``Plugin`` / ``Action`` protocols, ``PluginContext``,
+  ``PluginSpec`` / ``ActionSpec`` registry entries;
+* :mod:`~controller.framework.points` — ``Vote``, ``FitError``, ``Victim``, the callable shapes
+  and the enable-flag names;
+* :mod:`~controller.framework.session` — ``Session``: the world at ``now`` plus the tier walk
+  (registration lives in :mod:`~controller.framework.extensions`);
+* :mod:`~controller.framework.statement` — ``Statement``: staged evict / pipeline / allocate,
+  committed as decision events;
+* :mod:`~controller.framework.view` — the copy-on-write view of the cluster projection;
+* :mod:`~controller.framework.config` — ``load_config`` / ``TideConfig``; ``tiers`` holds
+  ``PluginConf`` / ``TierConf``; ``durations.parse_duration``; ``errors.ConfigError``;
+* :mod:`~controller.framework.util` / :mod:`~controller.framework.search` — node search and
+  choice (spec §4); :mod:`~controller.framework.jobs` — gang counting (spec §1.4).
+
+Everything here is pure and synchronous: no clock but ``Session.now``, no randomness, sorted
+iteration, and the projection is never mutated.
+"""

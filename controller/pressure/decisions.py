@@ -28,12 +28,8 @@ TAINT_REASON = "eviction-taint"
 
 def owner_of(world: WorldLike, key: str) -> str:
     """``Kind/name`` of the pod's controller owner ("" when none is known)."""
-    raw = world.cluster.pods.get(key) if key in world.cluster.pods else None
-    refs = ((raw or {}).get("metadata") or {}).get("ownerReferences") or ()
-    for ref in refs:
-        if isinstance(ref, dict) and ref.get("controller"):
-            return f"{ref.get('kind')}/{ref.get('name')}"
-    return ""
+    task = world.cluster.tasks.get(key)
+    return task.owner if task is not None else ""
 
 
 def victim_evidence(

@@ -20,6 +20,7 @@ import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from controller.decide import decide
 from controller.framework.config import TideConfig
@@ -68,6 +69,8 @@ class Simulation:
         self.world = World()
         self.result = RunResult(self.log, self.world)
         self._queue: list[tuple[datetime, int, int, Event]] = []
+        self._pods: dict[str, dict[str, Any]] = {}
+        self._nodes: dict[str, dict[str, Any]] = {}
         self._seq = 0
         self._last_tick_version = -1
         self._last_tick_at = datetime.min.replace(tzinfo=UTC)
@@ -80,7 +83,28 @@ class Simulation:
         added = self.log.append_now(list(events))
         for event in added:
             self.world.apply(event)
+            if event.type == "k8s.watch":
+                self._keep_raw(event.data)
         return added
+
+    def _keep_raw(self, data: dict[str, object]) -> None:
+        """The simulated cluster plays the API server: it keeps the raw objects."""
+        obj = data.get("object")
+        if not isinstance(obj, dict):
+            return
+        meta = obj.get("metadata") or {}
+        resource = data.get("resource")
+        if resource == "pods":
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            store = self._pods
+        elif resource == "nodes":
+            key, store = str(meta.get("name")), self._nodes
+        else:
+            return
+        if data.get("event") == "DELETED":
+            store.pop(key, None)
+        else:
+            store[key] = obj
 
     def _decide_and_answer(self, event: Event) -> None:
         self._emit(decide(self.world, event, self.config, self.eviction))
@@ -88,9 +112,7 @@ class Simulation:
     def _emit(self, decisions: list[Event]) -> None:
         for decision in self._record(decisions):
             self.result.decisions.append(decision)
-            now, later = self.cluster.handle(
-                decision, self.world.cluster.pods, self.world.cluster.raw_nodes
-            )
+            now, later = self.cluster.handle(decision, self._pods, self._nodes)
             self._record(now)
             for answer in later:
                 self._push(answer.at, _ANSWER, answer)

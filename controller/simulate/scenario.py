@@ -213,10 +213,10 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
             }, created))
         placed = list(w.get("nodes") or [])
         for k in range(int(w.get("replicas", 1))):
-            node = placed[k % len(placed)] if placed else None
-            if node is not None and node not in capacity:
-                raise ScenarioError(f"workloads[{i}].nodes: {node!r}: no such node")
-            events.append(_watch("pods", _pod(w, k, created, node), created))
+            target = str(placed[k % len(placed)]) if placed else None
+            if target is not None and target not in capacity:
+                raise ScenarioError(f"workloads[{i}].nodes: {target!r}: no such node")
+            events.append(_watch("pods", _pod(w, k, created, target), created))
     for i, u in enumerate(doc.get("usage") or []):
         key = f"usage[{i}]"
         every = parse_duration(str(u.get("every", "60s")))

@@ -68,7 +68,10 @@ def test_budget_from_podgroup_annotations(
         pytest.param({"volcano.sh/preemptable": "true"}, {}, True, "*", id="annotation"),
         pytest.param({}, {"volcano.sh/preemptable": "true"}, True, "", id="label"),
         pytest.param(
-            {"volcano.sh/preemptable": "false"}, {"volcano.sh/preemptable": "true"}, False, "",
+            {"volcano.sh/preemptable": "false"},
+            {"volcano.sh/preemptable": "true"},
+            False,
+            "",
             id="annotation-first",
         ),
         pytest.param({"volcano.sh/preemptable": "maybe"}, {}, False, "", id="invalid"),
@@ -152,18 +155,22 @@ def test_pod_without_podgroup_is_a_job_of_one() -> None:
     ("annotations", "labels", "expected"),
     [
         pytest.param(
-            {"volcano.sh/preemptable": "true"}, {}, {"preemptable": True, "revocable_zone": "*"},
+            {"volcano.sh/preemptable": "true"},
+            {},
+            {"preemptable": True, "revocable_zone": "*"},
             id="preemptable-annotation",
         ),
         pytest.param(
-            {}, {"volcano.sh/preemptable": "true"}, {"preemptable": True, "revocable_zone": ""},
+            {},
+            {"volcano.sh/preemptable": "true"},
+            {"preemptable": True, "revocable_zone": ""},
             id="preemptable-label",
         ),
+        pytest.param({"volcano.sh/revocable-zone": "*"}, {}, {"revocable_zone": "*"}, id="zone"),
         pytest.param(
-            {"volcano.sh/revocable-zone": "*"}, {}, {"revocable_zone": "*"}, id="zone"
-        ),
-        pytest.param(
-            {"volcano.sh/jdb-max-unavailable": "1"}, {}, {"budget_max_unavailable": "1"},
+            {"volcano.sh/jdb-max-unavailable": "1"},
+            {},
+            {"budget_max_unavailable": "1"},
             id="budget-max",
         ),
         pytest.param(

@@ -38,9 +38,7 @@ def cpu(resource: Resource) -> float:
     ("steps", "idle", "used", "releasing", "tasks"),
     [
         pytest.param([("ADDED", pod("a"))], 7000, 1000, 0, 1, id="running-consumes"),
-        pytest.param(
-            [("ADDED", pod("a", phase="Pending"))], 7000, 1000, 0, 1, id="bound-consumes"
-        ),
+        pytest.param([("ADDED", pod("a", phase="Pending"))], 7000, 1000, 0, 1, id="bound-consumes"),
         pytest.param(
             [("ADDED", pod("a", node="", phase="Pending"))], 8000, 0, 0, 0, id="pending-not-placed"
         ),
@@ -49,42 +47,65 @@ def cpu(resource: Resource) -> float:
         ),
         pytest.param([("ADDED", pod("a", phase="Failed"))], 8000, 0, 0, 0, id="failed-not-placed"),
         pytest.param([("ADDED", pod("a", phase="Unknown"))], 7000, 1000, 0, 1, id="unknown"),
-        pytest.param(
-            [("ADDED", pod("a", deleting=at(1)))], 7000, 1000, 1000, 1, id="releasing"
-        ),
+        pytest.param([("ADDED", pod("a", deleting=at(1)))], 7000, 1000, 1000, 1, id="releasing"),
         pytest.param(
             [("ADDED", pod("a")), ("MODIFIED", pod("a", deleting=at(1)))],
-            7000, 1000, 1000, 1, id="running-then-releasing",
+            7000,
+            1000,
+            1000,
+            1,
+            id="running-then-releasing",
         ),
         pytest.param(
             [("ADDED", pod("a")), ("MODIFIED", pod("a", phase="Succeeded"))],
-            8000, 0, 0, 0, id="running-then-succeeded-frees",
+            8000,
+            0,
+            0,
+            0,
+            id="running-then-succeeded-frees",
         ),
         pytest.param(
             [("ADDED", pod("a")), ("DELETED", pod("a"))], 8000, 0, 0, 0, id="deleted-frees"
         ),
         pytest.param(
             [("ADDED", pod("a", deleting=at(1))), ("DELETED", pod("a"))],
-            8000, 0, 0, 0, id="releasing-then-deleted",
+            8000,
+            0,
+            0,
+            0,
+            id="releasing-then-deleted",
         ),
         pytest.param(
-            [("ADDED", pod("a", node="", phase="Pending")), ("MODIFIED", pod("a", phase="Pending"))],
-            7000, 1000, 0, 1, id="pending-then-bound",
+            [
+                ("ADDED", pod("a", node="", phase="Pending")),
+                ("MODIFIED", pod("a", phase="Pending")),
+            ],
+            7000,
+            1000,
+            0,
+            1,
+            id="pending-then-bound",
         ),
         pytest.param(
-            [("ADDED", pod("a")), ("MODIFIED", pod("a", cpu="3"))], 5000, 3000, 0, 1,
+            [("ADDED", pod("a")), ("MODIFIED", pod("a", cpu="3"))],
+            5000,
+            3000,
+            0,
+            1,
             id="request-resized",
         ),
         pytest.param(
             [("ADDED", pod("a")), ("ADDED", pod("b", cpu="2")), ("DELETED", pod("a"))],
-            6000, 2000, 0, 1, id="two-then-one",
+            6000,
+            2000,
+            0,
+            1,
+            id="two-then-one",
         ),
         pytest.param(
             [("ADDED", pod("a", cpu="10"))], -2000, 10000, 0, 1, id="overcommit-goes-negative"
         ),
-        pytest.param(
-            [("MODIFIED", pod("a"))], 7000, 1000, 0, 1, id="modified-unknown-is-add"
-        ),
+        pytest.param([("MODIFIED", pod("a"))], 7000, 1000, 0, 1, id="modified-unknown-is-add"),
         pytest.param([("DELETED", pod("a"))], 8000, 0, 0, 0, id="deleted-unknown-ignored"),
     ],
 )
@@ -213,7 +234,10 @@ def test_version_counts_changes_only() -> None:
     state = fold([watch("pods", pod("a"))])
     assert state.version == 1
     fold(
-        [watch("pods", pod("zzz"), event="DELETED"), watch("nodes", build_node("x"), event="DELETED")],
+        [
+            watch("pods", pod("zzz"), event="DELETED"),
+            watch("nodes", build_node("x"), event="DELETED"),
+        ],
         state,
     )
     assert state.version == 1
@@ -225,10 +249,15 @@ def test_version_counts_changes_only() -> None:
     "data",
     [
         pytest.param({"resource": "pods", "event": "ADDED", "object": {"spec": {}}}, id="no-meta"),
-        pytest.param({"resource": "nodes", "event": "ADDED", "object": {"metadata": {}}}, id="no-name"),
         pytest.param(
-            {"resource": "pods", "event": "ADDED", "object": {"metadata": {"name": "p"},
-                                                              "spec": {"containers": [1]}}},
+            {"resource": "nodes", "event": "ADDED", "object": {"metadata": {}}}, id="no-name"
+        ),
+        pytest.param(
+            {
+                "resource": "pods",
+                "event": "ADDED",
+                "object": {"metadata": {"name": "p"}, "spec": {"containers": [1]}},
+            },
             id="bad-container",
         ),
         pytest.param({"resource": "pods", "event": "ADDED", "object": "x"}, id="not-an-object"),
@@ -284,8 +313,9 @@ def test_incremental_accounting_equals_a_fold_of_the_final_objects(
     state = fold(nodes)
     final: dict[str, dict[str, Any]] = {}
     for kind, name, node, phase, deleting, request in steps:
-        obj = build_pod("ns", name, node=node, phase=phase, cpu=request,
-                        deleting=at(1) if deleting else None)
+        obj = build_pod(
+            "ns", name, node=node, phase=phase, cpu=request, deleting=at(1) if deleting else None
+        )
         fold([watch("pods", obj, event=kind)], state)
         if kind == "DELETED":
             final.pop(name, None)

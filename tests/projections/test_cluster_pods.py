@@ -64,10 +64,16 @@ def test_status_mapping(phase: str, node: str, deleting: bool, expected: TaskSta
         pytest.param({"memory": "2M", "cpu": "+1"}, 1000, 2 * 10**6, {}, id="mega-and-sign"),
         pytest.param({"cpu": 2, "memory": 1024}, 2000, 1024, {}, id="json-numbers"),
         pytest.param(
-            {"ephemeral-storage": "1Gi"}, 0, 0, {"ephemeral-storage": GI * 1000}, id="ephemeral-milli"
+            {"ephemeral-storage": "1Gi"},
+            0,
+            0,
+            {"ephemeral-storage": GI * 1000},
+            id="ephemeral-milli",
         ),
         pytest.param({"nvidia.com/gpu": "2"}, 0, 0, {"nvidia.com/gpu": 2000}, id="extended-milli"),
-        pytest.param({"hugepages-2Mi": "4Mi"}, 0, 0, {"hugepages-2Mi": 4 * MI * 1000}, id="hugepages"),
+        pytest.param(
+            {"hugepages-2Mi": "4Mi"}, 0, 0, {"hugepages-2Mi": 4 * MI * 1000}, id="hugepages"
+        ),
         pytest.param({"requests.cpu": "1"}, 0, 0, {}, id="quota-name-skipped"),
         pytest.param({"cpu": "lots", "memory": "1Gi"}, 0, GI, {}, id="invalid-counts-zero"),
     ],
@@ -87,21 +93,35 @@ def test_requests(
     [
         pytest.param(
             [container({"cpu": "1", "memory": "1Gi"}), container({"cpu": "2", "memory": "1Gi"})],
-            [], None, 3000, 2 * GI, id="containers-sum",
+            [],
+            None,
+            3000,
+            2 * GI,
+            id="containers-sum",
         ),
         pytest.param(
             [container({"cpu": "2", "memory": "1G"}), container({"cpu": "1", "memory": "1G"})],
             [container({"cpu": "2", "memory": "1G"}), container({"cpu": "2", "memory": "3G"})],
-            None, 3000, 3 * 10**9, id="volcano-doc-example",
+            None,
+            3000,
+            3 * 10**9,
+            id="volcano-doc-example",
         ),
         pytest.param(
-            [container({"cpu": "1"})], [container({"cpu": "4"})], None, 4000, 0,
+            [container({"cpu": "1"})],
+            [container({"cpu": "4"})],
+            None,
+            4000,
+            0,
             id="init-bigger",
         ),
         pytest.param(
             [container({"cpu": "1"})],
             [container({"cpu": "500m"}, restartPolicy="Always")],
-            None, 1500, 0, id="sidecar-added",
+            None,
+            1500,
+            0,
+            id="sidecar-added",
         ),
         pytest.param(
             [container({"cpu": "1"})],
@@ -109,16 +129,26 @@ def test_requests(
                 container({"cpu": "500m"}, restartPolicy="Always"),
                 container({"cpu": "2"}),
             ],
-            None, 2500, 0, id="init-after-sidecar-runs-beside-it",
+            None,
+            2500,
+            0,
+            id="init-after-sidecar-runs-beside-it",
         ),
         pytest.param(
             [container({"cpu": "1"})],
             [container({"cpu": "3"}), container({"cpu": "500m"}, restartPolicy="Always")],
-            None, 3000, 0, id="init-before-sidecar",
+            None,
+            3000,
+            0,
+            id="init-before-sidecar",
         ),
         pytest.param(
-            [container({"cpu": "1", "memory": "1Gi"})], [], {"cpu": "100m", "memory": "1Mi"},
-            1100, GI + MI, id="overhead-added",
+            [container({"cpu": "1", "memory": "1Gi"})],
+            [],
+            {"cpu": "100m", "memory": "1Mi"},
+            1100,
+            GI + MI,
+            id="overhead-added",
         ),
         pytest.param([container()], [], None, 0, 0, id="no-requests"),
         pytest.param([], [], None, 0, 0, id="no-containers"),
@@ -193,7 +223,9 @@ def test_preemptable(annotation: str | None, label: str | None, expected: bool) 
         pytest.param({"volcano.sh/revocable-zone": "*"}, {}, "*", id="star"),
         pytest.param({"volcano.sh/revocable-zone": "rz1"}, {}, "", id="named-zone-disables"),
         pytest.param(
-            {"volcano.sh/revocable-zone": "", "volcano.sh/preemptable": "true"}, {}, "",
+            {"volcano.sh/revocable-zone": "", "volcano.sh/preemptable": "true"},
+            {},
+            "",
             id="zone-annotation-wins-over-preemptable",
         ),
         pytest.param({"volcano.sh/preemptable": "true"}, {}, "*", id="preemptable-annotation"),
@@ -275,8 +307,13 @@ def test_other_fields() -> None:
     [
         pytest.param({"scheduling.k8s.io/group-name": "pg"}, {}, "", "ns/pg", id="group"),
         pytest.param({"scheduling.k8s.io/group-name": ""}, {}, "", "ns/p", id="empty-group"),
-        pytest.param({"volcano.sh/task-spec": "ps"}, {"volcano.sh/task-spec": "w"}, "ps", "ns/p",
-                     id="role-annotation-first"),
+        pytest.param(
+            {"volcano.sh/task-spec": "ps"},
+            {"volcano.sh/task-spec": "w"},
+            "ps",
+            "ns/p",
+            id="role-annotation-first",
+        ),
         pytest.param({}, {"volcano.sh/task-spec": "w"}, "w", "ns/p", id="role-label"),
     ],
 )
@@ -312,9 +349,24 @@ def test_pods_of_one_owner_share_equal_maps() -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True),
-     ("0", False), ("f", False), ("F", False), ("FALSE", False), ("false", False),
-     ("False", False), ("tRUE", None), ("yes", None), ("", None), (" true", None)],
+    [
+        ("1", True),
+        ("t", True),
+        ("T", True),
+        ("TRUE", True),
+        ("true", True),
+        ("True", True),
+        ("0", False),
+        ("f", False),
+        ("F", False),
+        ("FALSE", False),
+        ("false", False),
+        ("False", False),
+        ("tRUE", None),
+        ("yes", None),
+        ("", None),
+        (" true", None),
+    ],
 )
 def test_go_parse_bool(text: str, value: bool | None) -> None:
     assert parse_bool(text) is value
@@ -322,8 +374,15 @@ def test_go_parse_bool(text: str, value: bool | None) -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("0", 0), ("-2147483648", -(2**31)), ("2147483647", 2**31 - 1), ("2147483648", None),
-     ("1.0", None), ("", None), ("0x10", None)],
+    [
+        ("0", 0),
+        ("-2147483648", -(2**31)),
+        ("2147483647", 2**31 - 1),
+        ("2147483648", None),
+        ("1.0", None),
+        ("", None),
+        ("0x10", None),
+    ],
 )
 def test_go_parse_int32(text: str, value: int | None) -> None:
     assert parse_int32(text) == value

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from controller.cli import state_cmd
 from controller.cli.state_cmd import render, state_report
 from projections.world import World
-from streams.events import Event, make_event
+from streams.events import Event
 from tests.builders import at, build_node, build_pod, build_podgroup, build_queue, watch
 
 needs_sqlite = pytest.mark.skipif(
@@ -27,12 +27,15 @@ needs_sqlite = pytest.mark.skipif(
 def events() -> list[Event]:
     return [
         watch("queues", build_queue(), at(0)),
-        watch("nodes", build_node("n1", cpu="8", labels={"volcano.sh/revocable-zone": "rz"}), at(0)),
+        watch(
+            "nodes", build_node("n1", cpu="8", labels={"volcano.sh/revocable-zone": "rz"}), at(0)
+        ),
         watch("nodes", build_node("n2", cpu="4", ready=False), at(0)),
         watch(
             "podgroups",
-            build_podgroup("ns", "job", min_member=2,
-                           annotations={"volcano.sh/jdb-min-available": "1"}),
+            build_podgroup(
+                "ns", "job", min_member=2, annotations={"volcano.sh/jdb-min-available": "1"}
+            ),
             at(1),
         ),
         watch("pods", build_pod("ns", "w0", node="n1", group="job"), at(1)),
@@ -59,7 +62,12 @@ def test_report_contents() -> None:
     assert report["tasks"]["by_status"] == {"Pending": 1, "Running": 1}
     assert [t["key"] for t in report["tasks"]["items"]] == ["ns/w0", "ns/w1"]
     (job,) = report["jobs"]
-    assert (job["id"], job["min_available"], job["ready"], job["queue"]) == ("ns/job", 2, 1, "default")
+    assert (job["id"], job["min_available"], job["ready"], job["queue"]) == (
+        "ns/job",
+        2,
+        1,
+        "default",
+    )
     assert job["budget"] == {"min_available": "1", "max_unavailable": ""}
     assert report["queues"][0]["name"] == "default" and report["queues"][0]["jobs"] == 1
 
@@ -73,8 +81,15 @@ def test_render_tables() -> None:
     console = Console(record=True, width=160)
     render(state_report(world()), console, limit=1)
     text = console.export_text()
-    for expected in ("Nodes", "Tasks by status", "Jobs", "Queues", "rz", "minAvailable=1",
-                     "… and 1 more nodes"):
+    for expected in (
+        "Nodes",
+        "Tasks by status",
+        "Jobs",
+        "Queues",
+        "rz",
+        "minAvailable=1",
+        "… and 1 more nodes",
+    ):
         assert expected in text
 
 
@@ -135,7 +150,8 @@ def test_cli_tables_and_url(tmp_path: Path) -> None:
         pytest.param(["--log", "/nonexistent/x.db"], "no such log", id="missing-file"),
         pytest.param(["--log", "memory://", "--at", "yesterday"], "--at", id="bad-time"),
         pytest.param(
-            ["--log", "memory://", "--at", "2026-11-21T20:00:00Z", "--offset", "1"], "not both",
+            ["--log", "memory://", "--at", "2026-11-21T20:00:00Z", "--offset", "1"],
+            "not both",
             id="both",
         ),
         pytest.param(["--log", "rec.jsonl"], "no such log", id="missing-recording"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,16 @@ from tests.builders import (
 
 
 def decision(kind: str, name: str, minute: float, **extra: Any) -> Event:
-    data = {"kind": kind, "namespace": "ns", "pod": name, "uid": f"ns-{name}", "node": "n1",
-            "reason": "preempt", "source": "preempt", "evidence": {}}
+    data = {
+        "kind": kind,
+        "namespace": "ns",
+        "pod": name,
+        "uid": f"ns-{name}",
+        "node": "n1",
+        "reason": "preempt",
+        "source": "preempt",
+        "evidence": {},
+    }
     data.update(extra)
     return make_event(f"decision.{kind}", at(minute), data)
 
@@ -50,37 +59,75 @@ def scenario() -> list[Event]:
         watch("nodes", build_node("n2", cpu="4")),
         watch("pods", build_pod("ns", "w0", node="n1", group="job", priority=10)),
         watch("pods", build_pod("ns", "w1", phase="Pending", group="job")),
-        watch("podgroups", build_podgroup("ns", "job", min_member=2,
-                                          annotations={"volcano.sh/jdb-max-unavailable": "1"})),
-        watch("pods", build_pod("ns", "solo", node="n2", cpu="500m",
-                                annotations={"volcano.sh/preemptable": "true"})),
+        watch(
+            "podgroups",
+            build_podgroup(
+                "ns", "job", min_member=2, annotations={"volcano.sh/jdb-max-unavailable": "1"}
+            ),
+        ),
+        watch(
+            "pods",
+            build_pod(
+                "ns", "solo", node="n2", cpu="500m", annotations={"volcano.sh/preemptable": "true"}
+            ),
+        ),
         watch("pods", build_pod("ns", "late", node="n3")),
         node_metrics("n1", cpu="2", memory="3Gi", when=at(1)),
         pod_metrics("ns", "w0", cpu="900m", memory="1Gi", when=at(1)),
-        make_event("trigger.fired", at(1), {"trigger": "tick", "kind": "tick",
-                                            "scheduled": "2026-11-21T20:01:00Z"}),
+        make_event(
+            "trigger.fired",
+            at(1),
+            {"trigger": "tick", "kind": "tick", "scheduled": "2026-11-21T20:01:00Z"},
+        ),
     ]
     bind = decision("bind", "w1", 1, node="n2")
-    evict = decision("evict", "solo", 1, source="tdm", reason="tdm-window-closed",
-                     evidence={"zone": "rz1"})
-    taint = make_event("decision.taint", at(1), {"kind": "taint", "node": "n1",
-                       "taint": {"key": "tide/evict", "value": "", "effect": "NoSchedule"},
-                       "reason": "eviction-taint", "source": "pressure", "evidence": {}})
+    evict = decision(
+        "evict", "solo", 1, source="tdm", reason="tdm-window-closed", evidence={"zone": "rz1"}
+    )
+    taint = make_event(
+        "decision.taint",
+        at(1),
+        {
+            "kind": "taint",
+            "node": "n1",
+            "taint": {"key": "tide/evict", "value": "", "effect": "NoSchedule"},
+            "reason": "eviction-taint",
+            "source": "pressure",
+            "evidence": {},
+        },
+    )
     events += [bind, evict, taint]
     events += [
-        make_event("effect.applied", at(2), {"decision": bind.id, "kind": "bind",
-                                             "target": "ns/w1"}, cause=bind.id),
-        watch("pods", build_pod("ns", "w1", node="n2", phase="Pending", group="job"),
-              at(2), "MODIFIED"),
-        make_event("effect.failed", at(2), {"decision": evict.id, "kind": "evict",
-                                            "target": "ns/solo", "error": "pdb"}, cause=evict.id),
+        make_event(
+            "effect.applied",
+            at(2),
+            {"decision": bind.id, "kind": "bind", "target": "ns/w1"},
+            cause=bind.id,
+        ),
+        watch(
+            "pods",
+            build_pod("ns", "w1", node="n2", phase="Pending", group="job"),
+            at(2),
+            "MODIFIED",
+        ),
+        make_event(
+            "effect.failed",
+            at(2),
+            {"decision": evict.id, "kind": "evict", "target": "ns/solo", "error": "pdb"},
+            cause=evict.id,
+        ),
         decision("evict", "w0", 3),
-        watch("pods", build_pod("ns", "w0", node="n1", group="job", deleting=at(3)),
-              at(3), "MODIFIED"),
+        watch(
+            "pods", build_pod("ns", "w0", node="n1", group="job", deleting=at(3)), at(3), "MODIFIED"
+        ),
         watch("nodes", build_node("n3", cpu="2"), at(4)),
         watch("pods", build_pod("ns", "w0", node="n1", group="job"), at(5), "DELETED"),
-        watch("podgroups", build_podgroup("ns", "job", min_member=2, phase="Inqueue"), at(5),
-              "MODIFIED"),
+        watch(
+            "podgroups",
+            build_podgroup("ns", "job", min_member=2, phase="Inqueue"),
+            at(5),
+            "MODIFIED",
+        ),
         node_metrics("n1", cpu="1", memory="2Gi", when=at(5)),
         watch("nodes", build_node("n2", cpu="4"), at(6), "DELETED"),
         watch("queues", build_queue("batch", weight=2), at(6)),
@@ -94,7 +141,7 @@ def logged(events: list[Event]) -> MemoryLog:
     return log
 
 
-FACTORIES = {
+FACTORIES: dict[str, Callable[[], Projection]] = {
     "cluster": ClusterState,
     "history": History,
     "world": lambda: World(extra=[]),
@@ -220,6 +267,20 @@ def test_bad_checkpoints_leave_the_projection_untouched(state: bytes, message: s
     assert cluster.dump() == before
 
 
+async def test_a_checkpoint_with_other_pod_keeping_is_refolded() -> None:
+    events = scenario()
+    log = logged(events)
+    store = MemoryCheckpointStore()
+    await run_projection(log, ClusterState(keep_pods=True), store, stop=10)
+    lean = ClusterState(keep_pods=False)
+    assert not await resume(lean, store)
+    assert await run_projection(log, lean, store) == len(events)
+    assert (
+        len(lean.pods) == 0
+        and lean.dump() == full_fold(lambda: ClusterState(keep_pods=False), events).dump()
+    )
+
+
 def test_world_load_is_all_or_nothing() -> None:
     world = full_fold(lambda: World(extra=[]), scenario()[:8])
     assert isinstance(world, World)
@@ -249,9 +310,11 @@ def test_dumps_are_deterministic_and_round_trip(kind: str) -> None:
 
 @pytest.mark.parametrize("url", ["memory://", "sqlite:///{tmp}/cp.db", "{tmp}/plain.db"])
 async def test_open_store(url: str, tmp_path: Path) -> None:
-    store: CheckpointStore = await open_store(url.format(tmp=tmp_path).replace("///", "////", 1)
-                                              if url.startswith("sqlite") else
-                                              url.format(tmp=tmp_path))
+    store: CheckpointStore = await open_store(
+        url.format(tmp=tmp_path).replace("///", "////", 1)
+        if url.startswith("sqlite")
+        else url.format(tmp=tmp_path)
+    )
     async with store:
         await store.save("x", 3, b"abc")
         await store.save("x", 4, b"def")

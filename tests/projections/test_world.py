@@ -103,8 +103,14 @@ def test_events_not_yet_on_a_log_are_folded_without_moving_position() -> None:
 
 
 def test_world_passes_keep_pods_and_accepts_members() -> None:
-    assert len(fold(World(extra=[], keep_pods=False), [watch("pods", build_pod("n", "a"))])
-               .cluster.pods) == 0
+    assert (
+        len(
+            fold(
+                World(extra=[], keep_pods=False), [watch("pods", build_pod("n", "a"))]
+            ).cluster.pods
+        )
+        == 0
+    )
     cluster, history = ClusterState(), History()
     world = World(cluster=cluster, history=history, extra=[])
     assert world.cluster is cluster and world.history is history
@@ -115,14 +121,28 @@ def test_config_that_is_not_a_mapping_is_none() -> None:
     assert fold(World(extra=[]), [config(1), bad]).config is None
 
 
-def evict(node: str, minute: float, *, source: str = "tdm", zone: str | None = "rz1",
-          namespace: str = "ns") -> Event:
+def evict(
+    node: str,
+    minute: float,
+    *,
+    source: str = "tdm",
+    zone: str | None = "rz1",
+    namespace: str = "ns",
+) -> Event:
     evidence = {"zone": zone} if zone is not None else {}
     return make_event(
         "decision.evict",
         at(minute),
-        {"kind": "evict", "namespace": namespace, "pod": f"p{minute}", "uid": "u", "node": node,
-         "reason": "tdm-window-closed", "source": source, "evidence": evidence},
+        {
+            "kind": "evict",
+            "namespace": namespace,
+            "pod": f"p{minute}",
+            "uid": "u",
+            "node": node,
+            "reason": "tdm-window-closed",
+            "source": source,
+            "evidence": evidence,
+        },
     )
 
 
@@ -130,8 +150,14 @@ def taint(kind: str, key: str, minute: float = 0) -> Event:
     return make_event(
         f"decision.{kind}",
         at(minute),
-        {"kind": kind, "node": "n1", "taint": {"key": key, "value": "", "effect": "NoSchedule"},
-         "reason": "eviction-taint", "source": "pressure", "evidence": {}},
+        {
+            "kind": kind,
+            "node": "n1",
+            "taint": {"key": key, "value": "", "effect": "NoSchedule"},
+            "reason": "eviction-taint",
+            "source": "pressure",
+            "evidence": {},
+        },
     )
 
 
@@ -148,7 +174,9 @@ def taint(kind: str, key: str, minute: float = 0) -> Event:
         pytest.param([evict("n1", 1, source="preempt")], None, None, id="not-tdm"),
     ],
 )
-def test_last_tdm_eviction(events: list[Event], zone: str | None, expected: datetime | None) -> None:
+def test_last_tdm_eviction(
+    events: list[Event], zone: str | None, expected: datetime | None
+) -> None:
     assert fold(History(), events).last_tdm_eviction(zone) == expected
 
 
@@ -181,10 +209,17 @@ def test_taints_held_by_the_controller() -> None:
 
 
 def test_triggers_and_failed_effects() -> None:
-    fired = make_event("trigger.fired", at(4), {"trigger": "resched", "kind": "interval",
-                                                "scheduled": "2026-11-21T20:04:00Z"})
-    failed = make_event("effect.failed", at(5), {"decision": "d1", "kind": "evict",
-                                                 "target": "ns/p", "error": "x"}, cause="d1")
+    fired = make_event(
+        "trigger.fired",
+        at(4),
+        {"trigger": "resched", "kind": "interval", "scheduled": "2026-11-21T20:04:00Z"},
+    )
+    failed = make_event(
+        "effect.failed",
+        at(5),
+        {"decision": "d1", "kind": "evict", "target": "ns/p", "error": "x"},
+        cause="d1",
+    )
     history = fold(History(), [fired, failed])
     assert history.last_fired == {"resched": at(4)}
     assert history.failed == {"d1"}

@@ -139,6 +139,11 @@ def test_reading_a_missing_log_does_not_create_it(tmp_path: Path) -> None:
         assert code == 2
         assert "no such log" in output
     assert not path.exists()
+    out = tmp_path / "keep.jsonl"
+    out.write_text("precious\n")
+    code, _, _ = tide("log", "export", "--log", str(path), "--out", str(out))
+    assert code == 2
+    assert out.read_text() == "precious\n"
 
 
 def test_the_default_log_is_tide_db_in_the_working_directory(

@@ -31,7 +31,7 @@ GI = 2**30
 
 
 def new_world() -> World:
-    return World(extra=[UsageState(), OOMState(), PressureState()])
+    return World(extra=[UsageState(), OOMState(), PressureState()], keep_pods=True)
 
 
 def config(**overrides: Any) -> EvictionConfig:

@@ -56,7 +56,7 @@ def run(zones: dict[str, str], minutes: int, **extra: Any) -> tuple[World, list[
     ctx = PluginContext(ZoneInfo("UTC"), "volcano")
     plugin = build(args, ctx)
     tiers = [TierConf((PluginConf.of("tdm", all_flags=True),))]
-    world = World(extra=[])
+    world = World(extra=[], keep_pods=True)
     sim = SimulatedCluster()
     plan = TriggerConfig(
         zones=tuple(ZoneSchedule(z.name, z.window, args.evict_period) for z in args.zones)

@@ -37,7 +37,7 @@ def run(world: World, decision: Event) -> list[Event]:
 
 
 def base_world() -> World:
-    world = World(extra=[])
+    world = World(extra=[], keep_pods=True)
     for event in [
         watch("queues", build_queue()),
         watch("nodes", build_node("n1")),
