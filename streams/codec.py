@@ -93,7 +93,7 @@ def decode_record(record: JSON) -> Event:
     return decode_record_encoded(record)[0]
 
 
-def decode_record_encoded(record: JSON) -> tuple[Event, bytes | None]:
+def decode_record_encoded(record: JSON, line: bytes | None = None) -> tuple[Event, bytes | None]:
     """:func:`decode_record`, plus the payload's canonical bytes when they were computed.
 
     A line without ``id`` has its payload serialised for the content id anyway; a bulk

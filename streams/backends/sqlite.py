@@ -95,6 +95,7 @@ class SQLiteLog(EventLog):
         failing with :class:`~streams.log.BackendUnavailableError`.
         """
         connection = aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
+        _daemonise(connection)
         try:
             db = await connection
         except aiosqlite.Error as exc:
@@ -243,6 +244,19 @@ def _row(event: Event, payload: bytes | None = None) -> Row:
     # re-encodes canonically), so unsorted dumps is fine when no bytes were handed over
     data = orjson.dumps(event.data) if payload is None else payload
     return (event.id, _format_at(event.at), event.type, event.cause, event.v, data)
+
+
+def _daemonise(connection: aiosqlite.Connection) -> None:
+    """Make the connection's worker thread a daemon (before it starts).
+
+    aiosqlite's thread is not a daemon, so a log someone forgot to close (a test failing
+    half-way, a crashed command) keeps the interpreter from ever exiting. A daemon
+    thread cut off at exit can at worst lose an uncommitted transaction, which WAL
+    makes the same as a crash: harmless.
+    """
+    thread = getattr(connection, "_thread", None)
+    if isinstance(thread, threading.Thread) and not thread.is_alive():
+        thread.daemon = True
 
 
 async def _reap(connection: aiosqlite.Connection) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,22 @@ async def test_appends_in_this_process_wake_subscribers_without_polling(tmp_path
         await log.append(ticks(0, 2))
         async with asyncio.timeout(1):
             assert [e.offset for e in await reader] == [0, 1]
+
+
+def test_a_log_left_open_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    script = f"""
+import asyncio
+from streams.backends.sqlite import SQLiteLog
+from tests.streams.log_contract import ticks
+kept = []
+async def main():
+    log = await SQLiteLog.open({str(tmp_path / "log.db")!r})
+    await log.append(ticks(0, 2))
+    kept.append(log)  # never closed
+asyncio.run(main())
+"""
+    root = Path(__file__).parents[2]
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", script], cwd=root, timeout=20, check=False
+    )
+    assert done.returncode == 0
