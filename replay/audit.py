@@ -26,11 +26,12 @@ class Explanation:
 
     def lines(self) -> list[str]:
         d = self.decision.data
-        target = d.get("pod") and f"{d.get('namespace')}/{d.get('pod')}" or d.get("node")
+        target = (d.get("pod") and f"{d.get('namespace')}/{d.get('pod')}") or d.get("node")
         out = [
             f"{format_time(self.decision.at)}  {d.get('kind')} {target}"
             + (f" on {d.get('node')}" if d.get("pod") else "")
-            + f"  reason={d.get('reason')} source={d.get('source')}  (offset {self.decision.offset})"
+            + f"  reason={d.get('reason')} source={d.get('source')}"
+            + f"  (offset {self.decision.offset})"
         ]
         if self.cause is not None:
             out.append(f"  caused by {_describe(self.cause)}")
@@ -135,7 +136,9 @@ def select_decisions(
         yield event
 
 
-def timeline(events: Iterable[Event], *, pod: str | None = None, node: str | None = None) -> list[str]:
+def timeline(
+    events: Iterable[Event], *, pod: str | None = None, node: str | None = None
+) -> list[str]:
     """One line per record about a pod or a node, in log order."""
     out = []
     for event in events:

@@ -38,9 +38,8 @@ class Difference:
     replayed: list[str]
 
     def describe(self) -> str:
-        lines = [
-            f"decisions differ at offset {self.offset} ({self.cause_type} {self.cause_id}, {self.at}):"
-        ]
+        where = f"{self.cause_type} {self.cause_id}, {self.at}"
+        lines = [f"decisions differ at offset {self.offset} ({where}):"]
         rec, rep = set(self.recorded), set(self.replayed)
         lines += [f"  - recorded only: {line}" for line in self.recorded if line not in rep]
         lines += [f"  + replayed only: {line}" for line in self.replayed if line not in rec]

@@ -141,8 +141,13 @@ def audit_decisions(
     except ValueError as exc:
         fail(str(exc))
     for event in select_decisions(
-        read_log_events(log), reason=reason, node=node, namespace=namespace, kind=kind,
-        since=start, until=stop,
+        read_log_events(log),
+        reason=reason,
+        node=node,
+        namespace=namespace,
+        kind=kind,
+        since=start,
+        until=stop,
     ):
         typer.echo(decision_line(event).decode())
 

@@ -14,4 +14,3 @@ BUILTIN_PLUGINS: dict[str, PluginSpec] = {
     module.NAME: PluginSpec(module.NAME, module.parse_args, module.build)
     for module in (priority, gang, conformance, predicates, proportion, tdm)
 }
-

@@ -34,7 +34,8 @@ def describe(decision: Event) -> str:
     when = format_time(decision.at)[11:19]
     if d.get("kind") in ("taint", "untaint"):
         taint = d.get("taint") or {}
-        return f"{when}  {d['kind']:7} {d.get('node')}  {taint.get('key')}:{taint.get('effect')}  ({d.get('reason')})"
+        mark = f"{taint.get('key')}:{taint.get('effect')}"
+        return f"{when}  {d['kind']:7} {d.get('node')}  {mark}  ({d.get('reason')})"
     pod = f"{d.get('namespace')}/{d.get('pod')}"
     verb = "bind " if d.get("kind") == "bind" else "evict"
     where = "to" if d.get("kind") == "bind" else "from"
@@ -61,8 +62,11 @@ def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
     if not echo:
         return result.decisions
     out = typer.echo
-    out(f"tide demo: a co-located cluster through a day ({format_time(events[0].at)} → "
-        f"{format_time(until) if until else '?'}), zones: day 08:00-20:00, night 22:00-04:00 (UTC)\n")
+    span = f"{format_time(events[0].at)} → {format_time(until) if until else '?'}"
+    out(
+        f"tide demo: a co-located cluster through a day ({span}),"
+        " zones: day 08:00-20:00, night 22:00-04:00 (UTC)\n"
+    )
     day = ""
     for decision in result.decisions:
         date = format_time(decision.at)[:10]
@@ -70,9 +74,7 @@ def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
             day = date
             out(f"── {day} ──")
         out("  " + describe(decision))
-    counts = Counter(
-        f"{d.data.get('kind')} {d.data.get('reason')}" for d in result.decisions
-    )
+    counts = Counter(f"{d.data.get('kind')} {d.data.get('reason')}" for d in result.decisions)
     out("\nsummary:")
     for key, count in sorted(counts.items()):
         out(f"  {count:4}  {key}")

@@ -141,7 +141,9 @@ class Simulation:
         self._record([trigger])
         self._emit(decisions)
 
-    def _followups(self, until: datetime | None) -> Iterator[tuple[datetime, str, dict[str, object]]]:
+    def _followups(
+        self, until: datetime | None
+    ) -> Iterator[tuple[datetime, str, dict[str, object]]]:
         if self.eviction is None:
             return iter(())
         return iter(due_followups(self.world, self.eviction))

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -109,8 +110,13 @@ def _pod(w: Mapping[str, Any], index: int, created: datetime, node: str | None) 
     }
     if owner != "none":
         meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": owner, "name": str(w["name"]),
-             "uid": f"{owner.lower()}-{namespace}-{w['name']}", "controller": True}
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner,
+                "name": str(w["name"]),
+                "uid": f"{owner.lower()}-{namespace}-{w['name']}",
+                "controller": True,
+            }
         ]
     container: JSON = {"name": "main", "image": str(w.get("image", "registry.local/app:1"))}
     if requests:
@@ -140,9 +146,14 @@ def _interpolate(points: list[tuple[datetime, dict[str, Any]]], when: datetime, 
         return None
     if when <= known[0][0]:
         return known[0][1]
-    for (t0, v0), (t1, v1) in zip(known, known[1:], strict=False):
+    for (t0, v0), (t1, v1) in itertools.pairwise(known):
         if t0 <= when <= t1:
-            if isinstance(v0, str) and v0.endswith("%") and isinstance(v1, str) and v1.endswith("%"):
+            if (
+                isinstance(v0, str)
+                and v0.endswith("%")
+                and isinstance(v1, str)
+                and v1.endswith("%")
+            ):
                 a, b = Fraction(v0[:-1]), Fraction(v1[:-1])
                 frac = Fraction(int((when - t0).total_seconds()), int((t1 - t0).total_seconds()))
                 return f"{float(a + (b - a) * frac):.4f}%"
@@ -172,9 +183,11 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
     capacity: dict[str, tuple[Fraction, Fraction]] = {}
     for i, spec in enumerate(doc.get("nodes") or []):
         count = int(spec.get("count", 1))
-        names = [spec["name"]] if count == 1 and not spec.get("indexed") else [
-            f"{spec['name']}-{k}" for k in range(count)
-        ]
+        names = (
+            [spec["name"]]
+            if count == 1 and not spec.get("indexed")
+            else [f"{spec['name']}-{k}" for k in range(count)]
+        )
         for name in names:
             node = _node(spec, name)
             capacity[name] = (
@@ -186,10 +199,15 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
         queue = {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "Queue",
-            "metadata": {"name": q["name"], "uid": f"queue-{q['name']}",
-                         "creationTimestamp": format_time(start)},
-            "spec": {"weight": int(q.get("weight", 1)), **({"capability": q["capability"]}
-                                                            if q.get("capability") else {})},
+            "metadata": {
+                "name": q["name"],
+                "uid": f"queue-{q['name']}",
+                "creationTimestamp": format_time(start),
+            },
+            "spec": {
+                "weight": int(q.get("weight", 1)),
+                **({"capability": q["capability"]} if q.get("capability") else {}),
+            },
             "status": {"state": "Open"},
         }
         events.append(_watch("queues", queue, start))
@@ -200,17 +218,30 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
         ns = str(w.get("namespace", "default"))
         if w.get("podgroup") is not None:
             pg = w["podgroup"] or {}
-            events.append(_watch("podgroups", {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": w["name"], "namespace": ns, "uid": f"pg-{ns}-{w['name']}",
-                             "creationTimestamp": format_time(created),
-                             "annotations": {str(k): str(v) for k, v in
-                                             (pg.get("annotations") or {}).items()}},
-                "spec": {"minMember": int(pg.get("minMember", 1)),
-                         "queue": str(pg.get("queue", "default"))},
-                "status": {"phase": "Running"},
-            }, created))
+            events.append(
+                _watch(
+                    "podgroups",
+                    {
+                        "apiVersion": "scheduling.volcano.sh/v1beta1",
+                        "kind": "PodGroup",
+                        "metadata": {
+                            "name": w["name"],
+                            "namespace": ns,
+                            "uid": f"pg-{ns}-{w['name']}",
+                            "creationTimestamp": format_time(created),
+                            "annotations": {
+                                str(k): str(v) for k, v in (pg.get("annotations") or {}).items()
+                            },
+                        },
+                        "spec": {
+                            "minMember": int(pg.get("minMember", 1)),
+                            "queue": str(pg.get("queue", "default")),
+                        },
+                        "status": {"phase": "Running"},
+                    },
+                    created,
+                )
+            )
         placed = list(w.get("nodes") or [])
         for k in range(int(w.get("replicas", 1))):
             target = str(placed[k % len(placed)]) if placed else None
@@ -225,7 +256,9 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
         points = [(_time(t, start, f"{key}.points"), dict(v)) for t, v in u.get("points") or []]
         if not points:
             raise ScenarioError(f"{key}.points: empty")
-        end = _time(u["until"], start, f"{key}.until") if u.get("until") else (until or points[-1][0])
+        end = (
+            _time(u["until"], start, f"{key}.until") if u.get("until") else (until or points[-1][0])
+        )
         when = points[0][0]
         while when <= end:
             if "node" in u:
@@ -239,21 +272,40 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
                         _interpolate(points, when, "memory") or "0", mem_cap, "memory"
                     ),
                 }
-                events.append(make_event("metrics.node", when, {
-                    "apiVersion": "metrics.k8s.io/v1beta1", "kind": "NodeMetrics",
-                    "metadata": {"name": name}, "timestamp": format_time(when),
-                    "window": "30s", "usage": usage}))
+                events.append(
+                    make_event(
+                        "metrics.node",
+                        when,
+                        {
+                            "apiVersion": "metrics.k8s.io/v1beta1",
+                            "kind": "NodeMetrics",
+                            "metadata": {"name": name},
+                            "timestamp": format_time(when),
+                            "window": "30s",
+                            "usage": usage,
+                        },
+                    )
+                )
             else:
                 ns, _, name = str(u["pod"]).rpartition("/")
                 usage = {
                     dim: _usage_value(_interpolate(points, when, dim) or "0", Fraction(0), dim)
                     for dim in ("cpu", "memory")
                 }
-                events.append(make_event("metrics.pod", when, {
-                    "apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
-                    "metadata": {"name": name, "namespace": ns or "default"},
-                    "timestamp": format_time(when), "window": "30s",
-                    "containers": [{"name": "main", "usage": usage}]}))
+                events.append(
+                    make_event(
+                        "metrics.pod",
+                        when,
+                        {
+                            "apiVersion": "metrics.k8s.io/v1beta1",
+                            "kind": "PodMetrics",
+                            "metadata": {"name": name, "namespace": ns or "default"},
+                            "timestamp": format_time(when),
+                            "window": "30s",
+                            "containers": [{"name": "main", "usage": usage}],
+                        },
+                    )
+                )
             when += every
     events.sort(key=lambda e: e.at)
     return events, start, until
