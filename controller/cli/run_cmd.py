@@ -47,6 +47,10 @@ def simulate(
         Path | None, typer.Option(help="Write decisions here (JSON Lines); default stdout.")
     ] = None,
     log: Annotated[str | None, typer.Option(help="Also keep the whole log here (URL).")] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Serve the eviction metrics on this port after the run (Ctrl-C ends)."),
+    ] = None,
 ) -> None:
     """Run the controller over a recording in virtual time against the simulated cluster."""
     tide_config, eviction, _ = load_configs(config)
@@ -76,8 +80,29 @@ def simulate(
         + (f"; log kept in {log}" if log else ""),
         err=True,
     )
+    if metrics_port is not None:
+        _serve_metrics(result.log.events, metrics_port)
     if bad:
         raise typer.Exit(1)
+
+
+def _serve_metrics(events: list[Event], port: int) -> None:
+    """Serve ``/metrics`` (computed from the run's log) until interrupted."""
+    import threading
+
+    from prometheus_client import start_http_server
+
+    from replay.metrics import compute_metrics, registry
+
+    server, thread = start_http_server(port, registry=registry(compute_metrics(events)))
+    typer.echo(f"serving metrics on http://127.0.0.1:{port}/metrics (Ctrl-C to stop)", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        thread.join()
 
 
 def demo(

@@ -48,7 +48,8 @@ def test_demo_covers_windows_and_pressure(demo_run: tuple[str, Path]) -> None:
     # The night zone's window runs across midnight: nothing is evicted from it at 00:00,
     # only once it closes at 04:00.
     night = [
-        e for e in events
+        e
+        for e in events
         if e.type == "decision.evict" and (e.data.get("evidence") or {}).get("zone") == "night"
     ]
     assert night and all(e.at.hour == 4 for e in night)

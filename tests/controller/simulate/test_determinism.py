@@ -15,9 +15,21 @@ CONFIG = ROOT / "controller" / "simulate" / "data" / "demo-config.yaml"
 def simulate(out: Path, seed: str) -> bytes:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     subprocess.run(
-        [sys.executable, "-c", "from controller.cli import main; main()", "simulate",
-         str(SCENARIO), "--config", str(CONFIG), "--decisions", str(out)],
-        check=True, env=env, cwd=ROOT, capture_output=True,
+        [
+            sys.executable,
+            "-c",
+            "from controller.cli import main; main()",
+            "simulate",
+            str(SCENARIO),
+            "--config",
+            str(CONFIG),
+            "--decisions",
+            str(out),
+        ],
+        check=True,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
     )
     return out.read_bytes()
 
