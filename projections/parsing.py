@@ -58,6 +58,22 @@ def units(quantity: Any) -> float:
     return value
 
 
+def milli_uncached(quantity: Any) -> float:
+    """:func:`milli` without the cache, for values that rarely repeat (metric samples)."""
+    try:
+        return float(to_milli(quantity))
+    except (QuantityError, TypeError):
+        return 0.0
+
+
+def units_uncached(quantity: Any) -> float:
+    """:func:`units` without the cache, for values that rarely repeat (metric samples)."""
+    try:
+        return float(to_int(quantity))
+    except (QuantityError, TypeError):
+        return 0.0
+
+
 def time_or_none(value: Any) -> datetime | None:
     """An RFC 3339 time (cached: recordings repeat the same seconds), or None."""
     if not value or not isinstance(value, str):

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
-from projections.parsing import milli, units
+from projections.parsing import milli_uncached, units_uncached
 from streams.events import Event
 
 DEFAULT_HORIZON = timedelta(hours=2)
@@ -195,7 +195,7 @@ class Series:
 def node_usage(data: Mapping[str, Any]) -> tuple[float, float]:
     """``(cpu milli, memory bytes)`` of a NodeMetrics payload (missing → 0)."""
     usage = data.get("usage") or {}
-    return milli(usage.get("cpu", 0)), units(usage.get("memory", 0))
+    return milli_uncached(usage.get("cpu", 0)), units_uncached(usage.get("memory", 0))
 
 
 def pod_usage(data: Mapping[str, Any]) -> tuple[float, float]:
@@ -203,8 +203,8 @@ def pod_usage(data: Mapping[str, Any]) -> tuple[float, float]:
     cpu = mem = 0.0
     for container in data.get("containers") or ():
         usage = container.get("usage") or {}
-        cpu += milli(usage.get("cpu", 0))
-        mem += units(usage.get("memory", 0))
+        cpu += milli_uncached(usage.get("cpu", 0))
+        mem += units_uncached(usage.get("memory", 0))
     return cpu, mem
 
 

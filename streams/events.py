@@ -56,7 +56,41 @@ class Event:
 
     def with_offset(self, offset: int) -> Event:
         # direct construction: dataclasses.replace costs ~3x as much, once per appended record
-        return Event(self.type, self.at, self.id, self.data, self.cause, offset, self.v)
+        return build_event(self.type, self.at, self.id, self.data, self.cause, offset, self.v)
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__ (~0.85 µs for an
+# Event); setting the slots through their descriptors does the same in ~0.45 µs. Decoding
+# builds one Event per record, so the hot paths use build_event; it checks nothing.
+_SLOT_SETTERS = tuple(
+    vars(Event)[name].__set__ for name in ("type", "at", "id", "data", "cause", "offset", "v")
+)
+
+
+def build_event(
+    type_: str,
+    at: datetime,
+    id_: str,
+    data: JSON,
+    cause: str | None = None,
+    offset: int = -1,
+    v: int = 1,
+) -> Event:
+    """``Event(type_, at, id_, data, cause, offset, v)``, built faster (no checks: the
+    caller has validated the values, as :func:`streams.codec.decode` has)."""
+    event: Event = _new(Event)
+    s_type, s_at, s_id, s_data, s_cause, s_offset, s_v = _SLOT_SETTERS
+    s_type(event, type_)
+    s_at(event, at)
+    s_id(event, id_)
+    s_data(event, data)
+    s_cause(event, cause)
+    s_offset(event, offset)
+    s_v(event, v)
+    return event
+
+
+_new = object.__new__
 
 
 def parse_time(value: str) -> datetime:

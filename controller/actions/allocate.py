@@ -141,7 +141,9 @@ class _Run:
     def __init__(self, ssn: Session, args: AllocateArgs) -> None:
         self.ssn = ssn
         self.args = args
-        self.fit_error_roles: set[tuple[str, str]] = set()
+        #: job id -> roles of its tasks that found no node in this run (Volcano's
+        #: ``FitFailedRoles``; a role's later tasks are skipped, unless the role is "").
+        self.failed_roles: dict[str, set[str]] = {}
         self.error_cache: dict[tuple[str, str], dict[int, FitError]] = {}
 
     def allocate_job(
@@ -158,15 +160,16 @@ class _Run:
             if not ssn.allocatable(queue, task):
                 continue
             role_key = (job.id, task.task_role)
-            if task.task_role and role_key in self.fit_error_roles:
+            failed = self.failed_roles.setdefault(job.id, set())
+            if task.task_role and task.task_role in failed:
                 continue
             cache = None
             if self.args.predicate_error_cache and task.task_role:
                 cache = self.error_cache.setdefault(role_key, {})
             found = find_fitting_nodes(ssn, task, cache=cache)
             if not len(found):
-                self.fit_error_roles.add(role_key)
-                if _can_still_reach(ssn.jobs[job.id], len(tasks)):
+                failed.add(task.task_role)
+                if j.need_continue_allocating(ssn.jobs[job.id], failed):
                     continue
                 break
             self._place(stmt, queue, job, task, found)
@@ -197,11 +200,6 @@ class _Run:
             stmt.allocate(task, node.name, source=NAME, evidence=evidence, reason=REASON)
         else:
             stmt.pipeline(task, node.name)
-
-
-def _can_still_reach(job: JobInfo, remaining: int) -> bool:
-    """Whether the job may still reach ``min_available`` with the tasks left to try."""
-    return j.ready_task_num(job) + j.waiting_task_num(job) + remaining >= job.min_available
 
 
 def build(args: AllocateArgs) -> AllocateAction:

@@ -103,3 +103,34 @@ def check_task_ready(job: JobInfo) -> bool:
     if not job.task_min_available:
         return True
     return _roles_reach(job, _role_counts(job.tasks.values(), READY_STATUSES))
+
+
+def allocated_roles(job: JobInfo) -> Counter[str]:
+    """Per role: tasks in allocated statuses or Succeeded, plus best-effort Pending ones."""
+    return _role_counts(job.tasks.values(), READY_STATUSES)
+
+
+def need_continue_allocating(job: JobInfo, failed_roles: Iterable[str]) -> bool:
+    """Volcano's ``NeedContinueAllocating``: may allocate go on after a task found no node?
+
+    No when every task must run (``min_available == #tasks``). When ``min_available`` is
+    below the per-role minimums' sum: yes iff the ready tasks plus the Pending tasks of
+    roles that have not failed can still reach ``min_available``. Otherwise: no iff a
+    failed role with a minimum has fewer allocated tasks than that minimum.
+    """
+    if job.min_available == len(job.tasks):
+        return False
+    failed = set(failed_roles)
+    if job.min_available < sum(job.task_min_available.values()):
+        left = sum(
+            1
+            for task in job.tasks.values()
+            if task.status == TaskStatus.PENDING and task.task_role not in failed
+        )
+        return ready_task_num(job) + left >= job.min_available
+    allocated = allocated_roles(job)
+    for role in sorted(failed):
+        need = job.task_min_available.get(role, 0)
+        if need and allocated[role] < need:
+            return False
+    return True
