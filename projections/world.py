@@ -15,13 +15,26 @@ from __future__ import annotations
 
 import base64
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from projections.base import CheckpointError, Projection, decode_state, encode_state
+from projections.base import (
+    BaseProjection,
+    CheckpointError,
+    Projection,
+    decode_state,
+    encode_state,
+    paused_gc,
+)
 from projections.cluster import ClusterState
 from projections.history import History
+from streams.codec import decode
 from streams.events import Event
+
+#: one member's part in folding one event type: (member, its fold of the event, direct).
+#: A *direct* member is a :class:`BaseProjection` with the stock ``apply``: the World calls
+#: its handler itself and keeps its position; any other member gets ``apply(event)``.
+_Step = tuple[Projection, Callable[[Event], None], bool]
 
 #: (module, class) of the extras a default World folds, if the module exists
 DEFAULT_EXTRAS = (
@@ -43,6 +56,15 @@ def default_extras() -> list[Projection]:
             raise
         found.append(getattr(module, class_name)())
     return found
+
+
+def _is_direct(member: Projection) -> bool:
+    """Whether the World may call ``member``'s handlers itself (see ``_Step``)."""
+    return (
+        isinstance(member, BaseProjection)
+        and type(member).apply is BaseProjection.apply
+        and "apply" not in vars(member)
+    )
 
 
 class World:
@@ -81,6 +103,8 @@ class World:
             self.history,
             *self.extra.values(),
         )
+        self._direct = tuple(m for m in self._members if _is_direct(m))
+        self._routes: dict[str, tuple[_Step, ...]] = {}
 
     @property
     def usage(self) -> Any:
@@ -98,17 +122,57 @@ class World:
         return self._members
 
     def apply(self, event: Event) -> None:
-        """Fold one record into every projection (already-folded offsets are skipped)."""
+        """Fold one record into every projection (already-folded offsets are skipped).
+
+        The same as calling each member's ``apply`` in turn, without the calls that would
+        do nothing: the members that fold ``event.type`` are looked up once per type.
+        """
         offset = event.offset
         if 0 <= offset < self.position:
             return
-        if event.type == "config.applied":
+        type_ = event.type
+        if type_ == "config.applied":
             config = event.data.get("config")
             self.config = config if isinstance(config, dict) else None
+        route = self._routes.get(type_)
+        if route is None:
+            route = self._route(type_)
+        if offset < 0:  # not on a log: nothing to skip, no position to move
+            for _member, fold, _direct in route:
+                fold(event)
+            return
+        for member, fold, direct in route:
+            if not direct or offset >= member.position:
+                fold(event)
+        for member in self._direct:  # as BaseProjection.apply: past every logged event
+            if member.position <= offset:
+                member.position = offset + 1
+        self.position = offset + 1
+
+    def _route(self, type_: str) -> tuple[_Step, ...]:
+        steps: list[_Step] = []
         for member in self._members:
-            member.apply(event)
-        if offset >= 0:
-            self.position = offset + 1
+            if not _is_direct(member):
+                steps.append((member, member.apply, False))
+                continue
+            handler = type(member)._handlers.get(type_)  # type: ignore[attr-defined]
+            if handler is not None:
+                steps.append((member, handler.__get__(member), True))
+        route = self._routes[type_] = tuple(steps)
+        return route
+
+    def fold_lines(self, lines: Iterable[bytes | str]) -> int:
+        """Decode canonical lines (:func:`streams.codec.decode`) and fold them; returns
+        how many. A bulk fold: the cyclic garbage collector is paused meanwhile, as
+        :func:`projections.store.run_projection` pauses it (see
+        :func:`projections.base.paused_gc`)."""
+        apply = self.apply
+        count = 0
+        with paused_gc():
+            for line in lines:
+                apply(decode(line))
+                count += 1
+        return count
 
     def fold(self, events: Iterable[Event]) -> World:
         """Apply events in order; returns the world for chaining."""
