@@ -1,0 +1,97 @@
+"""Scenario YAML → recording: expansion and errors that name the key and the value."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controller.simulate.scenario import ScenarioError, expand
+
+START = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+
+
+def doc(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "start": "2026-11-21T06:00:00Z",
+        "nodes": [{"name": "n", "count": 2, "indexed": True, "cpu": "10", "memory": "10Gi"}],
+        "workloads": [
+            {
+                "name": "web",
+                "replicas": 3,
+                "cpu": "1",
+                "memory": "1Gi",
+                "qos": "LS",
+                "nodes": ["n-0"],
+            },
+            {
+                "name": "job",
+                "replicas": 2,
+                "cpu": "2",
+                "at": "+1h",
+                "podgroup": {"minMember": 2, "annotations": {"volcano.sh/jdb-min-available": "1"}},
+            },
+        ],
+        "usage": [
+            {
+                "node": "n-0",
+                "every": "30m",
+                "points": [["+0m", {"cpu": "10%"}], ["+1h", {"cpu": "50%"}]],
+            },
+        ],
+    }
+    base.update(overrides)
+    return base
+
+
+def test_expansion() -> None:
+    events, start, until = expand(doc())
+    assert start == START and until is None
+    kinds = [(e.type, e.data.get("resource")) for e in events]
+    assert kinds.count(("k8s.watch", "nodes")) == 2
+    assert kinds.count(("k8s.watch", "pods")) == 5
+    assert kinds.count(("k8s.watch", "podgroups")) == 1
+    pods = {
+        e.data["object"]["metadata"]["name"]: e for e in events if e.data.get("resource") == "pods"
+    }
+    assert pods["web-0"].data["object"]["spec"]["nodeName"] == "n-0"
+    assert pods["web-0"].data["object"]["status"]["phase"] == "Running"
+    assert pods["job-1"].at == START + timedelta(hours=1)
+    assert pods["job-1"].data["object"]["status"]["phase"] == "Pending"
+    assert (
+        pods["job-1"].data["object"]["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+        == "job"
+    )
+    samples = [e for e in events if e.type == "metrics.node"]
+    # 10% → 50% of 10 cores, linearly, every 30 minutes: 1, 3, 5 cores.
+    assert [s.data["usage"]["cpu"] for s in samples] == ["1000m", "3000m", "5000m"]
+    assert [e.at for e in events] == sorted(e.at for e in events)
+
+
+def test_expansion_is_deterministic() -> None:
+    assert [e.id for e in expand(doc())[0]] == [e.id for e in expand(doc())[0]]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"start": "yesterday"}, "start: 'yesterday'"),
+        ({"workloads": [{"replicas": 1}]}, "workloads[0].name: missing"),
+        ({"workloads": [{"name": "w", "nodes": ["nope"]}]}, "workloads[0].nodes: 'nope'"),
+        ({"usage": [{"node": "nope", "points": [["+0m", {"cpu": "1"}]]}]}, "usage[0].node: 'nope'"),
+        ({"usage": [{"node": "n-0", "every": "-1m", "points": [["+0m", {}]]}]}, "usage[0].every"),
+        ({"usage": [{"node": "n-0", "points": []}]}, "usage[0].points: empty"),
+    ],
+    ids=[
+        "bad start",
+        "no name",
+        "unknown node",
+        "usage of unknown node",
+        "negative every",
+        "no points",
+    ],
+)
+def test_errors_name_the_key_and_value(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        expand(doc(**overrides))
