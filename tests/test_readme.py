@@ -40,9 +40,6 @@ def test_every_command_in_the_table_has_help() -> None:
     runner = CliRunner()
     for name in names:
         words = name.split()
-        if words[0] in ("log", "audit"):
-            args = words[:2]
-        else:
-            args = words[:1]
+        args = words[:2] if words[0] in ("log", "audit") else words[:1]
         result = runner.invoke(app, [*args, "--help"])
         assert result.exit_code == 0, (name, result.output)

@@ -47,9 +47,9 @@ def test_simulate_serves_metrics(tmp_path: Path) -> None:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as r:
                     body = r.read().decode()
                 break
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None:
-                    raise AssertionError(proc.communicate()[1].decode())
+                    raise AssertionError(proc.communicate()[1].decode()) from exc
                 time.sleep(0.1)
         assert 'koordlet_eviction_total{code="cpu-pressure"' in body
         assert "koordlet_eviction_cooldown_active" in body
