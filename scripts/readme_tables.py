@@ -13,7 +13,10 @@ sys.path.insert(0, str(ROOT))
 
 from controller.plugins.tdm import DIFFERENCES  # noqa: E402
 
-BEGIN = "<!-- tdm-differences: generated from controller.plugins.tdm.DIFFERENCES; a test keeps them equal -->"
+BEGIN = (
+    "<!-- tdm-differences: generated from controller.plugins.tdm.DIFFERENCES;"
+    " a test keeps them equal -->"
+)
 END = "<!-- /tdm-differences -->"
 
 
