@@ -14,6 +14,7 @@ import os
 import platform
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import orjson
 
 from benchmarks import bench_fold, bench_import, bench_policy, bench_pressure, rss
 from benchmarks.common import Context, Result, Skip, table
-from benchmarks.generate import OUT_DIR, SCALES, ensure_recording
+from benchmarks.generate import OUT_DIR, SCALES, Manifest, ensure_recording
 
 BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "import": bench_import.run,
@@ -67,9 +68,24 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     manifest = ensure_recording(scale)
     recording = Path(manifest.path)
-    work = OUT_DIR / f"work-{os.getpid()}"  # private: runs may overlap
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    # private to this run (runs may overlap): a fresh temporary directory, removed at the end
+    work = Path(tempfile.mkdtemp(prefix=f"work-{os.getpid()}-", dir=OUT_DIR))
+    try:
+        return _run(args, only, repeat, manifest, recording, work, started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(
+    args: argparse.Namespace,
+    only: list[str],
+    repeat: int,
+    manifest: Manifest,
+    recording: Path,
+    work: Path,
+    started: float,
+) -> int:
     ctx = Context(manifest, recording, work, repeat, args.quick)
     print(
         f"recording {recording.name}: {manifest.lines:,} events, "
@@ -108,7 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     for note in ctx.notes:
         print(f"note: {note}")
-    shutil.rmtree(work, ignore_errors=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(
         orjson.dumps(

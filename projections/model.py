@@ -35,16 +35,18 @@ class Resource:
         """In-place add; returns self."""
         self.milli_cpu += other.milli_cpu
         self.memory += other.memory
+        scalars = self.scalars
         for name, value in other.scalars.items():
-            self.scalars[name] = self.scalars.get(name, 0.0) + value
+            scalars[name] = scalars.get(name, 0.0) + value
         return self
 
     def sub(self, other: Resource) -> Resource:
         """In-place subtract (may go negative, as Volcano's unchecked sub); returns self."""
         self.milli_cpu -= other.milli_cpu
         self.memory -= other.memory
+        scalars = self.scalars
         for name, value in other.scalars.items():
-            self.scalars[name] = self.scalars.get(name, 0.0) - value
+            scalars[name] = scalars.get(name, 0.0) - value
         return self
 
     def is_empty(self) -> bool:

@@ -39,6 +39,7 @@ OOM_KILLED = "OOMKilled"
 KEEP_REASONS = 16
 #: how many termination signatures are remembered per container
 KEEP_SIGNATURES = 8
+_EMPTY: Mapping[str, Any] = {}
 
 
 class PodTerminations:
@@ -89,16 +90,23 @@ def _signature(terminated: Mapping[str, Any], restarts: int) -> str:
 
 def terminations(pod: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     """``(finishedAt, container, signature, reason)`` of every termination the pod shows."""
-    status = pod.get("status") or {}
+    status = pod.get("status") or _EMPTY
+    statuses = status.get("containerStatuses")
+    if not statuses:
+        return []
     found: list[tuple[str, str, str, str]] = []
-    for cs in status.get("containerStatuses") or ():
-        if not isinstance(cs, Mapping):
+    for cs in statuses:
+        # (type checks first: isinstance against the Mapping ABC costs ~0.3 µs a call)
+        if type(cs) is not dict and not isinstance(cs, Mapping):
+            continue
+        last = (cs.get("lastState") or _EMPTY).get("terminated")
+        current = (cs.get("state") or _EMPTY).get("terminated")
+        if last is None and current is None:  # the common case: nothing terminated
             continue
         name = str(cs.get("name") or "")
         restarts = cs.get("restartCount")
         restarts = restarts if isinstance(restarts, int) else 0
-        last = (cs.get("lastState") or {}).get("terminated")
-        if isinstance(last, Mapping):
+        if type(last) is dict or isinstance(last, Mapping):
             found.append(
                 (
                     str(last.get("finishedAt") or ""),
@@ -107,8 +115,7 @@ def terminations(pod: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
                     str(last.get("reason") or ""),
                 )
             )
-        current = (cs.get("state") or {}).get("terminated")
-        if isinstance(current, Mapping):
+        if type(current) is dict or isinstance(current, Mapping):
             found.append(
                 (
                     str(current.get("finishedAt") or ""),
@@ -138,24 +145,27 @@ class OOMState(BaseProjection):
         data = event.data
         if data.get("resource") != "pods":
             return
-        obj = data.get("object") or {}
-        meta = obj.get("metadata") or {}
+        obj = data.get("object") or _EMPTY
+        meta = obj.get("metadata") or _EMPTY
         key = f"{meta.get('namespace')}/{meta.get('name')}"
-        uid = str(meta.get("uid") or "")
         if data.get("event") == "DELETED":
+            uid = str(meta.get("uid") or "")
             held = self.pods.get(key)
             if held is not None and (not uid or held.uid == uid or not held.uid):
                 self._drop(key)
             return
-        node = str((obj.get("spec") or {}).get("nodeName") or "")
         held = self.pods.get(key)
+        found = terminations(obj)
+        if held is None and not found:
+            return  # nothing to remember about a pod that never terminated
+        uid = str(meta.get("uid") or "")
+        node = str((obj.get("spec") or _EMPTY).get("nodeName") or "")
         if held is not None and uid and held.uid and held.uid != uid:
             self._drop(key)
             held = None
-        found = terminations(obj)
-        if held is None:
             if not found:
-                return  # nothing to remember about a pod that never terminated
+                return
+        if held is None:
             held = self.pods[key] = PodTerminations(uid, node)
         if held.node != node:
             self._unindex(key, held)

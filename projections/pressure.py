@@ -118,9 +118,11 @@ class PressureState(BaseProjection):
         self.decisions: dict[str, tuple[str, str, str]] = {}  # id -> (kind, node, uid)
 
     def apply(self, event: Event) -> None:
-        if self.clock is None or event.at > self.clock:
-            self.clock = event.at
-        super().apply(event)
+        at = event.at
+        clock = self.clock
+        if clock is None or at > clock:
+            self.clock = at
+        BaseProjection.apply(self, event)
 
     # ---- folds -----------------------------------------------------------------------
 
