@@ -77,11 +77,10 @@ class ShuffleAction:
         stmt = ssn.statement()
         for victim in victims:
             try:
+                # the evidence dict becomes the decision's payload as is: victim
+                # functions hand over a fresh dict per victim (see Victim)
                 stmt.evict(
-                    victim.task,
-                    victim.reason,
-                    source=victim.source,
-                    evidence=dict(victim.evidence),
+                    victim.task, victim.reason, source=victim.source, evidence=victim.evidence
                 )
             except StatementError:
                 continue  # already releasing in this session

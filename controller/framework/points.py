@@ -73,7 +73,10 @@ class Victim:
     """A task a plugin nominates for eviction, with the reason code and the evidence.
 
     ``reason`` is one of the decision reason codes (``tdm-window-closed``,
-    ``low-node-utilization``, ...); ``evidence`` is JSON data explaining the choice.
+    ``low-node-utilization``, ...); ``evidence`` is JSON data explaining the choice. The
+    shuffle action puts ``evidence`` into the decision as is (no copy: a window close
+    has thousands of victims), so a victim function gives each victim a dict of its own
+    and does not touch it afterwards.
     The session fills in the nominating plugin as ``source``, which the shuffle action
     writes as the decision's ``source``.
     """

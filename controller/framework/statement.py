@@ -16,12 +16,16 @@ events later, so there is no "commit failed, un-evict" path here.
 from __future__ import annotations
 
 import enum
+import hashlib
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
 
 from controller.framework.errors import StatementError
 from controller.framework.view import clone_task
 from projections.model import TaskInfo, TaskStatus
-from streams.events import Event, make_event
+from streams.events import EVENT_TYPES, Event, build_event, format_time
 
 if TYPE_CHECKING:
     from controller.framework.session import Session
@@ -31,6 +35,48 @@ class OpKind(enum.Enum):
     EVICT = "evict"
     PIPELINE = "pipeline"
     ALLOCATE = "allocate"
+
+
+_EVICT = OpKind.EVICT
+_RELEASING = TaskStatus.RELEASING
+
+
+class DecisionEncoder:
+    """Builds the decision events of one commit: ``make_event(type, at, data, cause=...)``.
+
+    The same events, ids byte for byte, but cheaper when a commit holds thousands of
+    decisions: every decision of a commit shares ``at`` and ``cause``, so the canonical
+    encoding that :func:`streams.events.content_id` hashes, ``{"at", "cause", "data",
+    "type"}`` with sorted keys (orjson: compact, and ``OPT_SORT_KEYS`` sorts nested
+    objects too), is assembled from a prefix encoded once, the payload, and a suffix per
+    type; and the event is built without re-checking the type and time.
+    ``tests/controller/framework/test_statement.py`` proves equality with ``make_event``.
+    """
+
+    __slots__ = ("_at", "_cause", "_prefix", "_suffixes")
+
+    def __init__(self, at: datetime, cause: str | None) -> None:
+        if at.tzinfo is None:
+            raise ValueError("event time must be timezone-aware")
+        self._at = at.astimezone(UTC)
+        self._cause = cause
+        self._prefix = (
+            b'{"at":' + orjson.dumps(format_time(self._at)) + b',"cause":' + orjson.dumps(cause)
+        ) + b',"data":'
+        self._suffixes: dict[str, tuple[bytes, int]] = {}
+
+    def __call__(self, type_: str, data: dict[str, Any]) -> Event:
+        suffix = self._suffixes.get(type_)
+        if suffix is None:
+            if type_ not in EVENT_TYPES:
+                raise ValueError(f"unknown event type {type_!r}")
+            suffix = self._suffixes[type_] = (
+                b',"type":' + orjson.dumps(type_) + b"}",
+                EVENT_TYPES[type_],
+            )
+        body = self._prefix + orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + suffix[0]
+        id_ = hashlib.blake2b(body, digest_size=12).hexdigest()
+        return build_event(type_, self._at, id_, data, self._cause, -1, suffix[1])
 
 
 class Operation(NamedTuple):
@@ -76,14 +122,23 @@ class Statement:
         source: str,
         evidence: dict[str, Any] | None = None,
     ) -> None:
-        """Mark ``task`` Releasing in the session and run deallocate handlers."""
-        before = self._current(task)
-        if before.status == TaskStatus.RELEASING:
-            raise StatementError(f"task {before.key} is already releasing")
-        after = clone_task(before, status=TaskStatus.RELEASING)
-        self._swap(before, after)
-        self._ssn.fire_deallocate(after)
-        self._ops.append(Operation(OpKind.EVICT, before, after, reason, source, evidence or {}))
+        """Mark ``task`` Releasing in the session and run deallocate handlers.
+
+        The body is :meth:`_current` + :meth:`_swap` written out: a TDM window close
+        stages thousands of evictions in one cycle, and the calls were a third of it.
+        """
+        ssn = self._ssn
+        view = ssn.view
+        key = f"{task.namespace}/{task.name}"
+        before = view.tasks.lookup(key) or task
+        if before.status == _RELEASING:
+            raise StatementError(f"task {key} is already releasing")
+        after = clone_task(before, status=_RELEASING)
+        view.put_task(after, key)
+        if before.node_name:
+            view.node_swap_task(before.node_name, key, after)
+        ssn.fire_deallocate(after)
+        self._ops.append(Operation(_EVICT, before, after, reason, source, evidence or {}))
 
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
         """Reserve ``node_name``'s releasing resources for ``task`` (no decision event)."""
@@ -131,6 +186,7 @@ class Statement:
         """Turn evictions and allocations into decision events; pipelines stay staged."""
         ssn = self._ssn
         events: list[Event] = []
+        encode = DecisionEncoder(ssn.now, ssn.trigger.id)
         for op in self._ops:
             if op.kind is OpKind.PIPELINE:
                 continue
@@ -146,7 +202,7 @@ class Statement:
                 "source": op.source,
                 "evidence": op.evidence,
             }
-            events.append(make_event(f"decision.{kind}", ssn.now, data, cause=ssn.trigger.id))
+            events.append(encode(f"decision.{kind}", data))
         self._ops = []
         ssn.decisions.extend(events)
         return events

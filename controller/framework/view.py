@@ -33,18 +33,34 @@ M = TypeVar("M", JobInfo, NodeInfo, TaskInfo)
 
 
 def _cloner(cls: type[M]) -> Callable[[M], M]:
-    """A fast shallow copy of a model dataclass (``dataclasses.replace`` is ~8x slower)."""
-    init = [f.name for f in fields(cls) if f.init]
-    rest = [f.name for f in fields(cls) if not f.init]
-    get = attrgetter(*init)
+    """A fast shallow copy of a model dataclass.
 
-    def clone(obj: M) -> M:
-        copy = cls(*get(obj))
-        for name in rest:
-            setattr(copy, name, getattr(obj, name))
-        return copy
+    Generated code that creates the object without ``__init__`` and copies each field in
+    one statement: ~0.6 µs for a task, against ~1.8 µs for ``cls(*attrgetter(...)(obj))``
+    and ~8x that for ``dataclasses.replace``; a TDM window close clones thousands of tasks.
+    Classes with a ``__post_init__`` get the ``__init__`` path, so it still runs.
+    """
+    if hasattr(cls, "__post_init__"):
+        init = [f.name for f in fields(cls) if f.init]
+        rest = [f.name for f in fields(cls) if not f.init]
+        get = attrgetter(*init)
 
-    return clone
+        def clone(obj: M) -> M:
+            copy = cls(*get(obj))
+            for name in rest:
+                setattr(copy, name, getattr(obj, name))
+            return copy
+
+        return clone
+    names = [f.name for f in fields(cls)]
+    if not all(name.isidentifier() for name in names):  # pragma: no cover - model fields
+        raise TypeError(f"{cls.__name__}: field names must be identifiers")
+    body = "".join(f"    copy.{name} = obj.{name}\n" for name in names)
+    source = f"def clone(obj):\n    copy = new(cls)\n{body}    return copy\n"
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    exec(source, namespace)  # the source is built from the dataclass's own field names
+    generated: Callable[[M], M] = namespace["clone"]
+    return generated
 
 
 _clone_task = _cloner(TaskInfo)
@@ -164,18 +180,49 @@ class OverlayView(Mapping[str, V], Generic[V]):
 
 
 class JobsView(OverlayView[JobInfo]):
-    """Session jobs: PodGroups seen (not placeholders) whose queue exists."""
+    """Session jobs: PodGroups seen (not placeholders) whose queue exists.
 
-    __slots__ = ("_queues",)
+    A job changed by a statement is cloned when it is next *read*, not when it changes
+    (:meth:`ClusterView.put_task` records the task in a patch): a TDM window close
+    evicts one task from each of ~2,000 jobs that nothing reads afterwards, and copying
+    each job's task map was a sixth of that cycle.
+    """
+
+    __slots__ = ("_materialise", "_patches", "_queues")
 
     def __init__(
-        self, base: Mapping[str, JobInfo], over: dict[str, JobInfo], queues: Mapping[str, QueueInfo]
+        self,
+        base: Mapping[str, JobInfo],
+        over: dict[str, JobInfo],
+        queues: Mapping[str, QueueInfo],
+        patches: dict[str, dict[str, TaskInfo]],
+        materialise: Callable[[str], JobInfo | None],
     ) -> None:
         super().__init__(base, over)
         self._queues = queues
+        self._patches = patches
+        self._materialise = materialise
 
     def _admit(self, value: JobInfo) -> bool:
         return not value.placeholder and value.queue in self._queues
+
+    def lookup(self, key: str) -> JobInfo | None:
+        value = self._over.get(key)
+        if value is None:
+            value = self._materialise(key) if key in self._patches else self._base.get(key)
+        if value is None or not self._admit(value):
+            return None
+        return value
+
+    def peek(self, key: str) -> JobInfo | None:
+        """The job for its own fields only (queue, priority, ...): its ``tasks`` may lack
+        the session's staged changes. For event handlers, which must not force a clone."""
+        value = self._over.get(key)
+        if value is None:
+            value = self._base.get(key)
+        if value is None or not self._admit(value):
+            return None
+        return value
 
 
 class ClusterView:
@@ -199,9 +246,13 @@ class ClusterView:
             queues = dict(sorted({**queues, DEFAULT_QUEUE: QueueInfo(DEFAULT_QUEUE)}.items()))
         self.queues: Mapping[str, QueueInfo] = queues
         self._job_over: dict[str, JobInfo] = {}
+        #: job id -> task changes not yet applied to a clone of the job (see JobsView)
+        self._job_patches: dict[str, dict[str, TaskInfo]] = {}
         self._task_over: dict[str, TaskInfo] = {}
         self._base_jobs = cluster.jobs
-        self.jobs = JobsView(cluster.jobs, self._job_over, queues)
+        self.jobs = JobsView(
+            cluster.jobs, self._job_over, queues, self._job_patches, self.writable_job
+        )
         self.tasks: OverlayView[TaskInfo] = OverlayView(cluster.tasks, self._task_over)
         self._total: Resource | None = None
         #: Per node (view order): bumped whenever a statement changes the node, so that
@@ -315,17 +366,33 @@ class ClusterView:
                 return None
             job = _clone_job(base)
             job.tasks = dict(base.tasks)
+            patch = self._job_patches.pop(job_id, None)
+            if patch is not None:
+                job.tasks.update(patch)
             self._job_over[job_id] = job
         return job
 
     def put_task(self, task: TaskInfo, key: str | None = None) -> None:
-        """Make ``task`` the current version of its key, in the task index and its job."""
+        """Make ``task`` the current version of its key, in the task index and its job.
+
+        A job not cloned yet gets the task in its patch, applied when the job is next
+        read through :attr:`jobs` (or made writable).
+        """
         key = key or task.key
         self._task_over[key] = task
-        job = self.writable_job(task.job)
+        job_id = task.job
+        job = self._job_over.get(job_id)
         if job is not None:
             job.tasks[key] = task
-            self._job_versions[task.job] = self._job_versions.get(task.job, 0) + 1
+        else:
+            patch = self._job_patches.get(job_id)
+            if patch is not None:
+                patch[key] = task
+            elif job_id in self._base_jobs:
+                self._job_patches[job_id] = {key: task}
+            else:
+                return
+        self._job_versions[job_id] = self._job_versions.get(job_id, 0) + 1
 
     def job_version(self, job: JobInfo) -> tuple[int, int]:
         """Changes whenever the session changes ``job``: a memo key for answers about it.

@@ -8,9 +8,17 @@ uses to its :class:`~controller.framework.plugin.PluginSpec`.
 from __future__ import annotations
 
 from controller.framework.plugin import PluginSpec
-from controller.plugins import conformance, gang, predicates, priority, proportion, tdm
+from controller.plugins import (
+    conformance,
+    gang,
+    predicates,
+    priority,
+    proportion,
+    reservation,
+    tdm,
+)
 
 BUILTIN_PLUGINS: dict[str, PluginSpec] = {
     module.NAME: PluginSpec(module.NAME, module.parse_args, module.build)
-    for module in (priority, gang, conformance, predicates, proportion, tdm)
+    for module in (priority, gang, conformance, predicates, proportion, tdm, reservation)
 }

@@ -182,7 +182,8 @@ class _State:
         return attrs
 
     def on_event(self, task: TaskInfo, sign: int) -> None:
-        job = self.ssn.jobs.lookup(task.job)
+        # only the job's queue is read: peek, so that the view need not clone the job
+        job = self.ssn.jobs.peek(task.job)
         if job is None:
             return
         if self.attrs is None:

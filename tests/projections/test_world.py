@@ -223,3 +223,52 @@ def test_triggers_and_failed_effects() -> None:
     history = fold(History(), [fired, failed])
     assert history.last_fired == {"resched": at(4)}
     assert history.failed == {"d1"}
+
+
+class Seen(Counter):
+    """A Counter with its own ``apply`` (the World must call it for every event)."""
+
+    name = "seen"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def apply(self, event: Event) -> None:
+        self.calls += 1
+        super().apply(event)
+
+
+def test_world_apply_is_each_members_apply_in_turn() -> None:
+    """Routing by type skips only calls that would do nothing; positions move as before."""
+    events = [
+        config(1),
+        watch("nodes", build_node("n1")),
+        make_event("metrics.node", at(1), {"metadata": {"name": "n1"}, "usage": {}}),
+        watch("pods", build_pod("ns", "a", node="n1")),
+        make_event("metrics.node", at(2), {"metadata": {"name": "n1"}, "usage": {}}),
+    ]
+    ahead, seen = Counter(), Seen()
+    ahead.position = 3  # resumed from a checkpoint: offsets 0-2 are folded already
+    world = World(extra=[ahead, seen])
+    for offset, event in enumerate(events):
+        world.apply(event.with_offset(offset))
+    assert ahead.count == 1 and ahead.position == 5
+    assert seen.count == 2 and seen.calls == 5 and seen.position == 5
+    assert all(m.position == 5 for m in world.members)
+    world.apply(events[2])  # not on a log: folded, no position moves
+    assert ahead.count == 2 and world.position == 5 and ahead.position == 5
+
+
+def test_fold_lines_folds_canonical_lines() -> None:
+    from streams.codec import decode, encode
+
+    events = [watch("nodes", build_node("n1")), watch("pods", build_pod("ns", "a", node="n1"))]
+    lines = [encode(e) for e in events]
+    world = World()
+    assert world.fold_lines(lines) == 2
+    reference = World()
+    for line in lines:
+        reference.apply(decode(line))
+    assert world.dump() == reference.dump()
+    assert "ns/a" in world.cluster.tasks

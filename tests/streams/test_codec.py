@@ -196,3 +196,32 @@ def test_check_appendable_refuses_unknown_types_and_naive_times() -> None:
         codec.check_appendable([Event("nope", T0, "i", {})])
     with pytest.raises(ValueError, match="no timezone"):
         codec.check_appendable([Event("metrics.pod", datetime(2026, 1, 1), "i", {})])
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        (b'"type": 7, "data": {}', "'type' is a number"),
+        (b'"type": "k8s.tea", "data": {}', "unknown event type"),
+        (b'"type": "k8s.watch", "data": []', "'data' is an"),
+        (b'"type": "k8s.watch", "data": {}, "cause": 1', "cause"),
+        (b'"type": "k8s.watch", "data": {}, "v": true', "'v'"),
+        (b'"type": "k8s.watch", "data": {}, "v": 2', "newer"),
+        (b'"type": "k8s.watch", "data": {}, "v": 0', "'v' 0"),
+        (b'"type": ["k8s.watch"], "data": {}', "'type' is an"),
+    ],
+)
+def test_lines_with_ids_and_a_known_time_are_still_checked(fields: bytes, reason: str) -> None:
+    """The fast path (a line with an id whose ``at`` was seen) refuses what the slow one does."""
+    decode(b'{"at": "2026-11-21T20:00:00Z", "type": "k8s.watch", "data": {}, "id": "a"}')
+    with pytest.raises(DecodeError) as caught:
+        decode(b'{"at": "2026-11-21T20:00:00Z", "id": "x", %s}' % fields)
+    assert reason in caught.value.reason
+
+
+def test_the_fast_path_gives_the_event_the_checking_path_gives() -> None:
+    line = b'{"at":"2026-11-21T20:00:00Z","cause":"c","data":{"a":1},"id":"i","type":"k8s.watch"}'
+    first, second = decode(line), decode(line)  # the second takes the fast path
+    slow = codec.decode_record_encoded(orjson.loads(line))[0]
+    assert first == second == slow
+    assert second == Event("k8s.watch", T0, "i", {"a": 1}, "c", -1, 1)

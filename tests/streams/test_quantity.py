@@ -83,3 +83,24 @@ def test_milli_and_int_round_up_like_apimachinery() -> None:
     assert to_milli("2") == 2000
     assert to_int("1.2") == 2
     assert to_int("1Ki") == 1024
+
+
+def test_the_integer_fast_path_matches_the_exact_parse() -> None:
+    from math import ceil
+
+    suffixes = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+    numbers = ["0", "1", "7", "-7", "+7", "999", "123456789", "-123456789", "10000000000000000001"]
+    for number in numbers:
+        for suffix in suffixes:
+            text = number + suffix
+            exact = parse_quantity(text)
+            assert to_milli(text) == ceil(exact * 1000), text
+            assert to_int(text) == ceil(exact), text
+    for value in (0, 3, -3, 2**70):
+        assert to_milli(value) == value * 1000 and to_int(value) == value
+    # not plain ASCII integers: the exact parse (which takes any Unicode digit, as before)
+    for text in ("1.5Ki", "1e3", "0.0001", ".5m", "\u0663"):
+        assert to_milli(text) == ceil(parse_quantity(text) * 1000)
+    for bad in ("1\n", " 1", "1K", "1_000"):
+        with pytest.raises(QuantityError):
+            to_milli(bad)

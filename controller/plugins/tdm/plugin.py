@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus, Victim, Vote
 from controller.plugins.tdm.args import TdmArgs, Zone
-from controller.plugins.tdm.budget import Budget, job_budget, order_victims
+from controller.plugins.tdm.budget import Budget, first_victim, job_budget, order_victims
 from projections.model import JSON, JobInfo, NodeInfo, TaskInfo, TaskStatus
 from streams.events import format_time
 
@@ -77,6 +77,9 @@ class TdmPlugin:
         self.args = args
         self.timezone = ctx.timezone
         self._zones: dict[str, Zone] = {zone.name: zone for zone in args.zones}
+        #: evidence text fixed by the configuration, formatted once (not per victim)
+        self.evict_period_text = args.evict_period_text
+        self.evict_timer_text = "shared" if args.shared_timer else "per-zone"
         #: jobs the latest victim round skipped because their budget annotation is invalid
         #: (diagnostics only; nothing decides on it)
         self.budget_errors: list[JSON] = []
@@ -85,8 +88,10 @@ class TdmPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         view = _SessionView(self, ssn)
-        ssn.add_predicate_fn(self.name, view.predicate)
-        ssn.add_node_order_fn(self.name, view.node_order)
+        # Both answers read only the node and whether the task has a revocable zone, so
+        # the session may reuse them across tasks (allocate's node search hot loop).
+        ssn.add_predicate_fn(self.name, view.predicate, key=revocable_key)
+        ssn.add_node_order_fn(self.name, view.node_order, key=revocable_key)
         ssn.add_preemptable_fn(self.name, view.preemptable)
         ssn.add_victim_tasks_fn(self.name, view.victim_tasks)
         ssn.add_job_order_fn(self.name, job_order)
@@ -116,18 +121,26 @@ class _SessionView:
         self.ssn = ssn
         self.now: datetime = ssn.now
         self.active = {z.name: plugin.zone_active(z.name, self.now) for z in plugin.args.zones}
+        #: zone -> why its nodes are refused now (None: open); filled on first use
+        self._reasons: dict[str, str | None] = {}
 
     def _reject_reason(self, node: NodeInfo) -> str | None:
         zone = node.revocable_zone
+        try:
+            return self._reasons[zone]
+        except KeyError:
+            pass
         configured = self.plugin.zone(zone)
+        reason: str | None = None
         if configured is None:
-            return f"revocable zone {zone} not support"
-        if not self.active[zone]:
-            return (
+            reason = f"revocable zone {zone} not support"
+        elif not self.active[zone]:
+            reason = (
                 f"current time {format_time(self.now)} beyond revocable zone "
                 f"{zone}:{configured.window.raw}"
             )
-        return None
+        self._reasons[zone] = reason
+        return reason
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> None:
         if not node.revocable_zone:
@@ -180,14 +193,25 @@ class _SessionView:
         return last is None or last + args.evict_period <= self.now, last
 
     def _zone_candidates(self, zone: str) -> dict[str, list[TaskInfo]]:
+        """The Running preemptable tasks on ``zone``'s nodes, by job.
+
+        In no particular order: :func:`order_victims` sorts by a total key, so neither the
+        node order nor the order of a node's tasks can change the choice (and sorting
+        them here cost more than the rest of the choice).
+        """
         groups: dict[str, list[TaskInfo]] = {}
-        for node in _sorted_nodes(self.ssn.revocable_nodes):
+        running = TaskStatus.RUNNING
+        nodes: Mapping[str, NodeInfo] | Sequence[NodeInfo] = self.ssn.revocable_nodes
+        for node in nodes.values() if isinstance(nodes, Mapping) else nodes:
             if node.revocable_zone != zone:
                 continue
-            for key in sorted(node.tasks):
-                task = node.tasks[key]
-                if task.preemptable and task.status == TaskStatus.RUNNING:
-                    groups.setdefault(task.job, []).append(task)
+            for task in node.tasks.values():
+                if task.preemptable and task.status == running:
+                    found = groups.get(task.job)
+                    if found is None:
+                        groups[task.job] = [task]
+                    else:
+                        found.append(task)
         return groups
 
     def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[Victim]:
@@ -205,11 +229,22 @@ class _SessionView:
         return victims
 
     def _zone_victims(self, zone: Zone, last: datetime | None, round_: _Round) -> list[Victim]:
-        """One closed zone's victims: per job, the first ``max_evict`` not yet spent."""
+        """One closed zone's victims: per job, the first ``max_evict`` not yet spent.
+
+        A window close evicts thousands of pods, so everything that is the same for the
+        whole zone (its window, the timer texts, the last eviction's time) is formatted
+        once here, and a job's budget evidence once per job, not once per victim.
+        """
         jobs: Mapping[str, JobInfo] = self.ssn.jobs
         groups = self._zone_candidates(zone.name)
+        plugin = self.plugin
+        zone_name, window = zone.name, zone.window.raw
+        timezone = plugin.timezone.key
+        period, timer = plugin.evict_period_text, plugin.evict_timer_text
+        last_text = format_time(last) if last is not None else None
         skipped: list[JSON] = []
         victims: list[Victim] = []
+        spent = round_.spent
         for job_id in sorted(groups):
             job = jobs.get(job_id)
             if job is None:
@@ -218,43 +253,36 @@ class _SessionView:
             if budget.error is not None:
                 skipped.append({"job": job_id, **budget.evidence()})
                 continue
-            used = round_.spent.get(job_id, 0)
-            ordered = order_victims(groups[job_id])
-            chosen = ordered[: max(budget.max_evict - used, 0)]
-            round_.spent[job_id] = used + len(chosen)
+            used = spent.get(job_id, 0)
+            allowed = budget.max_evict - used
+            if allowed <= 0:
+                spent[job_id] = used
+                continue
+            group = groups[job_id]
+            chosen = [first_victim(group)] if allowed == 1 else order_victims(group)[:allowed]
+            spent[job_id] = used + len(chosen)
+            budget_json = budget.evidence()
+            if used:
+                budget_json["used_in_other_zones"] = used
+            candidates = len(group)
             for position, task in enumerate(chosen, start=1):
-                evidence = self._evidence(zone, budget, used, position, len(ordered), last)
-                victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence))
+                evidence: JSON = {
+                    "zone": zone_name,
+                    "window": window,
+                    "timezone": timezone,
+                    "job": job_id,
+                    "budget": budget_json if position == 1 else dict(budget_json),
+                    "order": {"position": position, "candidates": candidates, "by": ORDER_TEXT},
+                    "evict_period": period,
+                    "evict_timer": timer,
+                    "last_eviction": last_text,
+                }
+                victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence, NAME))
         if skipped:
             for victim in victims:
                 victim.evidence["skipped_jobs"] = [dict(s) for s in skipped]
-            self.plugin.budget_errors.extend({"zone": zone.name, **s} for s in skipped)
+            plugin.budget_errors.extend({"zone": zone.name, **s} for s in skipped)
         return victims
-
-    def _evidence(
-        self,
-        zone: Zone,
-        budget: Budget,
-        used_elsewhere: int,
-        position: int,
-        candidates: int,
-        last: datetime | None,
-    ) -> JSON:
-        args = self.plugin.args
-        budget_json = budget.evidence()
-        if used_elsewhere:
-            budget_json["used_in_other_zones"] = used_elsewhere
-        return {
-            "zone": zone.name,
-            "window": zone.window.raw,
-            "timezone": self.plugin.timezone.key,
-            "job": budget.job,
-            "budget": budget_json,
-            "order": {"position": position, "candidates": candidates, "by": ORDER_TEXT},
-            "evict_period": args.evict_period_text,
-            "evict_timer": "shared" if args.shared_timer else "per-zone",
-            "last_eviction": format_time(last) if last is not None else None,
-        }
 
 
 class _Round:
@@ -271,9 +299,9 @@ class _Round:
         return found
 
 
-def _sorted_nodes(nodes: Mapping[str, NodeInfo] | Sequence[NodeInfo]) -> list[NodeInfo]:
-    values = list(nodes.values()) if isinstance(nodes, Mapping) else list(nodes)
-    return sorted(values, key=lambda node: node.name)
+def revocable_key(task: TaskInfo) -> bool:
+    """All the predicate and the node order read of a task: whether it may use a zone."""
+    return bool(task.revocable_zone)
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:

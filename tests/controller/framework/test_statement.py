@@ -220,3 +220,57 @@ def test_tasks_keep_their_identity_until_changed() -> None:
     ssn = session(c)
     assert ssn.tasks["ns/a"] is t
     assert ssn.view.pending_tasks() == [t]
+
+
+# -- DecisionEncoder: the same events as make_event, ids byte for byte ---------------------
+
+
+def test_decision_encoder_builds_the_events_make_event_builds() -> None:
+    from datetime import UTC, timedelta, timezone
+
+    from controller.framework.statement import DecisionEncoder
+    from streams.events import make_event
+
+    payloads = [
+        {
+            "kind": "evict",
+            "namespace": "ns",
+            "pod": "p-1",
+            "uid": "u-1",
+            "node": "n1",
+            "reason": "tdm-window-closed",
+            "source": "tdm",
+            "evidence": {
+                "zone": "rz1",
+                "budget": {"max_evict": 1, "form": "none", "limit": None},
+                "order": {"position": 1, "by": 'priority asc, ünïcode "quoted" \\ </>'},
+                "scores": [1.5, 0.0, -2, 1e300],
+                "nested": {"b": {"z": 1, "a": 2}, "a": []},
+            },
+        },
+        {"kind": "bind", "namespace": "x", "pod": "y", "uid": "", "node": "n", "evidence": {}},
+    ]
+    whens = [T0, T0 + timedelta(microseconds=7), T0.astimezone(timezone(timedelta(hours=8)))]
+    for when in whens:
+        for cause in ("trigger-id", None):
+            encode = DecisionEncoder(when, cause)
+            for data in payloads:
+                for type_ in ("decision.evict", "decision.bind"):
+                    got = encode(type_, data)
+                    want = make_event(type_, when, data, cause=cause)
+                    assert got == want
+                    assert got.id == want.id
+                    assert got.at.tzinfo is UTC
+    with pytest.raises(ValueError, match="unknown event type"):
+        DecisionEncoder(T0, None)("decision.nope", {})
+
+
+def test_commit_ids_equal_make_event_ids(fixture: Fixture) -> None:
+    from streams.events import make_event
+
+    ssn, _, _ = fixture
+    stmt = ssn.statement()
+    stmt.evict(ssn.tasks["ns/run"], "why", source="test", evidence={"k": [1, "v"]})
+    stmt.allocate(ssn.tasks["ns/pend"], "n2", source="allocate", evidence={"node": "n2"})
+    for event in stmt.commit():
+        assert event == make_event(event.type, ssn.now, event.data, cause=ssn.trigger.id)

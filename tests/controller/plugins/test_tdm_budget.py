@@ -213,3 +213,34 @@ def test_victim_order() -> None:
     assert [t.name for t in order_victims(reversed(tasks))] == [
         t.name for t in order_victims(tasks)
     ]
+
+
+def test_first_victim_is_the_head_of_order_victims() -> None:
+    """``first_victim`` narrows key by key; it must agree with the full sort everywhere."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from controller.plugins.tdm.budget import first_victim, order_victims
+    from projections.model import Resource, TaskInfo, TaskStatus
+
+    rng = random.Random(3)
+    base = datetime(2026, 11, 21, tzinfo=UTC)
+    for _ in range(500):
+        tasks = []
+        for i in range(rng.randint(1, 8)):
+            started = rng.choice([None, base, base + timedelta(seconds=rng.randint(0, 3))])
+            tasks.append(
+                TaskInfo(
+                    uid=rng.choice(["u1", "u2", "u3"]) + str(i),
+                    namespace=rng.choice(["a", "b"]),
+                    name=f"t{rng.randint(0, 3)}-{i}",
+                    job="a/j",
+                    status=TaskStatus.RUNNING,
+                    resreq=Resource(),
+                    init_resreq=Resource(),
+                    priority=rng.choice([1, 1, 2]),
+                    start_time=started,
+                )
+            )
+        rng.shuffle(tasks)
+        assert first_victim(tasks) is order_victims(tasks)[0]
