@@ -9,24 +9,32 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal
 
-_UNITS_US = {
-    "ns": 0.001,
-    "us": 1.0,
-    "µs": 1.0,
-    "μs": 1.0,
-    "ms": 1_000.0,
-    "s": 1_000_000.0,
-    "m": 60_000_000.0,
-    "h": 3_600_000_000.0,
+_UNITS_NS: dict[str, int] = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
 }
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_TERM = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+class DurationError(ValueError):
+    """Text that Go's ``time.ParseDuration`` would reject."""
 
 
 def parse_duration(text: str) -> timedelta:
-    """Parse a Go duration; raise ``ValueError`` naming the text when it is not one."""
+    """Parse a Go duration exactly (decimal arithmetic, truncated to microseconds).
+
+    Raises ``DurationError`` (a ``ValueError``) naming the text when it is not one.
+    """
     if not isinstance(text, str):
-        raise ValueError(f"duration {text!r} is not a string")
+        raise DurationError(f"duration {text!r} is not a string")
     body = text
     sign = 1
     if body[:1] in ("+", "-"):
@@ -35,13 +43,14 @@ def parse_duration(text: str) -> timedelta:
     if body == "0":
         return timedelta(0)
     if not body:
-        raise ValueError(f"invalid duration {text!r}")
-    total_us = 0.0
+        raise DurationError(f"invalid duration {text!r}")
+    total = Decimal(0)
     pos = 0
     while pos < len(body):
-        match = _PART.match(body, pos)
-        if match is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total_us += float(match.group(1)) * _UNITS_US[match.group(2)]
+        match = _TERM.match(body, pos)
+        if match is None or match.group(1) in ("", "."):
+            raise DurationError(f"invalid duration {text!r}")
+        total += Decimal(match.group(1)) * _UNITS_NS[match.group(2)]
         pos = match.end()
-    return timedelta(microseconds=sign * total_us)
+    micros = timedelta(microseconds=int(total) // 1000)  # truncated toward zero
+    return micros if sign > 0 else -micros

@@ -35,8 +35,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
+
+from controller.framework.durations import DurationError as DurationError
+from controller.framework.durations import parse_duration
 
 _HHMM = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 #: A window stays open until ``end + END_INCLUSIVE`` (exclusive). Upstream compares whole
@@ -117,52 +119,8 @@ def parse_window(raw: object) -> Window:
 
 # --- Go durations (``time.ParseDuration``) -------------------------------------------------
 
-_GO_UNITS_NS: dict[str, int] = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,  # U+00B5 micro sign
-    "μs": 1_000,  # U+03BC Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_GO_TERM = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
-class DurationError(ValueError):
-    """Text that Go's ``time.ParseDuration`` would reject."""
-
-
-def parse_go_duration(raw: str) -> timedelta:
-    """Go ``time.ParseDuration`` (``"100ms"``, ``"1m"``, ``"1h30m"``, ``"-1.5h"``, ``"0"``).
-
-    The result is truncated to microseconds (``timedelta`` resolution).
-    """
-    text = raw
-    sign = 1
-    if text[:1] in ("-", "+"):
-        sign = -1 if text[0] == "-" else 1
-        text = text[1:]
-    if text == "0":
-        return timedelta(0)
-    if not text:
-        raise DurationError(f"invalid duration {raw!r}")
-    total = Decimal(0)
-    pos = 0
-    while pos < len(text):
-        match = _GO_TERM.match(text, pos)
-        if match is None or match.group(1) in ("", "."):
-            raise DurationError(f"invalid duration {raw!r}")
-        try:
-            number = Decimal(match.group(1))
-        except InvalidOperation as exc:  # pragma: no cover - the regex admits only digits
-            raise DurationError(f"invalid duration {raw!r}") from exc
-        total += number * _GO_UNITS_NS[match.group(2)]
-        pos = match.end()
-    nanoseconds = int(total)
-    micros = timedelta(microseconds=nanoseconds // 1000)  # truncated toward zero
-    return micros if sign > 0 else -micros
+#: Go durations are parsed by the framework's one parser (exact, decimal).
+parse_go_duration = parse_duration
 
 
 def format_go_duration(value: timedelta) -> str:
