@@ -61,15 +61,21 @@ class ReplayReport:
         return not self.differences
 
 
+Configs = tuple[TideConfig, EvictionConfig | None]
+
+
 class _ConfigCache:
     """Parses each distinct ``config.applied`` payload once."""
 
-    def __init__(self, override: Mapping[str, Any] | None) -> None:
+    def __init__(self, override: Mapping[str, Any] | None, parsed: Configs | None) -> None:
         self.override = override
+        self.fixed = parsed
         self._key: int | None = None
-        self._parsed: tuple[TideConfig, EvictionConfig | None] | None = None
+        self._parsed: Configs | None = None
 
-    def get(self, raw: Mapping[str, Any] | None) -> tuple[TideConfig, EvictionConfig | None]:
+    def get(self, raw: Mapping[str, Any] | None) -> Configs:
+        if self.fixed is not None:
+            return self.fixed
         source = self.override if self.override is not None else (raw or {})
         if self._parsed is None or self._key != id(source):
             config = load_config(source)
@@ -83,9 +89,14 @@ def replay(
     events: Iterable[Event],
     *,
     override: Mapping[str, Any] | None = None,
+    configs: Configs | None = None,
     stop_at_first: bool = True,
 ) -> ReplayReport:
-    """Re-derive and compare every decision of ``events`` (in offset order)."""
+    """Re-derive and compare every decision of ``events`` (in offset order).
+
+    The configuration is the log's own (``config.applied``) unless ``override`` (a raw
+    configuration) or ``configs`` (already parsed, for logs written without one) is given.
+    """
     records = list(events)
     recorded: dict[str, list[Event]] = defaultdict(list)
     for event in records:
@@ -93,16 +104,16 @@ def replay(
             recorded[event.cause].append(event)
     report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
     world = World()
-    configs = _ConfigCache(override)
+    cache = _ConfigCache(override, configs)
     for event in records:
         if event.type == "trigger.fired":
-            replayed = decide(world, event, *configs.get(world.config))
+            replayed = decide(world, event, *cache.get(world.config))
             world.apply(event)
         else:
             world.apply(event)
             if not is_decision_source(event):
                 continue
-            replayed = decide(world, event, *configs.get(world.config))
+            replayed = decide(world, event, *cache.get(world.config))
         report.checked += 1
         expected = [decision_line(e).decode() for e in recorded.get(event.id, [])]
         got = [decision_line(e).decode() for e in replayed]

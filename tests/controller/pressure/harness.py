@@ -18,16 +18,20 @@ from typing import Any
 
 from controller.pressure import check_node, due_followups, on_trigger
 from controller.pressure.config import EvictionConfig, parse_eviction_config
+from controller.framework.config import load_config
 from controller.sim import SimulatedCluster
 from projections.oom import OOMState
 from projections.pressure import PressureState
 from projections.usage import UsageState
 from projections.world import World
+from replay.verify import replay
 from streams.events import DECISION_TYPES, Event, format_time, make_event
 from tests.builders import T0, build_node, build_pod, watch
 
 JSON = dict[str, Any]
 GI = 2**30
+#: every Loop a test builds; tests/controller/pressure/conftest.py verifies their logs
+LOOPS: list[Loop] = []
 
 
 def new_world() -> World:
@@ -51,6 +55,7 @@ class Loop:
     decisions: list[Event] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        LOOPS.append(self)
         self._queue: list[tuple[datetime, int, int, Event]] = []
         self._seq = 0
         self._fired: set[tuple[datetime, str]] = set()
@@ -114,6 +119,11 @@ class Loop:
                 self.record(trigger)
                 self.emit(decisions)
         return self.decisions
+
+    def verify(self) -> None:
+        """``tide replay --verify`` on this loop's log: every decision re-derives."""
+        report = replay(self.log, configs=(load_config({}), self.cfg))
+        assert report.ok, [d.describe() for d in report.differences]
 
     def evictions(self) -> list[Event]:
         return [d for d in self.decisions if d.type == "decision.evict"]
