@@ -14,14 +14,13 @@ write so a projection resumes exactly where its checkpoint was taken.
 from __future__ import annotations
 
 import abc
-import gc
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
 from streams.events import Event
+from streams.gcpause import paused_gc as paused_gc
 
 Handler = Callable[[Any, Event], None]
 F = TypeVar("F", bound=Callable[..., None])
@@ -107,24 +106,6 @@ class BaseProjection(abc.ABC):
     @abc.abstractmethod
     def load(self, state: bytes) -> None:
         """Replace the state with a ``dump()``."""
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a bulk fold.
-
-    Projection state holds no reference cycles (reference counting frees it), but every
-    full collection walks all of it: with 150,000 pods folded, the collector costs about
-    as much as the fold itself. Bulk folds (catch-up, ``tide state``) pause it and
-    restore the previous setting afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def encode_state(name: str, position: int, body: dict[str, Any], *, fmt: int = 1) -> bytes:

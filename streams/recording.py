@@ -14,9 +14,8 @@ Reading is batched (recordings hold hundreds of thousands of ~6 KB pods) and
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
@@ -25,6 +24,7 @@ import orjson
 
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
 from streams.events import Event
+from streams.gcpause import paused_gc
 from streams.log import EventLog, Quarantined
 from streams.validation import ValidationError, validate
 
@@ -178,7 +178,7 @@ async def import_recording(
     summary = ImportSummary()
     batches = read_batches(source, size=batch_size)
     sent = 0
-    with _gc_paused():
+    with paused_gc():
         ahead = asyncio.ensure_future(asyncio.to_thread(next, batches, None))
         try:
             while (batch := await ahead) is not None:
@@ -223,17 +223,6 @@ async def export_log(
             count += _write_chunk(dest, chunk)
             chunk = []
     return count + _write_chunk(dest, chunk)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _write_chunk(stream: IO[bytes], chunk: list[bytes]) -> int:

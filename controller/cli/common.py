@@ -15,6 +15,7 @@ from controller.framework.errors import ConfigError
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 from controller.simulate.runner import save_log
 from streams.events import Event
+from streams.gcpause import paused_gc
 from streams.log import open_log
 from streams.recording import read_recording
 
@@ -58,7 +59,8 @@ def read_log_events(source: str) -> list[Event]:
         async with await open_log(source) as log:
             return await log.read_all()
 
-    return asyncio.run(load())
+    with paused_gc():
+        return asyncio.run(load())
 
 
 def persist(url: str, events: Sequence[Event]) -> int:
