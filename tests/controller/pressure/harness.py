@@ -26,7 +26,7 @@ from projections.usage import UsageState
 from projections.world import World
 from replay.verify import replay
 from streams.events import DECISION_TYPES, Event, format_time, make_event
-from tests.builders import T0, build_node, build_pod, watch
+from tests.builders import T0, build_node, build_pod, node_metrics, pod_metrics, watch
 
 JSON = dict[str, Any]
 GI = 2**30
@@ -171,20 +171,11 @@ def pod_event(
 
 
 def node_sample(name: str, when: datetime, *, cpu_cores: float, memory_gi: float = 10.0) -> Event:
-    return make_event(
-        "metrics.node",
-        when,
-        {
-            "apiVersion": "metrics.k8s.io/v1beta1",
-            "kind": "NodeMetrics",
-            "metadata": {"name": name},
-            "timestamp": format_time(when),
-            "window": "30s",
-            "usage": {
-                "cpu": f"{round(cpu_cores * 1000)}m",
-                "memory": f"{round(memory_gi * 1024)}Mi",
-            },
-        },
+    return node_metrics(
+        name,
+        cpu=f"{round(cpu_cores * 1000)}m",
+        memory=f"{round(memory_gi * 1024)}Mi",
+        when=when,
     )
 
 
@@ -196,25 +187,12 @@ def pod_sample(
     memory_gi: float = 1.0,
     namespace: str = "default",
 ) -> Event:
-    return make_event(
-        "metrics.pod",
-        when,
-        {
-            "apiVersion": "metrics.k8s.io/v1beta1",
-            "kind": "PodMetrics",
-            "metadata": {"name": name, "namespace": namespace},
-            "timestamp": format_time(when),
-            "window": "30s",
-            "containers": [
-                {
-                    "name": "main",
-                    "usage": {
-                        "cpu": f"{round(cpu_cores * 1000)}m",
-                        "memory": f"{round(memory_gi * 1024)}Mi",
-                    },
-                }
-            ],
-        },
+    return pod_metrics(
+        namespace,
+        name,
+        cpu=f"{round(cpu_cores * 1000)}m",
+        memory=f"{round(memory_gi * 1024)}Mi",
+        when=when,
     )
 
 
