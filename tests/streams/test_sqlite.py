@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from streams import codec
+from streams.backends import sqlite as sqlite_backend
 from streams.backends.sqlite import SQLiteLog
 from streams.events import EVENT_TYPES
 from streams.log import BackendUnavailableError, EventLog, LogError, open_log
@@ -152,6 +153,7 @@ async def test_appends_in_this_process_wake_subscribers_without_polling(tmp_path
 def test_a_log_left_open_does_not_keep_the_process_alive(tmp_path: Path) -> None:
     script = f"""
 import asyncio
+from streams.backends import sqlite as sqlite_backend
 from streams.backends.sqlite import SQLiteLog
 from tests.streams.log_contract import ticks
 kept = []
@@ -166,3 +168,32 @@ asyncio.run(main())
         [sys.executable, "-W", "ignore", "-c", script], cwd=root, timeout=20, check=False
     )
     assert done.returncode == 0
+
+
+async def test_reads_and_subscriptions_cross_page_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rows are fetched a page at a time and decoded one by one as they are handed out
+    monkeypatch.setattr(sqlite_backend, "PAGE", 3)
+    async with await SQLiteLog.open(tmp_path / "log.db") as log:
+        await log.append(ticks(0, 10))
+        assert [e.offset for e in await log.read_all()] == list(range(10))
+        assert [e.offset for e in [e async for e in log.read(2, 9)]] == list(range(2, 9))
+        assert [e.offset for e in [e async for e in log.read(6)]] == list(range(6, 10))
+        assert [e.offset for e in [e async for e in log.read(0, 6)]] == list(range(6))
+        assert unplaced([e async for e in log.read(4, 7)]) == ticks(4, 7)
+        assert [e.offset for e in await take(log, 1, 8)] == list(range(1, 9))
+
+
+async def test_a_read_left_half_way_does_not_hold_up_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_backend, "PAGE", 3)
+    async with await SQLiteLog.open(tmp_path / "log.db") as log:
+        await log.append(ticks(0, 5))
+        reader = aiter(log.read())
+        assert (await anext(reader)).offset == 0  # mid-page: the page's rows are held
+        assert [e.offset for e in await log.append(ticks(5, 7))] == [5, 6]
+        assert [(await anext(reader)).offset for _ in range(6)] == [1, 2, 3, 4, 5, 6]
+        with pytest.raises(StopAsyncIteration):
+            await anext(reader)
