@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,7 +30,7 @@ from controller.sim import SimulatedCluster
 from controller.triggers import TriggerSet, trigger_event
 from projections.world import World
 from streams.backends.memory import MemoryLog
-from streams.events import DECISION_TYPES, Event, make_event
+from streams.events import Event, format_time, make_event
 from streams.log import open_log
 
 _INPUT, _ANSWER, _TRIGGER, _FOLLOWUP = 0, 1, 2, 3
@@ -141,12 +141,11 @@ class Simulation:
         self._record([trigger])
         self._emit(decisions)
 
-    def _followups(
-        self, until: datetime | None
-    ) -> Iterator[tuple[datetime, str, dict[str, object]]]:
+    def _followups(self) -> list[tuple[datetime, str, dict[str, object]]]:
+        """Pressure follow-ups (later graceful batches, untaints) due from the projection."""
         if self.eviction is None:
-            return iter(())
-        return iter(due_followups(self.world, self.eviction))
+            return []
+        return due_followups(self.world, self.eviction)
 
     def run(self, inputs: Iterable[Event], *, until: datetime | None = None) -> RunResult:
         """Run over ``inputs`` (any order; sorted stably by ``at``) until ``until``."""
@@ -172,9 +171,8 @@ class Simulation:
             next_trigger = triggers.peek()
             next_item = self._queue[0][0] if self._queue else None
             followups = sorted(
-                (due, kind, data)
-                for due, kind, data in self._followups(until)
-                if (due, kind) not in fired_followups
+                (f for f in self._followups() if (f[0], f[1]) not in fired_followups),
+                key=lambda f: (f[0], f[1]),
             )
             candidates = [t for t in (next_trigger, next_item) if t is not None]
             if followups:
@@ -199,18 +197,13 @@ class Simulation:
             trigger = make_event(
                 "trigger.fired",
                 due,
-                {"trigger": kind, "kind": kind, "scheduled": due.isoformat(), **data},
+                {"trigger": kind, "kind": kind, "scheduled": format_time(due), **data},
             )
             decisions = decide(self.world, trigger, self.config, self.eviction)
             if decisions:
                 self._record([trigger])
                 self._emit(decisions)
         return self.result
-
-
-def decision_events(events: Iterable[Event]) -> list[Event]:
-    """The decision records among ``events``, in log order."""
-    return [e for e in events if e.type in DECISION_TYPES]
 
 
 def save_log(url: str, events: list[Event], *, batch: int = 5000) -> int:
