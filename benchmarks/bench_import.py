@@ -156,79 +156,29 @@ def run(ctx: Context) -> list[Result]:
             TARGET,
             notes=f"{mb / best_import[1]:,.0f} MB/s vs {mb / best_base[1]:,.0f} MB/s raw",
         ),
-        rate_row(
-            "import",
-            "  parse only (read_batches, no storage)",
-            best_parse[0],
-            best_parse[1],
-            best_base[0],
-            best_base[1],
-            "sqlite3.executemany",
-            0.0,
-        ),
-        rate_row(
-            "import",
-            "  parse only, gc.disable() (info)",
-            best_parse_nogc[0],
-            best_parse_nogc[1],
-            best_base[0],
-            best_base[1],
-            "sqlite3.executemany",
-            0.0,
-        ),
-        rate_row(
-            "import",
-            "  import, gc.disable() (info)",
-            best_import_nogc[0],
-            best_import_nogc[1],
-            best_base[0],
-            best_base[1],
-            "sqlite3.executemany",
-            0.0,
-        ),
-        rate_row(
-            "import",
-            "  raw executemany + log's indexes (info)",
-            best_index[0],
-            best_index[1],
-            best_base[0],
-            best_base[1],
-            "sqlite3.executemany",
-            0.0,
-        ),
+    ]
+    info = [
+        ("  parse only (read_batches, no storage)", best_parse),
+        ("  parse only, gc.disable() (info)", best_parse_nogc),
+        ("  import, gc.disable() (info)", best_import_nogc),
+        ("  raw executemany + log's indexes (info)", best_index),
+        ("  orjson.loads only, same lines (info)", best_loads),
+        ("  raw indexed + parse-inclusive (info)", best_full),
     ]
     rows += [
-        rate_row(
-            "import",
-            "  orjson.loads only, same lines (info)",
-            best_loads[0],
-            best_loads[1],
-            best_base[0],
-            best_base[1],
-            "sqlite3.executemany",
-            0.0,
-        ),
-        rate_row(
-            "import",
-            "  raw indexed + parse-inclusive (info)",
-            best_full[0],
-            best_full[1],
-            best_base[0],
-            best_base[1],
-            "sqlite3.executemany",
-            0.0,
-        ),
+        rate_row("import", metric, *best, *best_base, "sqlite3.executemany", 0.0)
+        for metric, best in info
+    ]
+    rows.append(
         rate_row(
             "import",
             "  tide log import vs indexed + parse-inclusive (info)",
-            best_import[0],
-            best_import[1],
-            best_full[0],
-            best_full[1],
+            *best_import,
+            *best_full,
             "loads + indexed executemany",
             0.0,
-        ),
-    ]
+        )
+    )
     for row in rows[1:]:
         row.target, row.ok = "(info)", None
     return rows

@@ -80,9 +80,15 @@ def run(ctx: Context) -> list[Result]:
     per_base = base / len(events) * 1e6
     return [
         Result(
-            "pressure", f"check_node, {len(events):,} nodes, no eviction due", per, "µs",
-            per_base, "orjson.loads of the sample line", per / per_base,
-            f"<= {TARGET_US:.0f} µs", per <= TARGET_US,
+            "pressure",
+            f"check_node, {len(events):,} nodes, no eviction due",
+            per,
+            "µs",
+            per_base,
+            "orjson.loads of the sample line",
+            per / per_base,
+            f"<= {TARGET_US:.0f} µs",
+            per <= TARGET_US,
             notes=f"{len(decisions)} non-empty results over {max(3, ctx.repeat)} passes",
         )
     ]

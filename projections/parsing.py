@@ -13,7 +13,7 @@ before they reach the log, and a fold never stops on one value.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -30,32 +30,28 @@ TIME_CACHE: dict[str, datetime] = {}
 _INT32 = re.compile(r"^[+-]?[0-9]+$")
 
 
+def _parse_into(cache: dict[Any, float], convert: Callable[[Any], int], quantity: Any) -> float:
+    """A cache miss of :func:`milli` / :func:`units`: convert (invalid → 0) and remember."""
+    try:
+        value = float(convert(quantity))
+    except (QuantityError, TypeError):
+        value = 0.0
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[quantity] = value
+    return value
+
+
 def milli(quantity: Any) -> float:
     """``Quantity.MilliValue`` as a float (cpu and extended scalars); invalid → 0."""
     value = MILLI_CACHE.get(quantity)
-    if value is None:
-        try:
-            value = float(to_milli(quantity))
-        except (QuantityError, TypeError):
-            value = 0.0
-        if len(MILLI_CACHE) >= CACHE_LIMIT:
-            MILLI_CACHE.clear()
-        MILLI_CACHE[quantity] = value
-    return value
+    return _parse_into(MILLI_CACHE, to_milli, quantity) if value is None else value
 
 
 def units(quantity: Any) -> float:
     """``Quantity.Value`` as a float (memory bytes, ``pods``); invalid → 0."""
     value = UNITS_CACHE.get(quantity)
-    if value is None:
-        try:
-            value = float(to_int(quantity))
-        except (QuantityError, TypeError):
-            value = 0.0
-        if len(UNITS_CACHE) >= CACHE_LIMIT:
-            UNITS_CACHE.clear()
-        UNITS_CACHE[quantity] = value
-    return value
+    return _parse_into(UNITS_CACHE, to_int, quantity) if value is None else value
 
 
 def milli_uncached(quantity: Any) -> float:
