@@ -53,7 +53,8 @@ def test_golden_log_imports_exports_identically_and_verifies(name: str, tmp_path
 
 def test_altered_golden_log_fails_naming_the_first_difference(tmp_path: Path) -> None:
     db = tmp_path / "altered.db"
-    code, out = invoke(["log", "import", str(GOLDEN / "tdm-budgets-altered.jsonl"), "--log", str(db)])
+    altered = GOLDEN / "tdm-budgets-altered.jsonl"
+    code, out = invoke(["log", "import", str(altered), "--log", str(db)])
     assert code == 0, out
     code, out = invoke(["replay", str(db), "--verify"])
     assert code == 1
@@ -81,9 +82,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_cli_output_is_unchanged(
-    name: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cli_output_is_unchanged(name: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(workdir)
     expected = (GOLDEN / "outputs" / f"{name}.txt").read_text()
     code, out = invoke(COMMANDS[name])
