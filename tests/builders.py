@@ -85,8 +85,13 @@ def build_pod(
     }
     if owner_kind:
         meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": owner_kind, "name": f"{name}-owner",
-             "uid": f"owner-{name}", "controller": True}
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner_kind,
+                "name": f"{name}-owner",
+                "uid": f"owner-{name}",
+                "controller": True,
+            }
         ]
     if deleting is not None:
         meta["deletionTimestamp"] = format_time(deleting)
@@ -146,8 +151,7 @@ def build_queue(name: str = "default", *, weight: int = 1, capability: JSON | No
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
-        "metadata": {"name": name, "uid": f"queue-{name}",
-                     "creationTimestamp": format_time(T0)},
+        "metadata": {"name": name, "uid": f"queue-{name}", "creationTimestamp": format_time(T0)},
         "spec": spec,
         "status": {"state": "Open"},
     }

@@ -31,8 +31,8 @@ from datetime import datetime
 
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 from controller.pressure.followups import PRESSURE_TRIGGER_KINDS, due_followups, on_trigger
+from controller.pressure.inputs import WorldLike, pressure_of
 from controller.pressure.policy import check_node
-from controller.pressure.view import WorldLike, pressure_of
 from projections.model import Resource
 
 __all__ = [

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from controller.pressure.view import WorldLike, oom_of, started, usage_of, usage_value
+from controller.pressure.inputs import WorldLike, oom_of, started, usage_of, usage_value
 from projections.model import NodeInfo, TaskInfo, TaskStatus
 from projections.pressure import PressureState
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from controller.pressure.candidates import Candidate
 from controller.pressure.config import EvictionConfig
-from controller.pressure.view import WorldLike
+from controller.pressure.inputs import WorldLike
 from projections.pressure import SOURCE
 from streams.events import Event, format_time, make_event
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from controller.pressure.candidates import FAULTY_QOS, Candidate, evictable
 from controller.pressure.config import EvictionConfig
-from controller.pressure.view import WorldLike, oom_of, started, usage_of
+from controller.pressure.inputs import WorldLike, oom_of, started, usage_of
 from projections.model import NodeInfo
 from projections.pressure import PressureState
 from projections.usage import Sample, Series

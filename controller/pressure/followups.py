@@ -29,9 +29,7 @@ from typing import Any
 from controller.pressure.candidates import Candidate, evictable, take, terminating_usage
 from controller.pressure.config import EvictionConfig
 from controller.pressure.decisions import evict_event, taint_event, untaint_event, victim_evidence
-from controller.pressure.predictive import amount_to_free, predict_at
-from controller.pressure.ratecontrol import cooldown_evidence, minute_budget
-from controller.pressure.view import (
+from controller.pressure.inputs import (
     WorldLike,
     node_numbers,
     oom_of,
@@ -40,6 +38,8 @@ from controller.pressure.view import (
     usage_of,
     usage_value,
 )
+from controller.pressure.predictive import amount_to_free, predict_at
+from controller.pressure.ratecontrol import cooldown_evidence, minute_budget
 from projections.pressure import BATCH_KIND, RATE_WINDOW, UNTAINT_KIND, Round
 from streams.events import Event, format_time
 

@@ -42,9 +42,7 @@ from controller.pressure.candidates import (
 from controller.pressure.config import EvictionConfig, ResourceEvict
 from controller.pressure.decisions import evict_event, taint_event, victim_evidence
 from controller.pressure.faulty import faulty_pods, leak_check_due
-from controller.pressure.predictive import amount_to_free, stable_prediction
-from controller.pressure.ratecontrol import cooldown_evidence, minute_budget, next_factor, split
-from controller.pressure.view import (
+from controller.pressure.inputs import (
     NodeNumbers,
     WorldLike,
     node_numbers,
@@ -52,6 +50,8 @@ from controller.pressure.view import (
     pressure_of,
     usage_of,
 )
+from controller.pressure.predictive import amount_to_free, stable_prediction
+from controller.pressure.ratecontrol import cooldown_evidence, minute_budget, next_factor, split
 from projections.model import NodeInfo, TaskInfo
 from projections.oom import OOMState
 from projections.pressure import RATE_WINDOW, PressureState

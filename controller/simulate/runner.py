@@ -23,10 +23,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller.decide import decide
+from controller.effector import SimulatedCluster
 from controller.framework.config import TideConfig
 from controller.pressure import due_followups
 from controller.pressure.config import EvictionConfig
-from controller.sim import SimulatedCluster
 from controller.triggers import TriggerSet, trigger_event
 from projections.world import World
 from streams.backends.memory import MemoryLog

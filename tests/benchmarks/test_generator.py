@@ -42,11 +42,7 @@ def test_lines_are_canonical_and_in_time_order(recording: bytes) -> None:
 
 
 def test_pods_are_about_6_kb(recording: bytes) -> None:
-    sizes = [
-        len(line)
-        for line in recording.splitlines()
-        if b'"resource":"pods"' in line[-200:]
-    ]
+    sizes = [len(line) for line in recording.splitlines() if b'"resource":"pods"' in line[-200:]]
     assert len(sizes) >= SMALL.pods
     assert 5_000 <= sum(sizes) / len(sizes) <= 7_500
 

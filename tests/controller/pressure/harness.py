@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller.effector import SimulatedCluster
 from controller.framework.config import load_config
 from controller.pressure import check_node, due_followups, on_trigger
 from controller.pressure.config import EvictionConfig, parse_eviction_config
-from controller.sim import SimulatedCluster
 from projections.oom import OOMState
 from projections.pressure import PressureState
 from projections.usage import UsageState

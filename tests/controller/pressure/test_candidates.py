@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from controller.pressure.candidates import FAULTY_QOS, ranked, take, terminating_usage
-from controller.pressure.view import pressure_of
+from controller.pressure.inputs import pressure_of
 from projections.world import World
 from streams.events import Event
 from tests.builders import T0, build_pod, watch

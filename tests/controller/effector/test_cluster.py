@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.sim import (
+from controller.effector import (
     BASE_NAME_ANNOTATION,
     INCARNATION_ANNOTATION,
     NOTICE_ANNOTATION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from controller.sim import SimulatedCluster
+from controller.effector import SimulatedCluster
 from projections.model import TaskStatus
 from projections.world import World
 from streams.events import Event, make_event

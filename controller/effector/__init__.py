@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller.sim.cluster import DEFAULT_GRACE, DEFAULT_STARTUP_DELAY, SimulatedCluster
-from controller.sim.objects import (
+from controller.effector.simulated import DEFAULT_GRACE, DEFAULT_STARTUP_DELAY, SimulatedCluster
+from controller.effector.simulated_objects import (
     BASE_NAME_ANNOTATION,
     INCARNATION_ANNOTATION,
     NOTICE_ANNOTATION,

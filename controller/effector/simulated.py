@@ -15,7 +15,8 @@ Behaviour:
 * **evict**: the pod gets ``deletionTimestamp`` (MODIFIED at decision time); after
   ``terminationGracePeriodSeconds`` (default 30 s) it is DELETED; a pod with a controller
   owner (ReplicaSet, StatefulSet, batch Job, Volcano Job) is recreated at that moment as a
-  new Pending pod (:func:`controller.sim.objects.recreated`). If the decision carries an
+  new Pending pod (:func:`controller.effector.simulated_objects.recreated`). If the decision
+  carries an
   ``evict_at`` later than its ``at`` (graceful eviction), the pod is annotated
   ``tide.io/eviction-notice`` at decision time and all of the above happens at
   ``evict_at`` (the ``effect.applied`` too).
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.sim.objects import (
+from controller.effector.simulated_objects import (
     JSON,
     RECREATING_KINDS,
     bound,

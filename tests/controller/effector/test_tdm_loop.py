@@ -14,11 +14,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from controller.effector import SimulatedCluster
 from controller.framework.plugin import PluginContext
 from controller.framework.session import Session
 from controller.framework.tiers import PluginConf, TierConf
 from controller.plugins.tdm import build, parse_args
-from controller.sim import SimulatedCluster
 from controller.triggers import TriggerConfig, TriggerSet, ZoneSchedule, trigger_event
 from projections.model import TaskStatus
 from projections.world import World
