@@ -21,13 +21,16 @@ from streams.events import Event
 
 
 def decide(
-    world: World, event: Event, config: TideConfig, eviction: EvictionConfig | None
+    world: World, event: Event, config: TideConfig | None, eviction: EvictionConfig | None
 ) -> list[Event]:
-    """The decision events ``event`` causes, given the world folded through ``event``."""
+    """The decision events ``event`` causes, given the world folded through ``event``.
+
+    ``config`` None runs no sessions, ``eviction`` None no pressure eviction.
+    """
     if event.type == "trigger.fired":
         if event.data.get("kind") in PRESSURE_TRIGGER_KINDS:
             return on_trigger(world, event, eviction) if eviction is not None else []
-        return run_cycle(world, event, config)
+        return run_cycle(world, event, config) if config is not None else []
     if event.type == "metrics.node" and eviction is not None:
         return check_node(world, event, eviction)
     return []

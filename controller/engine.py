@@ -27,8 +27,8 @@ from controller.actions import BUILTIN_ACTIONS
 from controller.framework.config import TideConfig
 from controller.framework.plugin import Action, ActionSpec, Plugin, PluginContext, PluginSpec
 from controller.framework.session import open_session
-from controller.framework.view import WorldLike
 from controller.plugins import BUILTIN_PLUGINS
+from projections.world import PolicyInputs
 from streams.events import Event
 
 __all__ = ["build_cycle", "run_cycle"]
@@ -87,7 +87,7 @@ def build_cycle(
 
 
 def run_cycle(
-    world: WorldLike,
+    world: PolicyInputs,
     trigger: Event,
     config: TideConfig,
     *,

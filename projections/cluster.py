@@ -65,7 +65,6 @@ from projections.objects import (
     reset_placeholder,
 )
 from projections.pods import GROUP_NAME, task_from_pod
-from projections.raw import RawObjects
 from streams.events import Event
 
 _PENDING = TaskStatus.PENDING
@@ -80,21 +79,15 @@ class ClusterState(BaseProjection):
 
     Attributes (read-only to everyone but the fold): ``nodes`` (name → NodeInfo, Ready or
     not, placeholders included), ``tasks`` ("ns/name" → TaskInfo), ``jobs`` (id → JobInfo),
-    ``queues`` (name → QueueInfo), ``pending`` (the Pending tasks), ``pods`` /
-    ``podgroups`` / ``raw_nodes`` (raw JSON, a new dict per access), ``overlays`` (task key
+    ``queues`` (name → QueueInfo), ``pending`` (the Pending tasks), ``overlays`` (task key
     → in-flight decision), ``priority_classes``, ``version``, ``skipped``, ``position``.
-
-    Args:
-        keep_pods: keep every pod and PodGroup as raw JSON in ``pods`` / ``podgroups`` (the
-            simulated cluster needs them to answer decisions). Nodes are always kept in
-            ``raw_nodes``. Folds that only read the model can turn this off.
+    No raw API objects are kept: the simulated cluster keeps its own, as an API server would.
     """
 
     name = "cluster"
 
-    def __init__(self, *, keep_pods: bool = True) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.keep_pods = keep_pods
         self.version = 0
         self.skipped = 0
         self.nodes: dict[str, NodeInfo] = {}
@@ -102,9 +95,6 @@ class ClusterState(BaseProjection):
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.pending: dict[str, TaskInfo] = {}
-        self.pods = RawObjects()
-        self.podgroups = RawObjects()
-        self.raw_nodes = RawObjects()
         self.priority_classes: dict[str, int] = {}
         self.overlays: dict[str, Overlay] = {}
         self._decisions: dict[str, str] = {}  # decision id -> task key
@@ -207,7 +197,6 @@ class ClusterState(BaseProjection):
                 return False
             self._drop_overlay(key)
             self._remove_task(old, key)
-            self.pods.discard(key)
             return True
         task = task_from_pod(obj)
         key = task.key
@@ -225,8 +214,6 @@ class ClusterState(BaseProjection):
         priority = (obj.get("spec") or {}).get("priority") if task.priority_class else None
         if isinstance(priority, int) and self.priority_classes.get(task.priority_class) != priority:
             self._learn_class(task.priority_class, priority)
-        if self.keep_pods:
-            self.pods.put(key, obj)
         return True
 
     def _learn_class(self, name: str, value: int) -> None:
@@ -239,7 +226,6 @@ class ClusterState(BaseProjection):
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
         if kind == "DELETED":
-            self.raw_nodes.discard(name)
             if node is None or node.placeholder:
                 return False
             if node.tasks:
@@ -252,7 +238,6 @@ class ClusterState(BaseProjection):
         if node is None:
             node = self.nodes[name] = new_node(name)
         apply_node(node, obj)
-        self.raw_nodes.put(name, obj)
         return True
 
     def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> bool:
@@ -260,7 +245,6 @@ class ClusterState(BaseProjection):
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
         if kind == "DELETED":
-            self.podgroups.discard(job_id)
             if job is None or job.implicit or job.placeholder:
                 return False
             if not job.tasks:
@@ -278,8 +262,6 @@ class ClusterState(BaseProjection):
         priority_class = str((obj.get("spec") or {}).get("priorityClassName") or "")
         apply_podgroup(job, obj, self.class_priority(priority_class))
         self.jobs[job_id] = job
-        if self.keep_pods:
-            self.podgroups.put(job_id, obj)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:
@@ -370,7 +352,7 @@ class ClusterState(BaseProjection):
 
     def load(self, state: bytes) -> None:
         position, body = decode_state(self.name, state)
-        fresh = ClusterState(keep_pods=self.keep_pods)
+        fresh = ClusterState()
         snapshot.load_cluster(fresh, body)  # all or nothing: self is untouched on error
         fresh.position = position
         vars(self).update(vars(fresh))

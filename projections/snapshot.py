@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
-
 from projections.accounting import Overlay
 from projections.base import CheckpointError
 from projections.model import (
@@ -29,7 +27,6 @@ from projections.model import (
 )
 from projections.parsing import time_or_none
 from projections.pods import share_maps
-from projections.raw import RawObjects
 from streams.events import format_time
 
 if TYPE_CHECKING:
@@ -117,23 +114,11 @@ def decode_task(data: dict[str, Any]) -> TaskInfo:
     return task
 
 
-def _raw(store: RawObjects) -> dict[str, orjson.Fragment]:
-    return {key: orjson.Fragment(store.raw(key)) for key in store}
-
-
-def _unraw(data: dict[str, Any]) -> RawObjects:
-    store = RawObjects()
-    for key in sorted(data):
-        store.put_bytes(key, orjson.dumps(data[key]))
-    return store
-
-
 def dump_cluster(state: ClusterState) -> dict[str, Any]:
     """The body of a cluster checkpoint."""
     return {
         "version": state.version,
         "skipped": state.skipped,
-        "keep_pods": state.keep_pods,
         "nodes": {name: encode(node) for name, node in state.nodes.items()},
         "tasks": {key: encode_task(task) for key, task in state.tasks.items()},
         "jobs": {job_id: encode(job) for job_id, job in state.jobs.items()},
@@ -143,9 +128,6 @@ def dump_cluster(state: ClusterState) -> dict[str, Any]:
             key: [o.decision, o.kind, o.node, int(o.base_status), o.base_node]
             for key, o in state.overlays.items()
         },
-        "pods": _raw(state.pods),
-        "podgroups": _raw(state.podgroups),
-        "raw_nodes": _raw(state.raw_nodes),
     }
 
 
@@ -154,11 +136,6 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
     try:
         target.version = int(body["version"])
         target.skipped = int(body["skipped"])
-        if bool(body["keep_pods"]) != target.keep_pods:
-            raise CheckpointError(
-                f"checkpoint was taken with keep_pods={body['keep_pods']}, "
-                f"this projection has keep_pods={target.keep_pods}"
-            )
         for name in sorted(body["nodes"]):
             target.nodes[name] = decode(NodeInfo, body["nodes"][name])
         for job_id in sorted(body["jobs"]):
@@ -178,9 +155,6 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
             decision, kind, node, base_status, base_node = body["overlays"][key]
             target.overlays[key] = Overlay(decision, kind, node, TaskStatus(base_status), base_node)
             target._decisions[decision] = key
-        target.pods = _unraw(body["pods"])
-        target.podgroups = _unraw(body["podgroups"])
-        target.raw_nodes = _unraw(body["raw_nodes"])
     except CheckpointError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

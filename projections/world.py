@@ -1,11 +1,11 @@
 """The World: every projection a decision reads, folded together from one log.
 
 ``World.apply(event)`` folds one record into the cluster, the decision history, the
-configuration in force (the latest ``config.applied`` payload) and any extra projections.
-By default the extras are the usage and OOM projections (``projections.usage.UsageState``,
-``projections.oom.OOMState``) when those modules are present; pass ``extra=[...]`` to choose.
-Extras are reachable by name (``world.extra["usage"]``) and, for the two known ones, as
-``world.usage`` / ``world.oom``.
+resource usage, the OOM kills, the pressure-eviction state and the configuration in force
+(the latest ``config.applied`` payload). Those are typed fields; a policy reads them
+through :class:`PolicyInputs`, the one protocol the session and pressure eviction take.
+Further projections (a tool's or a test's own) may be passed as ``extra``; they are folded
+after the policy inputs and reachable by name in :attr:`World.extra`.
 
 The World is itself a projection (name ``world``): its ``dump()`` holds each member's
 dump, so one checkpoint restores all of them at one position.
@@ -14,9 +14,8 @@ dump, so one checkpoint restores all of them at one position.
 from __future__ import annotations
 
 import base64
-import importlib
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from projections.base import (
     BaseProjection,
@@ -28,6 +27,9 @@ from projections.base import (
 )
 from projections.cluster import ClusterState
 from projections.history import History
+from projections.oom import OOMState
+from projections.pressure import PressureState
+from projections.usage import UsageState
 from streams.codec import decode
 from streams.events import Event
 
@@ -36,26 +38,30 @@ from streams.events import Event
 #: its handler itself and keeps its position; any other member gets ``apply(event)``.
 _Step = tuple[Projection, Callable[[Event], None], bool]
 
-#: (module, class) of the extras a default World folds, if the module exists
-DEFAULT_EXTRAS = (
-    ("projections.usage", "UsageState"),
-    ("projections.oom", "OOMState"),
-    ("projections.pressure", "PressureState"),
-)
+#: the names of the World's own members, in folding order
+POLICY_MEMBERS = ("cluster", "history", "usage", "oom", "pressure")
 
 
-def default_extras() -> list[Projection]:
-    """Fresh instances of the default extra projections that are installed."""
-    found: list[Projection] = []
-    for module_name, class_name in DEFAULT_EXTRAS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        found.append(getattr(module, class_name)())
-    return found
+class PolicyInputs(Protocol):
+    """What a policy reads: the folds of the log prefix before its trigger, typed.
+
+    :class:`World` is the implementation; tests may pass any object with these fields.
+    """
+
+    @property
+    def cluster(self) -> ClusterState: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def usage(self) -> UsageState: ...
+
+    @property
+    def oom(self) -> OOMState: ...
+
+    @property
+    def pressure(self) -> PressureState: ...
 
 
 def _is_direct(member: Projection) -> bool:
@@ -71,12 +77,8 @@ class World:
     """All projections of one log at one position.
 
     Args:
-        cluster: the cluster projection (default: a fresh ``ClusterState``).
-        history: the decision history (default: a fresh ``History``).
-        extra: further projections, folded after those; ``None`` means the defaults
-            (:func:`default_extras`), ``[]`` none. Names must be unique.
-        keep_pods: passed to a default ``ClusterState``; off by default (a controller
-            needs no raw pods; the simulated cluster keeps its own, as an API server would).
+        cluster, history, usage, oom, pressure: the members (default: fresh, empty ones).
+        extra: further projections, folded after those. Names must be unique.
     """
 
     name = "world"
@@ -86,35 +88,33 @@ class World:
         *,
         cluster: ClusterState | None = None,
         history: History | None = None,
-        extra: Iterable[Projection] | None = None,
-        keep_pods: bool = False,
+        usage: UsageState | None = None,
+        oom: OOMState | None = None,
+        pressure: PressureState | None = None,
+        extra: Iterable[Projection] = (),
     ) -> None:
-        self.cluster = cluster if cluster is not None else ClusterState(keep_pods=keep_pods)
+        self.cluster = cluster if cluster is not None else ClusterState()
         self.history = history if history is not None else History()
+        self.usage = usage if usage is not None else UsageState()
+        self.oom = oom if oom is not None else OOMState()
+        self.pressure = pressure if pressure is not None else PressureState()
         self.config: dict[str, Any] | None = None
         self.position = 0
         self.extra: dict[str, Projection] = {}
-        for projection in default_extras() if extra is None else extra:
-            if projection.name in self.extra or projection.name in ("cluster", "history"):
+        for projection in extra:
+            if projection.name in self.extra or projection.name in POLICY_MEMBERS:
                 raise ValueError(f"two projections named {projection.name!r}")
             self.extra[projection.name] = projection
         self._members: tuple[Projection, ...] = (
             self.cluster,
             self.history,
+            self.usage,
+            self.oom,
+            self.pressure,
             *self.extra.values(),
         )
         self._direct = tuple(m for m in self._members if _is_direct(m))
         self._routes: dict[str, tuple[_Step, ...]] = {}
-
-    @property
-    def usage(self) -> Any:
-        """The usage projection (``projections.usage.UsageState``), or None."""
-        return self.extra.get("usage")
-
-    @property
-    def oom(self) -> Any:
-        """The OOM projection (``projections.oom.OOMState``), or None."""
-        return self.extra.get("oom")
 
     @property
     def members(self) -> tuple[Projection, ...]:

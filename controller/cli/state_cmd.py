@@ -30,7 +30,7 @@ _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 
 async def fold_log(url: str, *, at: datetime | None = None, offset: int | None = None) -> World:
     """The world folded from ``url``: records with offset < ``offset`` and ``at`` ≤ ``at``."""
-    world = World(extra=[], keep_pods=False)
+    world = World()
     async with await open_log(url) as log:
         with paused_gc():
             async for event in log.read(0, offset):

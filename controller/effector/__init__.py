@@ -1,7 +1,12 @@
-"""The simulated cluster: the effector of the embedded default (see :mod:`.cluster`)."""
+"""Turning decisions into effects: the effector port (:mod:`.port`) and its adapters.
+
+:mod:`.simulated` is the simulated cluster, the effector of the embedded default; the
+Kubernetes effector of ``tide run`` will sit beside it.
+"""
 
 from __future__ import annotations
 
+from controller.effector.port import Effector, Effects, NoEffector
 from controller.effector.simulated import DEFAULT_GRACE, DEFAULT_STARTUP_DELAY, SimulatedCluster
 from controller.effector.simulated_objects import (
     BASE_NAME_ANNOTATION,
@@ -18,6 +23,9 @@ __all__ = [
     "INCARNATION_ANNOTATION",
     "NOTICE_ANNOTATION",
     "RECREATING_KINDS",
+    "Effector",
+    "Effects",
+    "NoEffector",
     "SimulatedCluster",
     "recreated",
 ]

@@ -2,7 +2,10 @@
 
 Why: the embedded default (``tide demo``, ``tide simulate``) has no API server, yet the
 controller must see the consequences of its own decisions the way it would live, through
-``k8s.watch`` records on the log. :meth:`SimulatedCluster.handle` answers one decision with
+``k8s.watch`` records on the log. It is one adapter of the effector port
+(:mod:`controller.effector.port`): it plays the API server, keeping its own copy of every
+pod and node from the watch records it observes (:class:`~.apiserver.ApiServerState`), and
+:meth:`SimulatedCluster.apply` answers one decision with
 
 * *immediate* events at the decision's ``at``: the effect outcome (``effect.applied`` or
   ``effect.failed``, ``cause`` = decision id) and the watch events the API call causes;
@@ -28,9 +31,9 @@ Behaviour:
   differs from the decision's (another incarnation), a pod already terminating, a bind of
   a pod already bound.
 
-Determinism: the simulator holds no state of its own. Everything is computed from the
-decision and the raw objects passed in (the world's ``ClusterState.pods`` and
-``raw_nodes``), so the same log prefix gives the same answers. The price: future events are
+Determinism: the simulator's only state is a fold of the watch records it observed, in log
+order; :meth:`SimulatedCluster.answer` computes an answer from the decision and the raw
+objects alone, so the same log prefix gives the same answers. The price: future events are
 computed when the decision is handled and assume nothing else touches the pod in between
 (e.g. a pod evicted within ``startup_delay`` of its bind would still get its "Running"
 update). Watch events carry ``cause`` = the decision id so that an audit can link them.
@@ -39,10 +42,11 @@ update). Watch events carry ``cause`` = the decision id so that an audit can lin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller.effector.apiserver import ApiServerState
+from controller.effector.port import Effects
 from controller.effector.simulated_objects import (
     JSON,
     RECREATING_KINDS,
@@ -67,14 +71,36 @@ DEFAULT_STARTUP_DELAY = timedelta(seconds=5)
 Answer = tuple[list[Event], list[Event]]
 
 
-@dataclass(frozen=True)
 class SimulatedCluster:
-    """Turns decision events into effect outcomes and watch events (see module doc)."""
+    """Turns decision events into effect outcomes and watch events (see module doc).
 
-    grace_default: timedelta = DEFAULT_GRACE
-    startup_delay: timedelta = DEFAULT_STARTUP_DELAY
+    Args:
+        grace_default: the grace period of a pod that names none.
+        startup_delay: from a bind to the pod running.
+    """
 
-    def handle(
+    def __init__(
+        self,
+        *,
+        grace_default: timedelta = DEFAULT_GRACE,
+        startup_delay: timedelta = DEFAULT_STARTUP_DELAY,
+    ) -> None:
+        self.grace_default = grace_default
+        self.startup_delay = startup_delay
+        self.state = ApiServerState()
+
+    def observe(self, record: Event) -> None:
+        """Keep the API server's copy of pods and nodes current (``k8s.watch`` records)."""
+        if record.type == "k8s.watch":
+            data = record.data
+            self.state.observe(data.get("resource"), data.get("event"), data.get("object"))
+
+    def apply(self, decision: Event) -> Effects:
+        """Answer ``decision`` from the observed state (the effector port)."""
+        now, later = self.answer(decision, self.state.pods, self.state.nodes)
+        return Effects(now, later)
+
+    def answer(
         self,
         decision: Event,
         pods: Mapping[str, JSON],

@@ -35,8 +35,13 @@ from controller.framework.points import (
     Vote,
 )
 from controller.framework.tiers import TierConf
-from controller.framework.view import ClusterView, WorldLike
+from controller.framework.view import ClusterView
+from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo
+from projections.oom import OOMState
+from projections.pressure import PressureState
+from projections.usage import UsageState
+from projections.world import PolicyInputs
 from streams.events import Event
 
 if TYPE_CHECKING:
@@ -49,7 +54,7 @@ class Session(Extensions):
 
     def __init__(
         self,
-        world: WorldLike,
+        world: PolicyInputs,
         trigger: Event,
         *,
         tiers: Sequence[TierConf],
@@ -60,7 +65,14 @@ class Session(Extensions):
         self.now: datetime = trigger.at
         self.ctx = ctx
         super().__init__(tiers)
-        self.history: Any = world.history
+        #: the policy inputs, typed: what the log says beyond the cluster
+        self.history: History = world.history
+        self.usage: UsageState = world.usage
+        self.oom: OOMState = world.oom
+        self.pressure: PressureState = world.pressure
+        #: the trigger's kind (``tick``, ``window-end``, ...), or None for a bare trigger
+        kind = trigger.data.get("kind")
+        self.trigger_kind: str | None = kind if isinstance(kind, str) else None
         self.view = ClusterView(world.cluster)
         self.nodes = self.view.nodes
         self.revocable_nodes = self.view.revocable_nodes
@@ -236,7 +248,7 @@ _VICTIM_ORDER = attrgetter("task.namespace", "task.name")
 
 
 def open_session(
-    world: WorldLike,
+    world: PolicyInputs,
     trigger: Event,
     *,
     tiers: Sequence[TierConf],

@@ -93,16 +93,6 @@ class ClusterLike(Protocol):
     def queues(self) -> Mapping[str, QueueInfo]: ...
 
 
-class WorldLike(Protocol):
-    """The part of ``projections.world.World`` a session reads."""
-
-    @property
-    def cluster(self) -> ClusterLike: ...
-
-    @property
-    def history(self) -> Any: ...
-
-
 class NodesView(Mapping[str, NodeInfo]):
     """Ready nodes (or a subset of them) by name, in name order."""
 

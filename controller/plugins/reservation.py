@@ -11,7 +11,7 @@ the freed amount on its node for latency-sensitive pods for ``reservationDuratio
   nodes (they would likely be evicted again).
 
 What is held, and until when, is the ``pressure`` projection's
-(:class:`projections.pressure.PressureState`, ``world.extra["pressure"]``): the
+(:class:`projections.pressure.PressureState`, ``ssn.pressure``): the
 reservation is recorded in the eviction's evidence only when ``resourceReservation`` is
 on, so the plugin needs no arguments. It reads the projection rather than
 ``controller.pressure.reserved_for_ls`` because plugins sit below the pressure package
@@ -33,6 +33,7 @@ from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from projections.model import MIN_RESOURCE, NodeInfo, Resource, TaskInfo
 from projections.pressure import PressureState
+from projections.world import PolicyInputs
 
 NAME = "reservation"
 BE = "BE"
@@ -45,11 +46,9 @@ def parse_args(raw: Mapping[str, Any]) -> None:
     no_args(raw)
 
 
-def pressure_state(world: Any) -> PressureState | None:
-    """The World's pressure projection, or None when it folds none."""
-    extra = getattr(world, "extra", None)
-    found = extra.get("pressure") if isinstance(extra, Mapping) else None
-    return found if isinstance(found, PressureState) else None
+def pressure_state(world: PolicyInputs) -> PressureState:
+    """The World's pressure projection (the reservations and evicted owners it folds)."""
+    return world.pressure
 
 
 def _le(a: float, b: float) -> bool:
@@ -74,9 +73,7 @@ class ReservationPlugin:
     name = NAME
 
     def on_session_open(self, ssn: Session) -> None:
-        state = pressure_state(ssn.world)
-        if state is None:
-            return
+        state = ssn.pressure
         now = ssn.now
         held: dict[str, Resource] = {}
         owners: dict[str, frozenset[str]] = {}

@@ -31,9 +31,9 @@ from datetime import datetime
 
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 from controller.pressure.followups import PRESSURE_TRIGGER_KINDS, due_followups, on_trigger
-from controller.pressure.inputs import WorldLike, pressure_of
 from controller.pressure.policy import check_node
 from projections.model import Resource
+from projections.world import PolicyInputs
 
 __all__ = [
     "PRESSURE_TRIGGER_KINDS",
@@ -47,16 +47,16 @@ __all__ = [
 ]
 
 
-def reserved_for_ls(world: WorldLike, node_name: str, now: datetime) -> Resource:
+def reserved_for_ls(world: PolicyInputs, node_name: str, now: datetime) -> Resource:
     """Resources held for LS pods on ``node_name`` at ``now`` (``resourceReservation``).
 
     The sum, over pressure evictions from the node within ``reservationDuration`` of
     ``now``, of each victim's larger of usage and request (cpu milli, memory bytes).
     Allocate subtracts it from the node's idle resources when placing a BE pod.
     """
-    return pressure_of(world).reserved(node_name, now)
+    return world.pressure.reserved(node_name, now)
 
 
-def evicted_owners(world: WorldLike, node_name: str, now: datetime) -> frozenset[str]:
+def evicted_owners(world: PolicyInputs, node_name: str, now: datetime) -> frozenset[str]:
     """``Kind/name`` of the owners of pods evicted from the node within the reservation."""
-    return pressure_of(world).evicted_owners(node_name, now)
+    return world.pressure.evicted_owners(node_name, now)

@@ -25,9 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from controller.pressure.inputs import WorldLike, oom_of, started, usage_of, usage_value
+from controller.pressure.inputs import started, usage_value
 from projections.model import NodeInfo, TaskInfo, TaskStatus
 from projections.pressure import PressureState
+from projections.world import PolicyInputs
 
 PRESSURE_QOS = frozenset({"BE"})
 FAULTY_QOS = frozenset({"BE", "LS"})
@@ -75,17 +76,17 @@ def terminating(task: TaskInfo) -> bool:
 
 
 def terminating_usage(
-    world: WorldLike, node: NodeInfo, resource: str, also: Iterable[TaskInfo] = ()
+    world: PolicyInputs, node: NodeInfo, resource: str, also: Iterable[TaskInfo] = ()
 ) -> float:
     """Usage of ``resource`` by pods already leaving ``node`` (plus ``also``, just chosen)."""
-    usage = usage_of(world)
+    usage = world.usage
     keys = {key for key, task in node.tasks.items() if terminating(task)}
     keys.update(task.key for task in also)
     return sum(usage_value(usage, key, resource) for key in sorted(keys))
 
 
 def ranked(
-    world: WorldLike,
+    world: PolicyInputs,
     node: NodeInfo,
     resource: str,
     state: PressureState,
@@ -94,7 +95,7 @@ def ranked(
     exclude: set[str] | frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The candidates on ``node`` in eviction order (see the module docstring)."""
-    usage, oom = usage_of(world), oom_of(world)
+    usage, oom = world.usage, world.oom
     found = [
         Candidate(task, usage_value(usage, key, resource), started(task), oom.kills(key))
         for key, task in node.tasks.items()

@@ -18,22 +18,22 @@ from typing import Any
 
 from controller.pressure.candidates import Candidate
 from controller.pressure.config import EvictionConfig
-from controller.pressure.inputs import WorldLike
 from projections.pressure import SOURCE
+from projections.world import PolicyInputs
 from streams.events import Event, format_time, make_event
 
 TAINT = {"key": "koordinator.sh/eviction", "value": "", "effect": "NoSchedule"}
 TAINT_REASON = "eviction-taint"
 
 
-def owner_of(world: WorldLike, key: str) -> str:
+def owner_of(world: PolicyInputs, key: str) -> str:
     """``Kind/name`` of the pod's controller owner ("" when none is known)."""
     task = world.cluster.tasks.get(key)
     return task.owner if task is not None else ""
 
 
 def victim_evidence(
-    world: WorldLike,
+    world: PolicyInputs,
     candidate: Candidate,
     *,
     cpu: float,

@@ -25,10 +25,11 @@ from typing import Any
 
 from controller.pressure.candidates import FAULTY_QOS, Candidate, evictable
 from controller.pressure.config import EvictionConfig
-from controller.pressure.inputs import WorldLike, oom_of, started, usage_of
+from controller.pressure.inputs import started
 from projections.model import NodeInfo
 from projections.pressure import PressureState
 from projections.usage import Sample, Series
+from projections.world import PolicyInputs
 from streams.events import format_time
 
 #: leaks are looked for at a node's first check in each block of this many seconds
@@ -51,7 +52,7 @@ def leak_check_due(series: Series) -> bool:
 
 
 def faulty_pods(
-    world: WorldLike,
+    world: PolicyInputs,
     node: NodeInfo,
     series: Series,
     now: datetime,
@@ -63,7 +64,7 @@ def faulty_pods(
     """Faulty pods on ``node``: repeated OOM kills first, then leaks, each by key."""
     found: list[Faulty] = []
     faulty = config.faulty
-    oom = oom_of(world)
+    oom = world.oom
     threshold = faulty.oom_count_threshold
     for key in oom.repeated_oom_on(node.name, threshold):
         task = node.tasks.get(key)
@@ -81,7 +82,7 @@ def faulty_pods(
     if not leak_check_due(series):
         return found
     chosen = {f.candidate.key for f in found}
-    usage = usage_of(world)
+    usage = world.usage
     duration = faulty.memory_leak_duration
     young = now.timestamp() - 0.9 * duration.total_seconds()
     leaking: list[tuple[str, tuple[Sample, Sample]]] = []

@@ -29,28 +29,21 @@ from typing import Any
 from controller.pressure.candidates import Candidate, evictable, take, terminating_usage
 from controller.pressure.config import EvictionConfig
 from controller.pressure.decisions import evict_event, taint_event, untaint_event, victim_evidence
-from controller.pressure.inputs import (
-    WorldLike,
-    node_numbers,
-    oom_of,
-    pressure_of,
-    started,
-    usage_of,
-    usage_value,
-)
+from controller.pressure.inputs import node_numbers, started, usage_value
 from controller.pressure.predictive import amount_to_free, predict_at
 from controller.pressure.ratecontrol import cooldown_evidence, minute_budget
 from projections.pressure import BATCH_KIND, RATE_WINDOW, UNTAINT_KIND, Round
+from projections.world import PolicyInputs
 from streams.events import Event, format_time
 
 PRESSURE_TRIGGER_KINDS = frozenset({BATCH_KIND, UNTAINT_KIND})
 
 
 def due_followups(
-    world: WorldLike, config: EvictionConfig | None = None
+    world: PolicyInputs, config: EvictionConfig | None = None
 ) -> list[tuple[datetime, str, dict[str, Any]]]:
     """``(when, kind, data)`` of every follow-up still to fire, in time order."""
-    state = pressure_of(world)
+    state = world.pressure
     due: dict[tuple[datetime, str], set[str]] = {}
     for held in state.pending_rounds():
         if held.next_due is not None:
@@ -62,7 +55,7 @@ def due_followups(
     return [(when, kind, {"nodes": sorted(due[(when, kind)])}) for when, kind in sorted(due)]
 
 
-def on_trigger(world: WorldLike, trigger: Event, config: EvictionConfig) -> list[Event]:
+def on_trigger(world: PolicyInputs, trigger: Event, config: EvictionConfig) -> list[Event]:
     """The decisions a pressure follow-up firing causes (``cause`` = the trigger)."""
     kind = trigger.data.get("kind")
     if kind == UNTAINT_KIND:
@@ -72,8 +65,8 @@ def on_trigger(world: WorldLike, trigger: Event, config: EvictionConfig) -> list
     return []
 
 
-def _untaint(world: WorldLike, trigger: Event) -> list[Event]:
-    state = pressure_of(world)
+def _untaint(world: PolicyInputs, trigger: Event) -> list[Event]:
+    state = world.pressure
     return [
         untaint_event(
             node=node, at=trigger.at, since=taint.since, until=taint.until, cause=trigger.id
@@ -86,9 +79,9 @@ def _untaint(world: WorldLike, trigger: Event) -> list[Event]:
 class _Batches:
     """The later batches one ``eviction-batch`` firing decides."""
 
-    def __init__(self, world: WorldLike, trigger: Event, config: EvictionConfig) -> None:
+    def __init__(self, world: PolicyInputs, trigger: Event, config: EvictionConfig) -> None:
         self.world, self.config = world, config
-        self.state = pressure_of(world)
+        self.state = world.pressure
         self.now = trigger.at
         self.cause = trigger.id
         self.evict_at = trigger.at + config.pre_stop_delay
@@ -105,12 +98,12 @@ class _Batches:
     def batch(self, held: Round) -> None:
         world, config, state = self.world, self.config, self.state
         node = world.cluster.nodes.get(held.node)
-        series = usage_of(world).nodes.get(held.node)
+        series = world.usage.nodes.get(held.node)
         numbers = node_numbers(node, series) if node and series else None
         if node is None or series is None or numbers is None:
             return
         resource, limits = held.resource, config.resource(held.resource)
-        usage, oom = usage_of(world), oom_of(world)
+        usage, oom = world.usage, world.oom
         taken = self.per_node.setdefault(held.node, [])
         candidates = [
             Candidate(task, usage_value(usage, key, resource), started(task), oom.kills(key))

@@ -1,10 +1,9 @@
 """What pressure eviction reads from the World, and a node's numbers at one check.
 
-The World (``projections.world``) bundles the cluster projection and named extras; the
-pressure policies need three extras: ``usage`` (:class:`~projections.usage.UsageState`),
-``oom`` (:class:`~projections.oom.OOMState`) and ``pressure``
-(:class:`~projections.pressure.PressureState`). A World without them is a wiring error
-and fails loudly rather than deciding on missing state.
+Pressure eviction reads the policy inputs (:class:`projections.world.PolicyInputs`): the
+cluster, ``usage`` (:class:`~projections.usage.UsageState`), ``oom``
+(:class:`~projections.oom.OOMState`) and ``pressure``
+(:class:`~projections.pressure.PressureState`), all typed fields of the World.
 
 Pressure of a node for a resource = 100 × usage ÷ capacity, where capacity is the node's
 ``status.capacity`` (its allocatable when no capacity is reported). OOM risk = 100 × memory
@@ -13,60 +12,13 @@ usage ÷ allocatable memory (capacity when no allocatable is reported).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
-from projections.cluster import ClusterState
 from projections.model import NodeInfo, TaskInfo
-from projections.oom import OOMState
-from projections.pressure import PressureState
 from projections.usage import Series, UsageState
 
 RESOURCES = ("memory", "cpu")
-
-
-class WorldLike(Protocol):
-    """The part of ``projections.world.World`` pressure eviction uses."""
-
-    @property
-    def cluster(self) -> ClusterState: ...
-
-    @property
-    def extra(self) -> Mapping[str, object]: ...
-
-
-class MissingProjection(RuntimeError):
-    """The World lacks a projection pressure eviction needs (a wiring error)."""
-
-
-def _extra(world: WorldLike, name: str, kind: type[object]) -> object:
-    found = world.extra.get(name)
-    if not isinstance(found, kind):
-        raise MissingProjection(
-            f"the World has no {name!r} projection ({kind.__module__}.{kind.__name__}); "
-            "add it to the World's extras"
-        )
-    return found
-
-
-def usage_of(world: WorldLike) -> UsageState:
-    found = _extra(world, "usage", UsageState)
-    assert isinstance(found, UsageState)
-    return found
-
-
-def oom_of(world: WorldLike) -> OOMState:
-    found = _extra(world, "oom", OOMState)
-    assert isinstance(found, OOMState)
-    return found
-
-
-def pressure_of(world: WorldLike) -> PressureState:
-    found = _extra(world, "pressure", PressureState)
-    assert isinstance(found, PressureState)
-    return found
 
 
 @dataclass(slots=True)

@@ -42,24 +42,18 @@ from controller.pressure.candidates import (
 from controller.pressure.config import EvictionConfig, ResourceEvict
 from controller.pressure.decisions import evict_event, taint_event, victim_evidence
 from controller.pressure.faulty import faulty_pods, leak_check_due
-from controller.pressure.inputs import (
-    NodeNumbers,
-    WorldLike,
-    node_numbers,
-    oom_of,
-    pressure_of,
-    usage_of,
-)
+from controller.pressure.inputs import NodeNumbers, node_numbers
 from controller.pressure.predictive import amount_to_free, stable_prediction
 from controller.pressure.ratecontrol import cooldown_evidence, minute_budget, next_factor, split
 from projections.model import NodeInfo, TaskInfo
 from projections.oom import OOMState
 from projections.pressure import RATE_WINDOW, PressureState
 from projections.usage import Series, UsageState
+from projections.world import PolicyInputs
 from streams.events import Event, format_time
 
 
-def check_node(world: WorldLike, sample: Event, config: EvictionConfig) -> list[Event]:
+def check_node(world: PolicyInputs, sample: Event, config: EvictionConfig) -> list[Event]:
     """The decisions one ``metrics.node`` sample causes (see the module docstring)."""
     if not config.enabled:
         return []
@@ -67,16 +61,16 @@ def check_node(world: WorldLike, sample: Event, config: EvictionConfig) -> list[
     node = world.cluster.nodes.get(name) if isinstance(name, str) else None
     if node is None or node.placeholder or not node.ready:
         return []
-    usage = usage_of(world)
+    usage = world.usage
     series = usage.nodes.get(node.name)
     numbers = node_numbers(node, series) if series is not None else None
     if series is None or numbers is None:
         return []
     check = _Check(
         world,
-        state=pressure_of(world),
+        state=world.pressure,
         usage=usage,
-        oom=oom_of(world),
+        oom=world.oom,
         node=node,
         numbers=numbers,
         series=series,
@@ -99,7 +93,7 @@ class _Check:
 
     def __init__(
         self,
-        world: WorldLike,
+        world: PolicyInputs,
         *,
         state: PressureState,
         usage: UsageState,

@@ -197,7 +197,6 @@ def test_node_deleted_with_tasks_left_becomes_a_placeholder() -> None:
     fold([watch("nodes", raw, event="DELETED")], state)
     node = state.nodes["n1"]
     assert node.placeholder and not node.ready and cpu(node.idle) == -1000
-    assert "n1" not in state.raw_nodes
     fold([watch("nodes", raw)], state)
     assert cpu(state.nodes["n1"].idle) == 7000
 
@@ -212,7 +211,7 @@ def test_node_modified_keeps_its_accounting() -> None:
 def test_empty_node_deleted_is_gone() -> None:
     raw = build_node("n1")
     state = fold([watch("nodes", raw), watch("nodes", raw, event="DELETED")])
-    assert state.nodes == {} and "n1" not in state.raw_nodes
+    assert state.nodes == {}
 
 
 def test_pending_index() -> None:
@@ -272,22 +271,6 @@ def test_bad_or_foreign_watch_records_are_ignored(data: dict[str, Any]) -> None:
     state = fold([make_event("k8s.watch", T0, data)])
     assert state.tasks == {} and state.nodes == {} and state.version == 0
     assert state.position == 1
-
-
-def test_raw_objects_are_kept_trimmed_and_copied() -> None:
-    raw = pod("a")
-    raw["metadata"]["managedFields"] = [{"manager": "kubelet"}]
-    state = fold([watch("nodes", build_node("n1")), watch("pods", raw)])
-    kept = state.pods["ns/a"]
-    assert "managedFields" not in kept["metadata"]
-    assert kept["spec"] == raw["spec"]
-    kept["spec"]["nodeName"] = "changed"
-    assert state.pods["ns/a"]["spec"]["nodeName"] == "n1"
-    assert state.raw_nodes["n1"]["metadata"]["name"] == "n1"
-    fold([watch("pods", raw, event="DELETED")], state)
-    assert "ns/a" not in state.pods
-    lean = fold([watch("pods", raw)], ClusterState(keep_pods=False))
-    assert len(lean.pods) == 0 and "ns/a" in lean.tasks
 
 
 POD_NAMES = ["a", "b", "c"]

@@ -46,7 +46,7 @@ def events() -> list[Event]:
 
 
 def world(upto: int | None = None) -> World:
-    w = World(extra=[], keep_pods=False)
+    w = World()
     for offset, event in enumerate(events()[:upto]):
         w.apply(event.with_offset(offset))
     return w

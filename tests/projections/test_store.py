@@ -267,20 +267,6 @@ def test_bad_checkpoints_leave_the_projection_untouched(state: bytes, message: s
     assert cluster.dump() == before
 
 
-async def test_a_checkpoint_with_other_pod_keeping_is_refolded() -> None:
-    events = scenario()
-    log = logged(events)
-    store = MemoryCheckpointStore()
-    await run_projection(log, ClusterState(keep_pods=True), store, stop=10)
-    lean = ClusterState(keep_pods=False)
-    assert not await resume(lean, store)
-    assert await run_projection(log, lean, store) == len(events)
-    assert (
-        len(lean.pods) == 0
-        and lean.dump() == full_fold(lambda: ClusterState(keep_pods=False), events).dump()
-    )
-
-
 def test_world_load_is_all_or_nothing() -> None:
     world = full_fold(lambda: World(extra=[]), scenario()[:8])
     assert isinstance(world, World)

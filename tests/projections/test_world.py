@@ -10,7 +10,10 @@ import pytest
 from projections.base import BaseProjection, Projection, handles
 from projections.cluster import ClusterState
 from projections.history import History
-from projections.world import World, default_extras
+from projections.oom import OOMState
+from projections.pressure import PressureState
+from projections.usage import UsageState
+from projections.world import POLICY_MEMBERS, World
 from streams.events import Event, make_event
 from tests.builders import at, build_node, build_pod, watch
 
@@ -61,19 +64,17 @@ def test_world_folds_into_every_member() -> None:
     assert world.extra == {"counter": counter} and counter.count == 1
     assert world.position == world.cluster.position == world.history.position == 4
     assert counter.position == 4
-    assert world.usage is None and world.oom is None
+    assert world.usage.position == world.oom.position == world.pressure.position == 4
 
 
-def test_default_world_has_the_usage_and_oom_projections_when_present() -> None:
-    names = [p.name for p in default_extras()]
+def test_the_world_has_typed_policy_inputs_and_no_default_extras() -> None:
     world = World()
-    assert sorted(world.extra) == sorted(names)
-    if "usage" in names:
-        assert world.usage is world.extra["usage"]
-    if "oom" in names:
-        assert world.oom is world.extra["oom"]
+    assert world.extra == {}
+    assert isinstance(world.usage, UsageState)
+    assert isinstance(world.oom, OOMState)
+    assert isinstance(world.pressure, PressureState)
     assert isinstance(world, Projection)
-    assert [m.name for m in world.members][:2] == ["cluster", "history"]
+    assert tuple(m.name for m in world.members) == POLICY_MEMBERS
 
 
 @pytest.mark.parametrize(
@@ -81,6 +82,7 @@ def test_default_world_has_the_usage_and_oom_projections_when_present() -> None:
     [
         pytest.param([Counter(), Counter()], id="twice"),
         pytest.param([History()], id="clashes-with-history"),
+        pytest.param([UsageState()], id="clashes-with-usage"),
     ],
 )
 def test_member_names_must_be_unique(extra: list[Projection]) -> None:
@@ -102,18 +104,10 @@ def test_events_not_yet_on_a_log_are_folded_without_moving_position() -> None:
     assert "ns/a" in world.cluster.tasks and world.position == 0
 
 
-def test_world_passes_keep_pods_and_accepts_members() -> None:
-    assert (
-        len(
-            fold(
-                World(extra=[], keep_pods=False), [watch("pods", build_pod("n", "a"))]
-            ).cluster.pods
-        )
-        == 0
-    )
-    cluster, history = ClusterState(), History()
-    world = World(cluster=cluster, history=history, extra=[])
-    assert world.cluster is cluster and world.history is history
+def test_world_accepts_members() -> None:
+    cluster, history, usage = ClusterState(), History(), UsageState()
+    world = World(cluster=cluster, history=history, usage=usage)
+    assert world.cluster is cluster and world.history is history and world.usage is usage
 
 
 def test_config_that_is_not_a_mapping_is_none() -> None:

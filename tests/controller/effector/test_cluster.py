@@ -89,7 +89,7 @@ def assert_valid(events: list[Event]) -> None:
 def test_evict_bare_pod_terminates_after_default_grace() -> None:
     pod = build_pod("default", "web-0", node="n1")
     decision = evict()
-    now, later = SimulatedCluster().handle(decision, pods(pod), NODES)
+    now, later = SimulatedCluster().answer(decision, pods(pod), NODES)
     assert [e.type for e in now] == ["effect.applied", "k8s.watch"]
     effect = now[0]
     assert effect.cause == decision.id
@@ -107,27 +107,27 @@ def test_evict_bare_pod_terminates_after_default_grace() -> None:
 @pytest.mark.parametrize(("grace", "delay"), [(5, 5), (120, 120)])
 def test_evict_uses_the_pods_grace_period(grace: int, delay: int) -> None:
     pod = build_pod("default", "web-0", node="n1", grace=grace)
-    _, later = SimulatedCluster().handle(evict(), pods(pod), NODES)
+    _, later = SimulatedCluster().answer(evict(), pods(pod), NODES)
     assert [e.at for e in later] == [AT + timedelta(seconds=delay)]
 
 
 def test_evict_with_zero_grace_is_all_immediate() -> None:
     pod = build_pod("default", "web-0", node="n1", grace=0, owner_kind="ReplicaSet")
-    now, later = SimulatedCluster().handle(evict(), pods(pod), NODES)
+    now, later = SimulatedCluster().answer(evict(), pods(pod), NODES)
     assert later == []
     assert [w[2] for w in watches(now)] == ["MODIFIED", "DELETED", "ADDED"]
 
 
 def test_grace_default_is_configurable() -> None:
     pod = build_pod("default", "web-0", node="n1")
-    _, later = SimulatedCluster(grace_default=timedelta(seconds=3)).handle(evict(), pods(pod))
+    _, later = SimulatedCluster(grace_default=timedelta(seconds=3)).answer(evict(), pods(pod))
     assert [e.at for e in later] == [AT + timedelta(seconds=3)]
 
 
 @pytest.mark.parametrize("kind", ["ReplicaSet", "Job"])
 def test_controller_owned_pod_is_recreated_under_a_new_name(kind: str) -> None:
     pod = build_pod("default", "web-0", node="n1", owner_kind=kind, labels={"app": "web"})
-    _, later = SimulatedCluster().handle(evict(), pods(pod), NODES)
+    _, later = SimulatedCluster().answer(evict(), pods(pod), NODES)
     gone = AT + timedelta(seconds=30)
     (deleted, added) = later
     assert (deleted.data["event"], added.data["event"]) == ("DELETED", "ADDED")
@@ -159,13 +159,13 @@ def test_volcano_job_pod_is_recreated() -> None:
             "controller": True,
         }
     ]
-    _, later = SimulatedCluster().handle(evict("train-worker-0"), pods(pod), NODES)
+    _, later = SimulatedCluster().answer(evict("train-worker-0"), pods(pod), NODES)
     assert [w[2] for w in watches(later)] == ["DELETED", "ADDED"]
 
 
 def test_statefulset_pod_keeps_its_name() -> None:
     pod = build_pod("default", "db-0", node="n1", owner_kind="StatefulSet")
-    _, later = SimulatedCluster().handle(evict("db-0"), pods(pod), NODES)
+    _, later = SimulatedCluster().answer(evict("db-0"), pods(pod), NODES)
     added = later[-1].data["object"]["metadata"]
     assert added["name"] == "db-0"
     assert added["uid"] != "default-db-0"
@@ -175,7 +175,7 @@ def test_statefulset_pod_keeps_its_name() -> None:
 def test_uncontrolled_owner_and_daemon_kinds_are_not_recreated() -> None:
     pod = build_pod("default", "x", node="n1")
     pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "uid": "u"}]
-    _, later = SimulatedCluster().handle(evict("x"), pods(pod), NODES)
+    _, later = SimulatedCluster().answer(evict("x"), pods(pod), NODES)
     assert [w[2] for w in watches(later)] == ["DELETED"]
 
 
@@ -183,8 +183,8 @@ def test_recreation_is_deterministic_and_generations_differ() -> None:
     pod = build_pod("default", "web-abcde", node="n1", owner_kind="ReplicaSet")
     pod["metadata"]["generateName"] = "web-"
     cluster = SimulatedCluster()
-    _, first = cluster.handle(evict("web-abcde"), pods(pod), NODES)
-    _, again = cluster.handle(evict("web-abcde"), pods(pod), NODES)
+    _, first = cluster.answer(evict("web-abcde"), pods(pod), NODES)
+    _, again = cluster.answer(evict("web-abcde"), pods(pod), NODES)
     assert first == again
     gen1 = first[-1].data["object"]
     assert gen1["metadata"]["name"].startswith("web-")
@@ -194,7 +194,7 @@ def test_recreation_is_deterministic_and_generations_differ() -> None:
     gen1["spec"]["nodeName"] = "n1"
     gen1["status"] = {"phase": "Running"}
     decision = evict(name1, uid=gen1["metadata"]["uid"])
-    _, second = cluster.handle(decision, pods(gen1), NODES)
+    _, second = cluster.answer(decision, pods(gen1), NODES)
     gen2 = second[-1].data["object"]["metadata"]
     assert gen2["annotations"][INCARNATION_ANNOTATION] == "2"
     assert gen2["name"].startswith("web-") and gen2["name"] not in (name1, "web-abcde")
@@ -206,7 +206,7 @@ def test_graceful_eviction_notice_then_eviction_at_evict_at() -> None:
     pod = build_pod("default", "web-0", node="n1", owner_kind="ReplicaSet")
     evict_at = AT + timedelta(minutes=2)
     decision = evict(notice_at=format_time(AT), evict_at=format_time(evict_at))
-    now, later = SimulatedCluster().handle(decision, pods(pod), NODES)
+    now, later = SimulatedCluster().answer(decision, pods(pod), NODES)
     assert [e.type for e in now] == ["k8s.watch"]
     notice = now[0].data["object"]["metadata"]
     assert notice["annotations"][NOTICE_ANNOTATION] == format_time(evict_at)
@@ -230,7 +230,7 @@ def test_graceful_eviction_notice_then_eviction_at_evict_at() -> None:
 def test_evict_at_not_later_than_the_decision_evicts_now(evict_at: object) -> None:
     pod = build_pod("default", "web-0", node="n1")
     value = format_time(evict_at) if isinstance(evict_at, datetime) else evict_at
-    now, _ = SimulatedCluster().handle(evict(evict_at=value), pods(pod), NODES)
+    now, _ = SimulatedCluster().answer(evict(evict_at=value), pods(pod), NODES)
     assert [e.type for e in now] == ["effect.applied", "k8s.watch"]
     assert "deletionTimestamp" in now[1].data["object"]["metadata"]
 
@@ -254,7 +254,7 @@ def test_evict_at_not_later_than_the_decision_evicts_now(evict_at: object) -> No
     ],
 )
 def test_evict_failures(pod_map: dict[str, JSON], decision: Event, error: str) -> None:
-    now, later = SimulatedCluster().handle(decision, pod_map, NODES)
+    now, later = SimulatedCluster().answer(decision, pod_map, NODES)
     assert later == []
     (failed,) = now
     assert failed.type == "effect.failed"
@@ -271,7 +271,7 @@ def test_evict_failures(pod_map: dict[str, JSON], decision: Event, error: str) -
 def test_bind_sets_node_then_runs_after_the_startup_delay() -> None:
     pod = build_pod("default", "web-0", phase="Pending")
     decision = bind()
-    now, later = SimulatedCluster().handle(decision, pods(pod), NODES)
+    now, later = SimulatedCluster().answer(decision, pods(pod), NODES)
     assert [e.type for e in now] == ["effect.applied", "k8s.watch"]
     placed = now[1].data["object"]
     assert placed["spec"]["nodeName"] == "n2"
@@ -288,7 +288,7 @@ def test_bind_sets_node_then_runs_after_the_startup_delay() -> None:
 def test_startup_delay_is_configurable() -> None:
     pod = build_pod("default", "web-0", phase="Pending")
     sim = SimulatedCluster(startup_delay=timedelta(seconds=12))
-    _, later = sim.handle(bind(), pods(pod), NODES)
+    _, later = sim.answer(bind(), pods(pod), NODES)
     assert later[0].at == AT + timedelta(seconds=12)
 
 
@@ -318,7 +318,7 @@ def test_startup_delay_is_configurable() -> None:
 )
 def test_bind_failures(pod: JSON | None, node: str, error: str) -> None:
     pod_map = pods(pod) if pod is not None else {}
-    now, later = SimulatedCluster().handle(bind(node=node), pod_map, NODES)
+    now, later = SimulatedCluster().answer(bind(node=node), pod_map, NODES)
     assert later == []
     assert [e.type for e in now] == ["effect.failed"]
     assert error in now[0].data["error"]
@@ -330,7 +330,7 @@ def test_bind_failures(pod: JSON | None, node: str, error: str) -> None:
 def test_taint_then_untaint() -> None:
     node = build_node("n1", taints=[{"key": "other", "effect": "NoExecute"}])
     decision = taint()
-    now, later = SimulatedCluster().handle(decision, {}, {"n1": node})
+    now, later = SimulatedCluster().answer(decision, {}, {"n1": node})
     assert later == []
     assert [e.type for e in now] == ["effect.applied", "k8s.watch"]
     assert now[0].data == {"decision": decision.id, "kind": "taint", "target": "n1"}
@@ -341,9 +341,9 @@ def test_taint_then_untaint() -> None:
         {"effect": "NoSchedule", "key": "tide.io/pressure", "value": "true"},
     ]
     # tainting again replaces (same key and effect), it does not duplicate
-    now2, _ = SimulatedCluster().handle(taint(value="again"), {}, {"n1": tainted})
+    now2, _ = SimulatedCluster().answer(taint(value="again"), {}, {"n1": tainted})
     assert [t.get("value") for t in now2[1].data["object"]["spec"]["taints"]] == [None, "again"]
-    now3, _ = SimulatedCluster().handle(taint("untaint"), {}, {"n1": tainted})
+    now3, _ = SimulatedCluster().answer(taint("untaint"), {}, {"n1": tainted})
     assert now3[1].data["object"]["spec"]["taints"] == [{"key": "other", "effect": "NoExecute"}]
     assert "taints" not in node["spec"] or len(node["spec"]["taints"]) == 1
     assert_valid(now + now2 + now3)
@@ -351,12 +351,12 @@ def test_taint_then_untaint() -> None:
 
 def test_untaint_of_the_last_taint_drops_the_field() -> None:
     node = build_node("n1", taints=[{"key": "tide.io/pressure", "effect": "NoSchedule"}])
-    now, _ = SimulatedCluster().handle(taint("untaint"), {}, {"n1": node})
+    now, _ = SimulatedCluster().answer(taint("untaint"), {}, {"n1": node})
     assert "taints" not in now[1].data["object"]["spec"]
 
 
 def test_taint_unknown_node_fails() -> None:
-    now, later = SimulatedCluster().handle(taint(node="n9"), {}, NODES)
+    now, later = SimulatedCluster().answer(taint(node="n9"), {}, NODES)
     assert later == []
     assert [e.type for e in now] == ["effect.failed"]
     assert now[0].data["target"] == "n9" and "not found" in now[0].data["error"]
@@ -364,4 +364,4 @@ def test_taint_unknown_node_fails() -> None:
 
 def test_other_events_are_ignored() -> None:
     trigger = make_event("trigger.fired", AT, {"trigger": "t", "kind": "tick", "scheduled": "x"})
-    assert SimulatedCluster().handle(trigger, {}, {}) == ([], [])
+    assert SimulatedCluster().answer(trigger, {}, {}) == ([], [])

@@ -56,8 +56,13 @@ def run(zones: dict[str, str], minutes: int, **extra: Any) -> tuple[World, list[
     ctx = PluginContext(ZoneInfo("UTC"), "volcano")
     plugin = build(args, ctx)
     tiers = [TierConf((PluginConf.of("tdm", all_flags=True),))]
-    world = World(extra=[], keep_pods=True)
+    world = World()
     sim = SimulatedCluster()
+
+    def feed(record: Event) -> None:
+        world.apply(record)
+        sim.observe(record)
+
     plan = TriggerConfig(
         zones=tuple(ZoneSchedule(z.name, z.window, args.evict_period) for z in args.zones)
     )
@@ -76,7 +81,7 @@ def run(zones: dict[str, str], minutes: int, **extra: Any) -> tuple[World, list[
         if now > stop:
             break
         if next_event == now:
-            world.apply(heapq.heappop(queue)[2])
+            feed(heapq.heappop(queue)[2])
             continue
         for firing in triggers.due(now):
             trigger = trigger_event(*firing)
@@ -100,10 +105,11 @@ def run(zones: dict[str, str], minutes: int, **extra: Any) -> tuple[World, list[
                     cause=trigger.id,
                 )
                 decisions.append(decision)
-                world.apply(decision)
-                answers, later = sim.handle(decision, world.cluster.pods, world.cluster.raw_nodes)
+                feed(decision)
+                effects = sim.apply(decision)
+                answers, later = effects.now, effects.later
                 for answer in answers:
-                    world.apply(answer)
+                    feed(answer)
                 for answer in later:
                     seq += 1
                     heapq.heappush(queue, (answer.at, seq, answer))

@@ -28,16 +28,23 @@ def decide(kind: str, pod: str, node: str, reason: str) -> Event:
     return make_event(f"decision.{kind}", AT, data)
 
 
+SIM: dict[int, SimulatedCluster] = {}
+
+
 def run(world: World, decision: Event) -> list[Event]:
+    """Fold the decision, let the world's simulated cluster answer it, fold the answers."""
+    sim = SIM[id(world)]
     world.apply(decision)
-    now, later = SimulatedCluster().handle(decision, world.cluster.pods, world.cluster.raw_nodes)
-    for event in now + later:  # later events are already in time order
+    effects = sim.apply(decision)
+    for event in effects.now + effects.later:  # later events are already in time order
         world.apply(event)
-    return now + later
+        sim.observe(event)
+    return effects.now + effects.later
 
 
 def base_world() -> World:
-    world = World(extra=[], keep_pods=True)
+    world = World()
+    sim = SIM[id(world)] = SimulatedCluster()
     for event in [
         watch("queues", build_queue()),
         watch("nodes", build_node("n1")),
@@ -49,6 +56,7 @@ def base_world() -> World:
         watch("pods", build_pod("default", "new-0", phase="Pending", group="web")),
     ]:
         world.apply(event)
+        sim.observe(event)
     return world
 
 

@@ -18,6 +18,9 @@ from controller.framework.session import Session, open_session
 from controller.framework.tiers import PluginConf, TierConf
 from projections.accounting import node_add
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.oom import OOMState
+from projections.pressure import PressureState
+from projections.usage import UsageState
 from projections.world import World
 from streams.events import Event, format_time, make_event
 from tests.builders import T0
@@ -37,6 +40,9 @@ class FakeCluster:
 class FakeWorld:
     cluster: FakeCluster
     history: Any = None
+    usage: UsageState = field(default_factory=UsageState)
+    oom: OOMState = field(default_factory=OOMState)
+    pressure: PressureState = field(default_factory=PressureState)
 
 
 def res(cpu: float = 1000, memory: float = GI, **scalars: float) -> Resource:

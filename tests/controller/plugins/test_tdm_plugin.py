@@ -23,6 +23,9 @@ from controller.framework.tiers import PluginConf, TierConf
 from controller.plugins.tdm import REASON_WINDOW_CLOSED, TdmPlugin, build, parse_args
 from controller.plugins.tdm.plugin import job_order, job_pipelined, job_starving
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.oom import OOMState
+from projections.pressure import PressureState
+from projections.usage import UsageState
 from streams.events import make_event
 
 T0 = datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
@@ -91,6 +94,9 @@ class FakeCluster:
 class FakeWorld:
     cluster: FakeCluster
     history: Any
+    usage: UsageState = field(default_factory=UsageState)
+    oom: OOMState = field(default_factory=OOMState)
+    pressure: PressureState = field(default_factory=PressureState)
 
 
 def node(name: str, zone: str = "") -> NodeInfo:

@@ -1,31 +1,28 @@
-"""A small pressure-eviction loop for tests, and scenario builders.
+"""A pressure-eviction loop for tests, and scenario builders.
 
-:class:`Loop` does what the simulation runner does for pressure, without the scheduler:
-inputs in time order are appended (offsets assigned) and folded into a World holding the
-usage, OOM and pressure projections; every ``metrics.node`` record goes to
-``check_node``; the follow-ups of ``due_followups`` are fired as ``trigger.fired`` records
-(written only when they decide something, as the runner does) and passed to
-``on_trigger``; decisions are folded right away and, with ``sim=True``, answered by the
-simulated cluster (notice, termination, recreation, taints).
+:class:`Loop` runs the controller's own step (:class:`controller.loop.step.Step`) on the
+virtual-time driver (:class:`controller.loop.virtual.VirtualLoop`) without the scheduler:
+no configuration, hence no session triggers. Inputs in time order are written and folded;
+every ``metrics.node`` sample goes to pressure eviction; the follow-ups are fired as
+``trigger.fired`` records (written only when they decide something); with ``sim=True`` the
+simulated cluster answers the decisions (notice, termination, recreation, taints).
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from controller.effector import SimulatedCluster
 from controller.framework.config import load_config
-from controller.pressure import check_node, due_followups, on_trigger
+from controller.loop.step import Step
+from controller.loop.virtual import VirtualLoop
 from controller.pressure.config import EvictionConfig, parse_eviction_config
-from projections.oom import OOMState
-from projections.pressure import PressureState
-from projections.usage import UsageState
 from projections.world import World
 from replay.verify import replay
-from streams.events import DECISION_TYPES, Event, format_time, make_event
+from streams.backends.memory import MemoryLog
+from streams.events import DECISION_TYPES, Event
 from tests.builders import T0, build_node, build_pod, node_metrics, pod_metrics, watch
 
 JSON = dict[str, Any]
@@ -35,7 +32,7 @@ LOOPS: list[Loop] = []
 
 
 def new_world() -> World:
-    return World(extra=[UsageState(), OOMState(), PressureState()], keep_pods=True)
+    return World()
 
 
 def config(**overrides: Any) -> EvictionConfig:
@@ -50,75 +47,27 @@ def config(**overrides: Any) -> EvictionConfig:
 class Loop:
     cfg: EvictionConfig
     sim: bool = False
-    world: World = field(default_factory=new_world)
-    log: list[Event] = field(default_factory=list)
+    world: World = field(default_factory=World)
     decisions: list[Event] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         LOOPS.append(self)
-        self._queue: list[tuple[datetime, int, int, Event]] = []
-        self._seq = 0
-        self._fired: set[tuple[datetime, str]] = set()
         self.cluster = SimulatedCluster()
+        self.memory = MemoryLog()
+        self.step = Step(config=None, eviction=self.cfg, world=self.world)
+        self.driver = VirtualLoop(
+            self.step, log=self.memory, effector=self.cluster if self.sim else None
+        )
+        self.driver.decisions = self.decisions
 
-    def _push(self, event: Event, rank: int) -> None:
-        self._seq += 1
-        heapq.heappush(self._queue, (event.at, rank, self._seq, event))
-
-    def record(self, event: Event) -> Event:
-        placed = event.with_offset(len(self.log))
-        self.log.append(placed)
-        self.world.apply(placed)
-        return placed
-
-    def emit(self, decisions: list[Event]) -> None:
-        for decision in decisions:
-            self.record(decision)
-            self.decisions.append(decision)
-            if self.sim:
-                now, later = self.cluster.handle(
-                    decision, self.world.cluster.pods, self.world.cluster.raw_nodes
-                )
-                for event in now:
-                    self.record(event)
-                for event in later:
-                    self._push(event, 1)
+    @property
+    def log(self) -> list[Event]:
+        """Every record written, in offset order."""
+        return self.memory.events
 
     def run(self, inputs: list[Event], until: datetime | None = None) -> list[Event]:
-        for event in sorted(inputs, key=lambda e: e.at):
-            self._push(event, 0)
-        while True:
-            pending = [
-                (when, kind, data)
-                for when, kind, data in due_followups(self.world, self.cfg)
-                if (when, kind) not in self._fired
-            ]
-            next_input = self._queue[0][0] if self._queue else None
-            next_followup = pending[0][0] if pending else None
-            times = [t for t in (next_input, next_followup) if t is not None]
-            if not times:
-                break
-            now = min(times)
-            if until is not None and now > until:
-                break
-            if next_input is not None and next_input == now:
-                _, _, _, event = heapq.heappop(self._queue)
-                placed = self.record(event)
-                if placed.type == "metrics.node":
-                    self.emit(check_node(self.world, placed, self.cfg))
-                continue
-            when, kind, data = pending[0]
-            self._fired.add((when, kind))
-            trigger = make_event(
-                "trigger.fired",
-                when,
-                {"trigger": kind, "kind": kind, "scheduled": format_time(when), **data},
-            )
-            decisions = on_trigger(self.world, trigger, self.cfg)
-            if decisions:
-                self.record(trigger)
-                self.emit(decisions)
-        return self.decisions
+        self.driver.push(sorted(inputs, key=lambda e: e.at))
+        return self.driver.run(until=until)
 
     def verify(self) -> None:
         """``tide replay --verify`` on this loop's log: every decision re-derives."""

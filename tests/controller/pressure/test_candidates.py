@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 
 from controller.pressure.candidates import FAULTY_QOS, ranked, take, terminating_usage
-from controller.pressure.inputs import pressure_of
 from projections.world import World
 from streams.events import Event
 from tests.builders import T0, build_pod, watch
@@ -23,7 +22,7 @@ def world_of(events: list[Event]) -> World:
 
 def order(world: World, resource: str = "cpu", **kw: object) -> list[str]:
     node = world.cluster.nodes["n1"]
-    return [c.task.name for c in ranked(world, node, resource, pressure_of(world), **kw)]  # type: ignore[arg-type]
+    return [c.task.name for c in ranked(world, node, resource, world.pressure, **kw)]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -189,6 +188,6 @@ def test_take(usages: list[float], need: float, freed: float, limit: int, taken:
         events.append(pod_sample(f"p{i}", T0, cpu_cores=cpu))
     world = world_of(events)
     node = world.cluster.nodes["n1"]
-    candidates = ranked(world, node, "cpu", pressure_of(world))
+    candidates = ranked(world, node, "cpu", world.pressure)
     victims, _ = take(candidates, need=need * 1000, freed=freed * 1000, limit=limit)
     assert len(victims) == taken

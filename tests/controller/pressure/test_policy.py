@@ -161,7 +161,7 @@ def test_terminating_pods_count_as_freed() -> None:
 def test_nothing_to_free_starts_no_cooldown() -> None:
     loop = run(cluster(5, qos="LS") + cpu_samples([95] * 6))
     assert loop.decisions == []
-    assert loop.world.extra["pressure"].cooldowns == {}  # type: ignore[attr-defined]
+    assert loop.world.pressure.cooldowns == {}  # type: ignore[attr-defined]
 
 
 def test_ls_pods_are_never_evicted_by_pressure() -> None:
@@ -303,7 +303,7 @@ def test_taint_precedes_the_first_eviction_and_is_removed_after_its_duration() -
     assert taint["reason"] == "eviction-taint"
     untaint = [d for d in loop.decisions if d.type == "decision.untaint"]
     assert [d.at for d in untaint] == [seconds(13 + 300)]  # evict_at + taintDuration
-    node = loop.world.cluster.raw_nodes["n1"]
+    node = loop.cluster.state.nodes["n1"]
     assert not node["spec"].get("taints")
 
 

@@ -119,7 +119,7 @@ def test_pressure_still_high_doubles_up_to_four_times() -> None:
 
 def test_cooldown_state_is_the_projection() -> None:
     loop = scenario([(1, 95), (2, 95), (3, 95), (63, 80)])
-    state = loop.world.extra["pressure"]
+    state = loop.world.pressure
     cooldown = state.cooldown("n1", "cpu")  # type: ignore[attr-defined]
     assert cooldown.until == seconds(63)
     assert cooldown.verdict == RECOVERED and cooldown.after == 80

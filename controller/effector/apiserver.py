@@ -1,7 +1,9 @@
-"""Raw Kubernetes objects kept compactly: a read-only mapping of key → JSON.
+"""The simulated cluster's API-server state: raw Kubernetes objects kept compactly.
 
 The simulated cluster turns decisions into watch events and needs the pod as the API server
-would hold it. Kept as Python dicts, a 6 KB pod costs about 30 KB of memory and slows the fold
+would hold it; it keeps its own copy of every pod and node, fed by the watch records it
+observes (:class:`ApiServerState`), so the policy projections carry no raw objects.
+Kept as Python dicts, a 6 KB pod costs about 30 KB of memory and slows the fold
 (every retained object is new memory for the allocator and the garbage collector), so each
 object is stored as its canonical JSON bytes without ``metadata.managedFields`` (server-side
 apply bookkeeping nothing here reads) and decoded on access. Every access therefore returns a
@@ -66,3 +68,40 @@ class RawObjects(Mapping[str, JSON]):
 
     def clear(self) -> None:
         self._data.clear()
+
+
+class ApiServerState:
+    """The pods (``"ns/name"``) and nodes an API server would hold, folded from watch records.
+
+    A DELETED pod whose uid differs from the kept one (an older incarnation's late delete)
+    leaves the newer pod in place, as the cluster projection does.
+    """
+
+    __slots__ = ("nodes", "pods")
+
+    def __init__(self) -> None:
+        self.pods = RawObjects()
+        self.nodes = RawObjects()
+
+    def observe(self, resource: object, kind: object, obj: object) -> None:
+        """Fold one watch event (``resource``, ``ADDED``/``MODIFIED``/``DELETED``, object)."""
+        if kind not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(obj, dict):
+            return
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return
+        if resource == "pods":
+            key, store = f"{meta.get('namespace') or 'default'}/{meta['name']}", self.pods
+        elif resource == "nodes":
+            key, store = meta["name"], self.nodes
+        else:
+            return
+        if kind != "DELETED":
+            store.put(key, obj)
+            return
+        uid = meta.get("uid")
+        if resource == "pods" and uid and key in store:
+            kept = (store[key].get("metadata") or {}).get("uid")
+            if kept and kept != uid:
+                return
+        store.discard(key)

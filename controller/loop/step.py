@@ -1,0 +1,164 @@
+"""The controller's step: one record in, the records to write and the decisions out.
+
+Why one step: the controller runs on two clocks — a virtual one (``tide simulate``,
+``tide demo``, the test harnesses) and the real one (``tide run``) — and ``tide replay
+--verify`` must re-derive what either wrote. Every rule about *what is written* therefore
+lives here, once, and the drivers (:mod:`controller.loop.virtual`, the live loop) only move
+records between the clock, the log, the step and the effector:
+
+* **Inputs** (watch events, metric samples, effect outcomes) are folded first; a
+  ``metrics.node`` sample then goes to pressure eviction (decided *after* its fold: the
+  check reads the sample).
+* **Triggers** are decided *before* they are folded (a ``trigger.fired`` record changes no
+  state, so deciding before or after is the same, and the step can then drop it): a firing
+  that decides nothing is not written, except window boundaries, which always are (the
+  zone changed: audit and the next tick need them on the log).
+* **Quiet ticks** are not run: a session tick whose cluster is unchanged since the last
+  tick's session (same cluster version), with no window boundary since, and less than
+  :data:`QUIET_TICK_LIMIT` after that session.
+* **Follow-ups** (pressure eviction's later graceful batches and untaints) come from the
+  pressure projection (:func:`controller.pressure.due_followups`); each (time, kind) fires
+  once, as a ``trigger.fired`` record written only when it decides something.
+
+The step never appends: it returns what to write, the driver writes it (the log assigns
+offsets) and hands the written records back to :meth:`Step.fold`. A decision is a pure
+function of the World the step folded — the log prefix before its trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from controller.decide import decide
+from controller.framework.config import TideConfig
+from controller.pressure import due_followups
+from controller.pressure.config import EvictionConfig
+from projections.world import World
+from streams.events import JSON, Event, format_time, make_event
+
+#: trigger kinds that are written even when they decide nothing
+ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
+#: A tick whose world is unchanged still runs a session this often, for what changes with
+#: time alone (an LS reservation expiring, say).
+QUIET_TICK_LIMIT = timedelta(seconds=60)
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A pressure follow-up due at ``at``: its kind and the trigger's extra data."""
+
+    at: datetime
+    kind: str
+    data: JSON
+
+    def trigger(self) -> Event:
+        """The ``trigger.fired`` record of this follow-up."""
+        data: JSON = {
+            "trigger": self.kind,
+            "kind": self.kind,
+            "scheduled": format_time(self.at),
+            **self.data,
+        }
+        return make_event("trigger.fired", self.at, data)
+
+
+class Step:
+    """The pure step of the controller loop (see the module docstring).
+
+    Args:
+        config: the scheduler configuration; None runs no sessions (pressure only).
+        eviction: the pressure-eviction configuration; None evicts for no pressure.
+        world: the World to fold into (default: a fresh one).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: TideConfig | None,
+        eviction: EvictionConfig | None,
+        world: World | None = None,
+    ) -> None:
+        self.config = config
+        self.eviction = eviction
+        self.world = world if world is not None else World()
+        #: sessions run (quiet ticks excluded)
+        self.sessions = 0
+        self._last_tick_version = -1
+        self._last_tick_at = _NEVER
+        self._fired: set[tuple[datetime, str]] = set()
+
+    # ---- records written --------------------------------------------------------------
+
+    def fold(self, records: Iterable[Event]) -> None:
+        """Fold records the driver wrote (with their offsets)."""
+        apply = self.world.apply
+        for record in records:
+            apply(record)
+
+    def on_input(self, record: Event) -> list[Event]:
+        """Fold a written input; return the decisions it causes (to write next)."""
+        self.world.apply(record)
+        if record.type == "metrics.node" and self.eviction is not None:
+            return decide(self.world, record, self.config, self.eviction)
+        return []
+
+    # ---- triggers ---------------------------------------------------------------------
+
+    def on_trigger(self, trigger: Event) -> list[Event]:
+        """Decide a ``trigger.fired`` (not yet written); return what to write, in order.
+
+        Either nothing (a quiet tick, or a firing that decided nothing and is no window
+        boundary) or the trigger followed by its decisions. The driver writes them as one
+        batch and passes them to :meth:`fold`.
+        """
+        kind = trigger.data.get("kind")
+        is_tick = kind == "tick"
+        if kind in ALWAYS_WRITTEN:
+            self._last_tick_version = -1  # the zone changed: the next tick must run
+        version = self.world.cluster.version
+        if (
+            is_tick
+            and version == self._last_tick_version
+            and trigger.at - self._last_tick_at < QUIET_TICK_LIMIT
+        ):
+            return []
+        self.sessions += 1
+        decisions = self._decide(trigger)
+        if is_tick:
+            self._last_tick_version = version
+            self._last_tick_at = trigger.at
+        if not decisions and kind not in ALWAYS_WRITTEN:
+            return []
+        return [trigger, *decisions]
+
+    def next_followup(self) -> FollowUp | None:
+        """The earliest pressure follow-up due that has not fired yet, if any."""
+        if self.eviction is None:
+            return None
+        due = sorted(
+            (
+                f
+                for f in due_followups(self.world, self.eviction)
+                if (f[0], f[1]) not in self._fired
+            ),
+            key=lambda f: (f[0], f[1]),
+        )
+        if not due:
+            return None
+        at, kind, data = due[0]
+        return FollowUp(at, kind, data)
+
+    def on_followup(self, followup: FollowUp) -> list[Event]:
+        """Fire a follow-up once; return the trigger and its decisions, or nothing."""
+        self._fired.add((followup.at, followup.kind))
+        trigger = followup.trigger()
+        decisions = decide(self.world, trigger, self.config, self.eviction)
+        return [trigger, *decisions] if decisions else []
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def _decide(self, trigger: Event) -> list[Event]:
+        return decide(self.world, trigger, self.config, self.eviction)

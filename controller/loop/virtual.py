@@ -1,0 +1,133 @@
+"""The loop on a virtual clock: a time-ordered heap around :class:`~controller.loop.step.Step`.
+
+Inputs (a recording), the effector's later effects, the triggers and the pressure
+follow-ups are merged into one stream in time order. At equal times the order is: inputs,
+effects due, triggers, follow-ups — then by a sequence number, so a run is a pure function
+of its inputs and configuration. Each record goes through the step; what the step says to
+write is appended to the log (one batch per trigger with its decisions) and folded back;
+every written decision goes to the effector once, whose immediate outcome is written at
+once and whose later effects join the heap. The clock only moves forward, to each item's
+time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from datetime import datetime
+
+from controller.effector.port import Effector, NoEffector
+from controller.loop.step import Step
+from controller.triggers.clock import VirtualClock
+from controller.triggers.cursor import TriggerSet
+from controller.triggers.events import trigger_event
+from streams.backends.memory import MemoryLog
+from streams.events import DECISION_TYPES, Event
+
+_INPUT, _EFFECT = 0, 1
+
+
+class VirtualLoop:
+    """Runs a step over inputs on a virtual clock, writing to an in-memory log.
+
+    Args:
+        step: the step (its World is folded as records are written).
+        log: where records are written (offsets assigned here).
+        effector: who carries out decisions (default: nobody).
+        triggers: the configuration's triggers, registered at the start (default: none).
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        *,
+        log: MemoryLog,
+        effector: Effector | None = None,
+        triggers: TriggerSet | None = None,
+    ) -> None:
+        self.step = step
+        self.log = log
+        self.effector: Effector = effector if effector is not None else NoEffector()
+        self.triggers = triggers
+        self.clock: VirtualClock | None = None
+        #: every decision written, in order
+        self.decisions: list[Event] = []
+        self._queue: list[tuple[datetime, int, int, Event]] = []
+        self._seq = 0
+
+    def push(self, records: Iterable[Event], *, rank: int = _INPUT) -> None:
+        """Queue records for their ``at`` (inputs by default)."""
+        for record in records:
+            self._seq += 1
+            heapq.heappush(self._queue, (record.at, rank, self._seq, record))
+
+    def write(self, records: list[Event]) -> list[Event]:
+        """Append ``records`` as one batch; fold and show the effector what was added."""
+        added = self.log.append_now(records)
+        observe = self.effector.observe
+        for record in added:
+            observe(record)
+        return added
+
+    def run(self, *, until: datetime | None) -> list[Event]:
+        """Process everything due up to ``until`` (None: until nothing is left; only
+        without triggers). Returns the decisions written."""
+        step = self.step
+        triggers = self.triggers
+        while True:
+            next_trigger = triggers.peek() if triggers is not None else None
+            next_item = self._queue[0][0] if self._queue else None
+            followup = step.next_followup()
+            times = [t for t in (next_item, next_trigger) if t is not None]
+            if followup is not None:
+                times.append(followup.at)
+            if not times:
+                break
+            now = min(times)
+            if until is not None and now > until:
+                break
+            self._tick(now)
+            if next_item == now:
+                _, _, _, record = heapq.heappop(self._queue)
+                for added in self.write([record]):
+                    self._emit(step.on_input(added))
+            elif next_trigger == now:
+                assert triggers is not None
+                for firing in triggers.due(now):
+                    trigger = trigger_event(firing.at, firing.name, firing.kind, firing.zone)
+                    self._commit(step.on_trigger(trigger))
+            else:
+                assert followup is not None
+                self._commit(step.on_followup(followup))
+        return self.decisions
+
+    def _tick(self, now: datetime) -> None:
+        if self.clock is None:
+            self.clock = VirtualClock(now)
+        else:
+            self.clock.advance(now)
+
+    def _commit(self, records: list[Event]) -> None:
+        """Write a trigger with its decisions (one batch), then carry the decisions out."""
+        if not records:
+            return
+        added = self.write(records)
+        self.step.fold(added)
+        self._effect([e for e in added if e.type in DECISION_TYPES])
+
+    def _emit(self, decisions: list[Event]) -> None:
+        """Write decisions caused by an input, then carry them out."""
+        if not decisions:
+            return
+        added = self.write(decisions)
+        self.step.fold(added)
+        self._effect(added)
+
+    def _effect(self, decisions: list[Event]) -> None:
+        for decision in decisions:
+            self.decisions.append(decision)
+            effects = self.effector.apply(decision)
+            if effects.now:
+                for added in self.write(effects.now):
+                    self.step.fold([added])
+            self.push(effects.later, rank=_EFFECT)
