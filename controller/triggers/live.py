@@ -1,7 +1,7 @@
 """The same triggers on the real clock, for ``tide run``: an ``AsyncIOScheduler`` wrapper.
 
-The only place in the controller's policy path that may read the wall clock: it takes
-the registration time from the clock (unless given), and APScheduler decides when a job
+It takes the registration time from a :class:`~controller.triggers.clock.Clock` (the
+system clock unless given), and APScheduler decides when a job
 is due. The job callback does one thing: append a ``trigger.fired`` record stamped with the
 *scheduled* fire time (taken from APScheduler's job-submission event), so a live log and a
 replay of it carry identical trigger records; everything else reacts to that record.
@@ -21,6 +21,7 @@ from apscheduler.events import EVENT_JOB_SUBMITTED, JobSubmissionEvent
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from controller.framework.config import TideConfig
+from controller.triggers.clock import Clock, SystemClock
 from controller.triggers.cursor import TriggerSet
 from controller.triggers.events import trigger_event
 from controller.triggers.plan import TriggerConfig, TriggerSpec
@@ -38,8 +39,9 @@ class LiveTriggers:
         append: Append,
         *,
         start: datetime | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        self.start = start or datetime.now(UTC)  # the live clock, read once
+        self.start = start or (clock or SystemClock()).now()  # the live clock, read once
         self.triggers = TriggerSet.from_config(config, start=self.start)
         self._append = append
         self._scheduled: dict[str, deque[datetime]] = {}
