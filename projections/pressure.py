@@ -38,10 +38,11 @@ from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import Resource
 from projections.parsing import milli, time_or_none, units
 from streams.events import Event, format_time
+from streams.payloads import TriggerKind
 
 SOURCE = "pressure"
-BATCH_KIND = "eviction-batch"
-UNTAINT_KIND = "untaint"
+BATCH_KIND: TriggerKind = "eviction-batch"
+UNTAINT_KIND: TriggerKind = "untaint"
 RATE_WINDOW = timedelta(seconds=60)
 RECOVERED, STEADY, STILL_HIGH = "recovered", "steady", "still-high"
 
