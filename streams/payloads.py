@@ -20,8 +20,6 @@ Kubernetes payloads (``k8s.watch``, ``metrics.*``) stay raw JSON: tide never bui
 models of API objects.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Literal, NotRequired, TypedDict, cast, get_args
 
