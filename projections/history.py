@@ -26,6 +26,16 @@ from typing import Any
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.parsing import time_or_none
 from streams.events import Event, format_time
+from streams.payloads import (
+    EvictPayload,
+    TaintPayload,
+    as_decision,
+    as_effect,
+    as_evict,
+    as_taint,
+    as_trigger,
+    tdm_evidence,
+)
 
 #: the newest eviction times kept per node / namespace / overall
 DEFAULT_KEEP = 1024
@@ -100,21 +110,21 @@ class History(BaseProjection):
 
     @handles("decision.evict", "decision.bind", "decision.taint", "decision.untaint")
     def _on_decision(self, event: Event) -> None:
-        data = event.data
+        data = as_decision(event)
         at = event.at
         source = str(data.get("source") or "")
         previous = self.last_decision_by_source.get(source)
         if previous is None or previous < at:
             self.last_decision_by_source[source] = at
         if event.type == "decision.evict":
-            self._on_evict(data, at, source)
+            self._on_evict(as_evict(event), at, source)
         elif event.type in ("decision.taint", "decision.untaint"):
-            self._on_taint(event.type, data)
+            self._on_taint(event.type, as_taint(event))
 
-    def _on_evict(self, data: dict[str, Any], at: datetime, source: str) -> None:
+    def _on_evict(self, data: EvictPayload, at: datetime, source: str) -> None:
         if source == "tdm":
             evidence = data.get("evidence")
-            zone = evidence.get("zone") if isinstance(evidence, dict) else None
+            zone = tdm_evidence(data).get("zone") if isinstance(evidence, dict) else None
             zone = zone if isinstance(zone, str) and zone else "*"
             last = self.last_tdm_eviction_by_zone.get(zone)
             if last is None or last < at:
@@ -129,7 +139,7 @@ class History(BaseProjection):
             _push(self.evictions_by_namespace.setdefault(namespace, []), at, self.keep)
         _push(self.evictions, at, self.keep)
 
-    def _on_taint(self, kind: str, data: dict[str, Any]) -> None:
+    def _on_taint(self, kind: str, data: TaintPayload) -> None:
         node, taint = data.get("node"), data.get("taint")
         if not isinstance(node, str) or not isinstance(taint, dict):
             return
@@ -145,7 +155,7 @@ class History(BaseProjection):
 
     @handles("trigger.fired")
     def _on_trigger(self, event: Event) -> None:
-        name = event.data.get("trigger")
+        name = as_trigger(event).get("trigger")
         if isinstance(name, str):
             last = self.last_fired.get(name)
             if last is None or last < event.at:
@@ -153,7 +163,7 @@ class History(BaseProjection):
 
     @handles("effect.failed")
     def _on_failed(self, event: Event) -> None:
-        decision = event.data.get("decision") or event.cause
+        decision = as_effect(event).get("decision") or event.cause
         if isinstance(decision, str):
             self.failed.add(decision)
 

@@ -38,10 +38,21 @@ from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import Resource
 from projections.parsing import milli, time_or_none, units
 from streams.events import Event, format_time
+from streams.payloads import (
+    CooldownEvidence,
+    RoundEvidence,
+    TriggerKind,
+    as_effect,
+    as_evict,
+    as_taint,
+    as_trigger,
+    pressure_evidence,
+    taint_evidence,
+)
 
 SOURCE = "pressure"
-BATCH_KIND = "eviction-batch"
-UNTAINT_KIND = "untaint"
+BATCH_KIND: TriggerKind = "eviction-batch"
+UNTAINT_KIND: TriggerKind = "untaint"
 RATE_WINDOW = timedelta(seconds=60)
 RECOVERED, STEADY, STILL_HIGH = "recovered", "steady", "still-high"
 
@@ -128,12 +139,12 @@ class PressureState(BaseProjection):
 
     @handles("decision.evict")
     def _evict(self, event: Event) -> None:
-        data = event.data
+        data = as_evict(event)
         if data.get("source") != SOURCE:
             return
         node, uid = str(data.get("node") or ""), str(data.get("uid") or "")
         key = f"{data.get('namespace')}/{data.get('pod')}"
-        evidence = data.get("evidence") or {}
+        evidence = pressure_evidence(data)
         evict_at = _time(data.get("evict_at"), event.at)
         times = self.window.setdefault(node, [])
         insort(times, evict_at)
@@ -167,7 +178,7 @@ class PressureState(BaseProjection):
             )
             self.reservations[node] = held
 
-    def _cooldown(self, node: str, body: dict[str, Any], at: datetime) -> None:
+    def _cooldown(self, node: str, body: CooldownEvidence, at: datetime) -> None:
         resource = str(body.get("resource") or "")
         until = _time(body.get("until"), at)
         held = self.cooldowns.get((node, resource))
@@ -191,7 +202,7 @@ class PressureState(BaseProjection):
         for round_id in [i for i, r in self.rounds.items() if r.next_due and r.next_due < clock]:
             del self.rounds[round_id]
 
-    def _round(self, node: str, key: str, reason: str, body: dict[str, Any]) -> None:
+    def _round(self, node: str, key: str, reason: str, body: RoundEvidence) -> None:
         self._gc_rounds()
         round_id = str(body["id"])
         held = self.rounds.get(round_id)
@@ -214,24 +225,25 @@ class PressureState(BaseProjection):
 
     @handles("decision.taint")
     def _taint(self, event: Event) -> None:
-        data = event.data
+        data = as_taint(event)
         if data.get("source") != SOURCE:
             return
         node = str(data.get("node") or "")
-        until = _time((data.get("evidence") or {}).get("until"), event.at)
+        until = _time(taint_evidence(data).get("until"), event.at)
         self.taints[node] = Taint(since=event.at, until=until, decision=event.id)
         self.decisions[event.id] = ("taint", node, "")
 
     @handles("decision.untaint")
     def _untaint(self, event: Event) -> None:
-        data = event.data
+        data = as_taint(event)
         if data.get("source") != SOURCE:
             return
         self.taints.pop(str(data.get("node") or ""), None)
 
     @handles("effect.applied", "effect.failed")
     def _effect(self, event: Event) -> None:
-        held = self.decisions.pop(str(event.data.get("decision") or event.cause or ""), None)
+        data = as_effect(event)
+        held = self.decisions.pop(str(data.get("decision") or event.cause or ""), None)
         if held is None or event.type != "effect.failed":
             return
         kind, node, uid = held
@@ -239,7 +251,7 @@ class PressureState(BaseProjection):
             self.evicted.pop(uid, None)
         elif kind == "taint":
             taint = self.taints.get(node)
-            if taint is not None and taint.decision == str(event.data.get("decision")):
+            if taint is not None and taint.decision == str(data.get("decision")):
                 del self.taints[node]
 
     @handles("k8s.watch")
@@ -252,7 +264,7 @@ class PressureState(BaseProjection):
 
     @handles("trigger.fired")
     def _trigger(self, event: Event) -> None:
-        if event.data.get("kind") != BATCH_KIND:
+        if as_trigger(event).get("kind") != BATCH_KIND:
             return
         self._gc_rounds()
         for held in self.rounds.values():

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event, format_time
+from streams.payloads import as_decision, as_effect, as_trigger
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Explanation:
     outcome: Event | None
 
     def lines(self) -> list[str]:
-        d = self.decision.data
+        d = as_decision(self.decision)
         target = (d.get("pod") and f"{d.get('namespace')}/{d.get('pod')}") or d.get("node")
         out = [
             f"{format_time(self.decision.at)}  {d.get('kind')} {target}"
@@ -40,7 +41,7 @@ class Explanation:
         if self.outcome is None:
             out.append("  outcome: no effect recorded (pending, or dry run)")
         else:
-            err = self.outcome.data.get("error")
+            err = as_effect(self.outcome).get("error")
             out.append(
                 f"  outcome: {self.outcome.type} at {format_time(self.outcome.at)}"
                 + (f": {err}" if err else "")
@@ -56,8 +57,12 @@ def _short(value: Any) -> str:
 def _describe(event: Event) -> str:
     d = event.data
     if event.type == "trigger.fired":
-        zone = f" zone={d['zone']}" if d.get("zone") else ""
-        return f"trigger {d.get('trigger')} ({d.get('kind')}{zone}) at {format_time(event.at)}"
+        trigger = as_trigger(event)
+        zone = f" zone={trigger['zone']}" if trigger.get("zone") else ""
+        return (
+            f"trigger {trigger.get('trigger')} ({trigger.get('kind')}{zone})"
+            f" at {format_time(event.at)}"
+        )
     if event.type.startswith("metrics."):
         name = (d.get("metadata") or {}).get("name")
         return f"{event.type} sample of {name} at {format_time(event.at)}: {d.get('usage')}"
@@ -85,7 +90,7 @@ def _target_of(event: Event) -> tuple[str, str]:
             return "", str(meta.get("name") or "")
         return f"{meta.get('namespace')}/{meta.get('name')}", ""
     if event.type in EFFECT_TYPES:
-        target = str(d.get("target") or "")
+        target = str(as_effect(event).get("target") or "")
         return (target, "") if "/" in target else ("", target)
     return "", ""
 
@@ -120,7 +125,7 @@ def select_decisions(
     for event in events:
         if event.type not in DECISION_TYPES:
             continue
-        d = event.data
+        d = as_decision(event)
         if reason and d.get("reason") != reason:
             continue
         if node and d.get("node") != node:

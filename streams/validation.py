@@ -16,27 +16,13 @@ from typing import Any
 
 from streams.codec import json_kind as _kind
 from streams.events import JSON, parse_time
+from streams.payloads import DECISION_KINDS, REASON_CODES, TAINT_EFFECTS
 from streams.quantity import is_quantity
 
 WATCH_RESOURCES = frozenset({"nodes", "pods", "podgroups", "queues"})
 WATCH_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
-REASONS = frozenset(
-    {
-        "tdm-window-closed",
-        "tdm-preempt",
-        "preempt",
-        "allocate",
-        "low-node-utilization",
-        "cpu-pressure",
-        "memory-pressure",
-        "oom-risk",
-        "faulty-oom",
-        "faulty-memory-leak",
-        "predicted-pressure",
-        "eviction-taint",
-    }
-)
-TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+#: the reason codes and taint effects a decision may carry (:mod:`streams.payloads`)
+REASONS = REASON_CODES
 
 _SINGULAR = {"nodes": "node", "pods": "pod", "podgroups": "podgroup", "queues": "queue"}
 _NAMESPACED = frozenset({"pods", "podgroups"})
@@ -213,6 +199,8 @@ def _config(data: JSON) -> None:
 
 
 def _trigger(data: JSON) -> None:
+    # ``kind`` is not held to :data:`streams.payloads.TriggerKind`: logs written by other
+    # tools import with kinds of their own, and no fold indexes a table by it
     _require(data, "trigger.fired", trigger=str, kind=str, scheduled=str)
     zone = data.get("zone")
     if zone is not None and not isinstance(zone, str):
@@ -226,6 +214,10 @@ def _trigger(data: JSON) -> None:
 
 
 def _decision(kind: str, *, pod: bool) -> Callable[[JSON], None]:
+    """The check of ``decision.<kind>``: the fields of its payload type, ``kind`` equal
+    to the record's type, a reason code of the vocabulary, and a valid taint."""
+    if kind not in DECISION_KINDS:
+        raise ValueError(f"unknown decision kind {kind!r}")
     type_ = f"decision.{kind}"
 
     def check(data: JSON) -> None:
@@ -236,7 +228,7 @@ def _decision(kind: str, *, pod: bool) -> Callable[[JSON], None]:
         _require(data, type_, reason=str, source=str, evidence=dict)
         if data["kind"] != kind:
             raise ValidationError(f"{type_}: 'kind' is {data['kind']!r}, expected {kind!r}")
-        if data["reason"] not in REASONS:
+        if data["reason"] not in REASON_CODES:
             raise ValidationError(f"{type_}: unknown reason {data['reason']!r}")
         if not pod:
             _taint(type_, data["taint"])
@@ -257,6 +249,7 @@ def _effect(failed: bool) -> Callable[[JSON], None]:
     type_ = "effect.failed" if failed else "effect.applied"
 
     def check(data: JSON) -> None:
+        # ``kind`` names the decision's kind when tide writes it; not held to the vocabulary
         _require(data, type_, decision=str, kind=str, target=str)
         error = data.get("error")
         if failed and error is None:

@@ -92,7 +92,8 @@ def _serve_metrics(events: list[Event], port: int) -> None:
 
     from prometheus_client import start_http_server
 
-    from replay.metrics import compute_metrics, registry
+    from projections.metrics import compute_metrics
+    from replay.metrics import registry
 
     server, thread = start_http_server(port, registry=registry(compute_metrics(events)))
     typer.echo(f"serving metrics on http://127.0.0.1:{port}/metrics (Ctrl-C to stop)", err=True)
@@ -195,7 +196,8 @@ def audit_metrics(
     log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
 ) -> None:
     """The pressure-eviction metrics, computed from the log (Prometheus text format)."""
-    from replay.metrics import compute_metrics, render
+    from projections.metrics import compute_metrics
+    from replay.metrics import render
 
     typer.echo(render(compute_metrics(read_log_events(log))), nl=False)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import orjson
 
@@ -26,6 +26,13 @@ from controller.framework.errors import StatementError
 from controller.framework.view import clone_task
 from projections.model import TaskInfo, TaskStatus
 from streams.events import EVENT_TYPES, Event, build_event, format_time
+from streams.payloads import (
+    BindPayload,
+    EvictPayload,
+    PodDecisionPayload,
+    ReasonCode,
+    as_json,
+)
 
 if TYPE_CHECKING:
     from controller.framework.session import Session
@@ -65,7 +72,7 @@ class DecisionEncoder:
         ) + b',"data":'
         self._suffixes: dict[str, tuple[bytes, int]] = {}
 
-    def __call__(self, type_: str, data: dict[str, Any]) -> Event:
+    def __call__(self, type_: str, data: PodDecisionPayload) -> Event:
         suffix = self._suffixes.get(type_)
         if suffix is None:
             if type_ not in EVENT_TYPES:
@@ -76,7 +83,7 @@ class DecisionEncoder:
             )
         body = self._prefix + orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + suffix[0]
         id_ = hashlib.blake2b(body, digest_size=12).hexdigest()
-        return build_event(type_, self._at, id_, data, self._cause, -1, suffix[1])
+        return build_event(type_, self._at, id_, as_json(data), self._cause, -1, suffix[1])
 
 
 class Operation(NamedTuple):
@@ -190,19 +197,34 @@ class Statement:
         for op in self._ops:
             if op.kind is OpKind.PIPELINE:
                 continue
-            kind = "evict" if op.kind is OpKind.EVICT else "bind"
             task = op.after
-            data = {
-                "kind": kind,
-                "namespace": task.namespace,
-                "pod": task.name,
-                "uid": task.uid,
-                "node": task.node_name,
-                "reason": op.reason,
-                "source": op.source,
-                "evidence": op.evidence,
-            }
-            events.append(encode(f"decision.{kind}", data))
+            # plugins name their reasons as str; validation holds imported records to the
+            # vocabulary, and the payload declares it
+            reason = cast(ReasonCode, op.reason)
+            if op.kind is OpKind.EVICT:
+                evict: EvictPayload = {
+                    "kind": "evict",
+                    "namespace": task.namespace,
+                    "pod": task.name,
+                    "uid": task.uid,
+                    "node": task.node_name,
+                    "reason": reason,
+                    "source": op.source,
+                    "evidence": op.evidence,
+                }
+                events.append(encode("decision.evict", evict))
+            else:
+                bind: BindPayload = {
+                    "kind": "bind",
+                    "namespace": task.namespace,
+                    "pod": task.name,
+                    "uid": task.uid,
+                    "node": task.node_name,
+                    "reason": reason,
+                    "source": op.source,
+                    "evidence": op.evidence,
+                }
+                events.append(encode("decision.bind", bind))
         self._ops = []
         ssn.decisions.extend(events)
         return events

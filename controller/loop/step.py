@@ -17,8 +17,8 @@ records between the clock, the log, the step and the effector:
   tick's session (same cluster version), with no window boundary since, and less than
   :data:`QUIET_TICK_LIMIT` after that session.
 * **Follow-ups** (pressure eviction's later graceful batches and untaints) come from the
-  pressure projection (:func:`controller.pressure.due_followups`); each (time, kind) fires
-  once, as a ``trigger.fired`` record written only when it decides something.
+  pressure projection (:func:`controller.pressure.followups.pending_followups`); each
+  (time, kind) fires once, as a ``trigger.fired`` record written only when it decides something.
 
 The step never appends: it returns what to write, the driver writes it (the log assigns
 offsets) and hands the written records back to :meth:`Step.fold`. A decision is a pure
@@ -28,15 +28,15 @@ function of the World the step folded — the log prefix before its trigger.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from controller.decide import decide
 from controller.framework.config import TideConfig
-from controller.pressure import due_followups
 from controller.pressure.config import EvictionConfig
+from controller.pressure.followups import Followup, pending_followups
+from controller.triggers.events import trigger_event
 from projections.world import World
-from streams.events import JSON, Event, format_time, make_event
+from streams.events import Event
 
 #: trigger kinds that are written even when they decide nothing
 ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
@@ -44,25 +44,6 @@ ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
 #: time alone (an LS reservation expiring, say).
 QUIET_TICK_LIMIT = timedelta(seconds=60)
 _NEVER = datetime.min.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class FollowUp:
-    """A pressure follow-up due at ``at``: its kind and the trigger's extra data."""
-
-    at: datetime
-    kind: str
-    data: JSON
-
-    def trigger(self) -> Event:
-        """The ``trigger.fired`` record of this follow-up."""
-        data: JSON = {
-            "trigger": self.kind,
-            "kind": self.kind,
-            "scheduled": format_time(self.at),
-            **self.data,
-        }
-        return make_event("trigger.fired", self.at, data)
 
 
 class Step:
@@ -134,27 +115,21 @@ class Step:
             return []
         return [trigger, *decisions]
 
-    def next_followup(self) -> FollowUp | None:
+    def next_followup(self) -> Followup | None:
         """The earliest pressure follow-up due that has not fired yet, if any."""
         if self.eviction is None:
             return None
-        due = sorted(
-            (
-                f
-                for f in due_followups(self.world, self.eviction)
-                if (f[0], f[1]) not in self._fired
-            ),
-            key=lambda f: (f[0], f[1]),
-        )
-        if not due:
-            return None
-        at, kind, data = due[0]
-        return FollowUp(at, kind, data)
+        fired = self._fired
+        for followup in pending_followups(self.world):  # by time, then kind
+            if (followup.at, followup.kind) not in fired:
+                return followup
+        return None
 
-    def on_followup(self, followup: FollowUp) -> list[Event]:
+    def on_followup(self, followup: Followup) -> list[Event]:
         """Fire a follow-up once; return the trigger and its decisions, or nothing."""
         self._fired.add((followup.at, followup.kind))
-        trigger = followup.trigger()
+        kind = followup.kind
+        trigger = trigger_event(followup.at, kind, kind, nodes=followup.data["nodes"])
         decisions = decide(self.world, trigger, self.config, self.eviction)
         return [trigger, *decisions] if decisions else []
 

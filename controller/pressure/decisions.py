@@ -14,16 +14,27 @@ decision rests on (pressure, threshold, target, order, limits) and what
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from controller.pressure.candidates import Candidate
 from controller.pressure.config import EvictionConfig
 from projections.pressure import SOURCE
 from projections.world import PolicyInputs
 from streams.events import Event, format_time, make_event
+from streams.payloads import (
+    EvictPayload,
+    ReasonCode,
+    ReserveEvidence,
+    Taint,
+    TaintEvidence,
+    TaintPayload,
+    UntaintEvidence,
+    VictimEvidence,
+    as_json,
+)
 
-TAINT = {"key": "koordinator.sh/eviction", "value": "", "effect": "NoSchedule"}
-TAINT_REASON = "eviction-taint"
+TAINT: Taint = {"key": "koordinator.sh/eviction", "value": "", "effect": "NoSchedule"}
+TAINT_REASON: ReasonCode = "eviction-taint"
 
 
 def owner_of(world: PolicyInputs, key: str) -> str:
@@ -44,26 +55,25 @@ def victim_evidence(
 ) -> dict[str, Any]:
     """The per-victim part: its numbers, the taint and reservation it extends."""
     task = candidate.task
-    out: dict[str, Any] = {
-        "victim": {
-            "qos": task.qos,
-            "priority": task.pod_priority,
-            "cpu_milli": cpu,
-            "memory": memory,
-            "started": format_time(candidate.started) if candidate.started else None,
-            "oom_kills": candidate.oom_kills,
-        },
-        "owner": owner_of(world, task.key),
+    victim: VictimEvidence = {
+        "qos": task.qos,
+        "priority": task.pod_priority,
+        "cpu_milli": cpu,
+        "memory": memory,
+        "started": format_time(candidate.started) if candidate.started else None,
+        "oom_kills": candidate.oom_kills,
     }
+    out: dict[str, Any] = {"victim": victim, "owner": owner_of(world, task.key)}
     scheduling = config.scheduling
     if scheduling.eviction_taint:
         out["taint_until"] = format_time(evict_at + scheduling.taint_duration)
     if scheduling.resource_reservation:
-        out["reserve"] = {
+        reserve: ReserveEvidence = {
             "cpu_milli": max(cpu, task.resreq.milli_cpu),
             "memory": max(memory, task.resreq.memory),
             "until": format_time(at + scheduling.reservation_duration),
         }
+        out["reserve"] = reserve
     return out
 
 
@@ -77,57 +87,50 @@ def evict_event(
     cause: str,
     evidence: dict[str, Any],
 ) -> Event:
+    """The ``decision.evict`` of one pressure victim (``reason``: a pressure reason code)."""
     task = candidate.task
-    return make_event(
-        "decision.evict",
-        at,
-        {
-            "kind": "evict",
-            "namespace": task.namespace,
-            "pod": task.name,
-            "uid": task.uid,
-            "node": node,
-            "reason": reason,
-            "source": SOURCE,
-            "notice_at": format_time(at),
-            "evict_at": format_time(evict_at),
-            "evidence": evidence,
-        },
-        cause=cause,
-    )
+    data: EvictPayload = {
+        "kind": "evict",
+        "namespace": task.namespace,
+        "pod": task.name,
+        "uid": task.uid,
+        "node": node,
+        "reason": cast(ReasonCode, reason),
+        "source": SOURCE,
+        "notice_at": format_time(at),
+        "evict_at": format_time(evict_at),
+        "evidence": evidence,
+    }
+    return make_event("decision.evict", at, as_json(data), cause=cause)
 
 
 def taint_event(
     *, node: str, at: datetime, until: datetime, cause: str, evictions: list[str]
 ) -> Event:
-    return make_event(
-        "decision.taint",
-        at,
-        {
-            "kind": "taint",
-            "node": node,
-            "taint": dict(TAINT),
-            "reason": TAINT_REASON,
-            "source": SOURCE,
-            "evidence": {"until": format_time(until), "evictions": evictions},
-        },
-        cause=cause,
-    )
+    """The ``decision.taint`` that keeps new pods off ``node`` until ``until``."""
+    evidence: TaintEvidence = {"until": format_time(until), "evictions": evictions}
+    data: TaintPayload = {
+        "kind": "taint",
+        "node": node,
+        "taint": TAINT.copy(),
+        "reason": TAINT_REASON,
+        "source": SOURCE,
+        "evidence": evidence,
+    }
+    return make_event("decision.taint", at, as_json(data), cause=cause)
 
 
 def untaint_event(
     *, node: str, at: datetime, since: datetime, until: datetime, cause: str
 ) -> Event:
-    return make_event(
-        "decision.untaint",
-        at,
-        {
-            "kind": "untaint",
-            "node": node,
-            "taint": dict(TAINT),
-            "reason": TAINT_REASON,
-            "source": SOURCE,
-            "evidence": {"tainted_at": format_time(since), "until": format_time(until)},
-        },
-        cause=cause,
-    )
+    """The ``decision.untaint`` that removes the taint held on ``node`` since ``since``."""
+    evidence: UntaintEvidence = {"tainted_at": format_time(since), "until": format_time(until)}
+    data: TaintPayload = {
+        "kind": "untaint",
+        "node": node,
+        "taint": TAINT.copy(),
+        "reason": TAINT_REASON,
+        "source": SOURCE,
+        "evidence": evidence,
+    }
+    return make_event("decision.untaint", at, as_json(data), cause=cause)

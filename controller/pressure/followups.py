@@ -24,7 +24,7 @@ overdue untaint is offered at the log's current time.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.pressure.candidates import Candidate, evictable, take, terminating_usage
 from controller.pressure.config import EvictionConfig
@@ -35,16 +35,24 @@ from controller.pressure.ratecontrol import cooldown_evidence, minute_budget
 from projections.pressure import BATCH_KIND, RATE_WINDOW, UNTAINT_KIND, Round
 from projections.world import PolicyInputs
 from streams.events import Event, format_time
+from streams.payloads import FollowupData, LimitsEvidence, RoundEvidence, TriggerKind, as_trigger
 
 PRESSURE_TRIGGER_KINDS = frozenset({BATCH_KIND, UNTAINT_KIND})
 
 
-def due_followups(
-    world: PolicyInputs, config: EvictionConfig | None = None
-) -> list[tuple[datetime, str, dict[str, Any]]]:
-    """``(when, kind, data)`` of every follow-up still to fire, in time order."""
+class Followup(NamedTuple):
+    """A follow-up to fire: at ``at``, a ``trigger.fired`` of ``kind`` (also its name)
+    whose payload adds ``data`` (the nodes it is due on)."""
+
+    at: datetime
+    kind: TriggerKind
+    data: FollowupData
+
+
+def pending_followups(world: PolicyInputs) -> list[Followup]:
+    """Every follow-up still to fire, in time order (then kind)."""
     state = world.pressure
-    due: dict[tuple[datetime, str], set[str]] = {}
+    due: dict[tuple[datetime, TriggerKind], set[str]] = {}
     for held in state.pending_rounds():
         if held.next_due is not None:
             due.setdefault((held.next_due, BATCH_KIND), set()).add(held.node)
@@ -52,12 +60,25 @@ def due_followups(
     for node, taint in state.taints.items():
         when = taint.until if clock is None or taint.until >= clock else clock
         due.setdefault((when, UNTAINT_KIND), set()).add(node)
-    return [(when, kind, {"nodes": sorted(due[(when, kind)])}) for when, kind in sorted(due)]
+    return [
+        Followup(when, kind, {"nodes": sorted(due[(when, kind)])}) for when, kind in sorted(due)
+    ]
+
+
+def due_followups(
+    world: PolicyInputs, config: EvictionConfig | None = None
+) -> list[tuple[datetime, str, dict[str, Any]]]:
+    """``(when, kind, data)`` of every follow-up still to fire, in time order.
+
+    The untyped shape of :func:`pending_followups`, for callers that splice ``data`` into
+    a trigger payload themselves.
+    """
+    return [(f.at, f.kind, dict(f.data)) for f in pending_followups(world)]
 
 
 def on_trigger(world: PolicyInputs, trigger: Event, config: EvictionConfig) -> list[Event]:
     """The decisions a pressure follow-up firing causes (``cause`` = the trigger)."""
-    kind = trigger.data.get("kind")
+    kind = as_trigger(trigger).get("kind")
     if kind == UNTAINT_KIND:
         return _untaint(world, trigger)
     if kind == BATCH_KIND:
@@ -147,7 +168,19 @@ class _Batches:
             freed = freed_before + sum(c.usage for c in victims)
         more = len(candidates) > len(victims) and (not verify or freed < need)
         held_cooldown = state.cooldown(held.node, resource)
-        evidence = {
+        rate_limits: LimitsEvidence = {
+            "max_per_batch": limits.max_per_batch,
+            "max_per_minute": limits.max_per_minute,
+            "in_window": in_window,
+        }
+        round_evidence: RoundEvidence = {
+            "id": held.id,
+            "resource": resource,
+            "batch": held.batch + 1,
+            "plan": held.plan,
+            "next_at": format_time(self.now + config.graceful.batch_interval) if more else None,
+        }
+        evidence: dict[str, Any] = {
             "pressure": round(pressure, 3),
             "threshold": threshold,
             "level": level,
@@ -159,18 +192,8 @@ class _Batches:
             "freed_before": freed_before,
             "freed": freed,
             "verified": verify,
-            "limits": {
-                "max_per_batch": limits.max_per_batch,
-                "max_per_minute": limits.max_per_minute,
-                "in_window": in_window,
-            },
-            "round": {
-                "id": held.id,
-                "resource": resource,
-                "batch": held.batch + 1,
-                "plan": held.plan,
-                "next_at": format_time(self.now + config.graceful.batch_interval) if more else None,
-            },
+            "limits": rate_limits,
+            "round": round_evidence,
             "cooldown": cooldown_evidence(
                 resource=resource,
                 limits=limits,

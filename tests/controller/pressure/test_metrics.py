@@ -1,4 +1,4 @@
-"""replay.metrics: the seed §9.11 metrics as a fold of the log."""
+"""projections.metrics (the fold) and replay.metrics (its exposition): eviction metrics."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from replay.metrics import compute_metrics, render
+from projections.metrics import EvictionMetrics, compute_metrics
+from replay.metrics import render
 from streams.events import Event
 from tests.builders import T0
 from tests.controller.pressure.harness import (
@@ -77,8 +78,6 @@ def test_cooldown_active_at_the_end_of_the_log(end: int, active: float) -> None:
 def test_the_same_log_gives_the_same_text_incrementally_or_at_once() -> None:
     loop = cpu_round()
     once = render(compute_metrics(loop.log))
-    from replay.metrics import EvictionMetrics
-
     live = EvictionMetrics()
     for event in loop.log:
         live.apply(event)

@@ -1,0 +1,345 @@
+"""The payloads tide writes to the log, as types: one schema that mypy checks everywhere.
+
+Every ``data`` that tide itself writes (``config.applied``, ``trigger.fired``,
+``decision.*``, ``effect.*``) is declared here as a :class:`~typing.TypedDict`, with
+``Literal`` vocabularies for the closed sets of words (reason codes, decision kinds,
+trigger kinds, taint effects). Writers build these types, :mod:`streams.validation`
+checks imported records against the same vocabularies, and readers turn an
+:class:`~streams.events.Event`'s ``data`` into its payload type at one boundary, the
+``as_*`` helpers below (a ``cast``: a TypedDict is a plain dict at runtime, so the codec
+writes the same bytes and nothing is copied).
+
+A decision's ``evidence`` stays an open mapping (plugins explain themselves freely), but
+every evidence key another module *reads back* is declared in an evidence TypedDict
+(``total=False``: an imported record may lack any of them, so readers use ``.get``):
+:class:`PressureEvidence` (what :mod:`projections.pressure` and the metrics fold read),
+:class:`TdmEvidence` (the zone the decision history keys on), :class:`TaintEvidence`
+and :class:`UntaintEvidence`.
+
+Kubernetes payloads (``k8s.watch``, ``metrics.*``) stay raw JSON: tide never builds
+models of API objects.
+"""
+
+from collections.abc import Mapping
+from typing import Literal, NotRequired, TypedDict, cast, get_args
+
+from streams.events import JSON, Event
+
+# -- vocabularies ------------------------------------------------------------------------
+
+ReasonCode = Literal[
+    "tdm-window-closed",
+    "tdm-preempt",
+    "preempt",
+    "allocate",
+    "low-node-utilization",
+    "cpu-pressure",
+    "memory-pressure",
+    "oom-risk",
+    "faulty-oom",
+    "faulty-memory-leak",
+    "predicted-pressure",
+    "eviction-taint",
+]
+"""Why a decision was taken; the reason codes of Volcano's and Koordinator's evictors."""
+
+DecisionKind = Literal["evict", "bind", "taint", "untaint"]
+"""What a decision asks of the cluster (the suffix of its ``decision.*`` type)."""
+
+PodDecisionKind = Literal["evict", "bind"]
+NodeDecisionKind = Literal["taint", "untaint"]
+
+TriggerKind = Literal[
+    "tick", "window-start", "window-end", "evict-period", "eviction-batch", "untaint"
+]
+"""Why the controller thought: the session tick, a TDM zone's window boundaries and evict
+period, and the pressure follow-ups (a later graceful batch, a taint's removal)."""
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+"""The effects of a Kubernetes node taint (core/v1 ``TaintEffect``)."""
+
+EffectType = Literal["effect.applied", "effect.failed"]
+
+REASON_CODES: frozenset[str] = frozenset(get_args(ReasonCode))
+DECISION_KINDS: frozenset[str] = frozenset(get_args(DecisionKind))
+TRIGGER_KINDS: frozenset[str] = frozenset(get_args(TriggerKind))
+TAINT_EFFECTS: frozenset[str] = frozenset(get_args(TaintEffect))
+
+Evidence = Mapping[str, object]
+"""A decision's evidence: open JSON; the keys others read are declared below."""
+
+
+# -- decisions -----------------------------------------------------------------------------
+
+
+class Taint(TypedDict):
+    """A node taint as Kubernetes writes it (``value`` may be absent on imported records)."""
+
+    key: str
+    value: NotRequired[str]
+    effect: TaintEffect
+
+
+class PodDecisionFields(TypedDict):
+    """What a pod decision names besides its ``kind``: the pod, its node and the why."""
+
+    namespace: str
+    pod: str
+    uid: str
+    node: str
+    reason: ReasonCode
+    source: str
+    evidence: Evidence
+
+
+class EvictPayload(PodDecisionFields):
+    """``decision.evict``: evict ``namespace/pod`` (``uid``) from ``node``.
+
+    Pressure evictions add ``notice_at`` (= the decision's ``at``: the pod is told) and
+    ``evict_at`` (the Eviction API call, after ``preStopDelaySeconds``).
+    """
+
+    kind: Literal["evict"]
+    notice_at: NotRequired[str]
+    evict_at: NotRequired[str]
+
+
+class BindPayload(PodDecisionFields):
+    """``decision.bind``: bind ``namespace/pod`` (``uid``) to ``node``."""
+
+    kind: Literal["bind"]
+
+
+class TaintPayload(TypedDict):
+    """``decision.taint`` / ``decision.untaint``: put ``taint`` on ``node`` or take it off."""
+
+    kind: NodeDecisionKind
+    node: str
+    taint: Taint
+    reason: ReasonCode
+    source: str
+    evidence: Evidence
+
+
+PodDecisionPayload = EvictPayload | BindPayload
+DecisionPayload = EvictPayload | BindPayload | TaintPayload
+
+
+# -- evidence that other modules read back --------------------------------------------------
+
+
+class VictimEvidence(TypedDict):
+    """A pressure victim's own numbers (``cpu_milli`` and ``memory`` are its usage)."""
+
+    qos: str
+    priority: int
+    cpu_milli: float
+    memory: float
+    started: str | None
+    oom_kills: int
+
+
+class ReserveEvidence(TypedDict):
+    """Room held for an LS pod's replacement until ``until`` (BE pods may not use it)."""
+
+    cpu_milli: float
+    memory: float
+    until: str
+
+
+class RoundEvidence(TypedDict):
+    """A pressure round: its plan, this batch, and when the next batch is due (or None)."""
+
+    id: str
+    resource: str
+    batch: int
+    batches: NotRequired[int]
+    plan: list[str]
+    next_at: str | None
+
+
+class CooldownEvidence(TypedDict):
+    """Until when no new round of ``resource`` may start, and what verifies the round."""
+
+    resource: str
+    until: str
+    seconds: float
+    factor: float
+    configured: float
+    threshold: float
+    margin: float
+    capacity: float
+
+
+class LimitsEvidence(TypedDict):
+    """The rate limits a pressure batch was chosen under."""
+
+    max_per_batch: int
+    max_per_minute: int
+    in_window: int
+
+
+class PredictionEvidence(TypedDict, total=False):
+    """A predictive round's forecast (the metrics fold judges it later)."""
+
+    current: float
+    baseline: float
+    baseline_at: str
+    trend_per_minute: float
+    predicted: float
+    prediction_window: float
+    trend_window: float
+    advance_threshold: float
+    target_percent: float
+    eta_seconds: float | None
+
+
+class PressureEvidence(TypedDict, total=False):
+    """The evidence keys of a pressure ``decision.evict`` that other modules read.
+
+    Written by ``controller.pressure``; folded by :mod:`projections.pressure` (``round``,
+    ``cooldown``, ``taint_until``, ``reserve``, ``owner``) and by the metrics fold
+    (``victim``, ``round``, ``resource``, ``capacity``, ``prediction``).
+    """
+
+    pressure: float
+    threshold: float
+    level: float
+    resource: str
+    usage: float
+    capacity: float
+    target: float
+    round: RoundEvidence
+    cooldown: CooldownEvidence
+    limits: LimitsEvidence
+    victim: VictimEvidence
+    owner: str
+    taint_until: str
+    reserve: ReserveEvidence
+    prediction: PredictionEvidence
+
+
+class TdmEvidence(TypedDict, total=False):
+    """The evidence keys of a TDM eviction that other modules read (its zone and window)."""
+
+    zone: str
+    window: str
+
+
+class TaintEvidence(TypedDict):
+    """A pressure ``decision.taint``: held until ``until``, for the ``evictions`` listed."""
+
+    until: str
+    evictions: list[str]
+
+
+class UntaintEvidence(TypedDict):
+    """A pressure ``decision.untaint``: the taint held since ``tainted_at`` until ``until``."""
+
+    tainted_at: str
+    until: str
+
+
+# -- triggers, effects, configuration -------------------------------------------------------
+
+
+class TriggerPayload(TypedDict):
+    """``trigger.fired``: trigger ``trigger`` of ``kind`` fired at ``scheduled``.
+
+    ``zone`` names a TDM zone's trigger; ``nodes`` lists the nodes a pressure follow-up
+    (``eviction-batch`` / ``untaint``) is due on. Validation does not check ``kind``
+    against :data:`TriggerKind` (records written elsewhere may carry others).
+    """
+
+    trigger: str
+    kind: TriggerKind
+    scheduled: str
+    zone: NotRequired[str]
+    nodes: NotRequired[list[str]]
+
+
+class FollowupData(TypedDict):
+    """What a pressure follow-up adds to its trigger payload."""
+
+    nodes: list[str]
+
+
+class EffectPayload(TypedDict):
+    """``effect.applied`` / ``effect.failed``: the outcome of decision ``decision``.
+
+    ``target`` is ``namespace/pod`` or a node name; ``error`` is required on a failure.
+    """
+
+    decision: str
+    kind: DecisionKind
+    target: str
+    error: NotRequired[str]
+
+
+class ConfigPayload(TypedDict):
+    """``config.applied``: the scheduler configuration in force from now, and its origin."""
+
+    config: dict[str, object]
+    source: str
+
+
+# -- the boundary: payload <-> Event.data -----------------------------------------------------
+
+Payload = EvictPayload | BindPayload | TaintPayload | TriggerPayload | EffectPayload | ConfigPayload
+
+
+def as_json(payload: Payload) -> JSON:
+    """``payload`` as an event's ``data`` (the same dict: a TypedDict is a dict at runtime)."""
+    return cast(JSON, payload)
+
+
+def trigger_kind(value: str) -> TriggerKind:
+    """``value`` as a :data:`TriggerKind`; ValueError when tide has no such trigger kind."""
+    if value not in TRIGGER_KINDS:
+        raise ValueError(f"unknown trigger kind {value!r}")
+    return cast(TriggerKind, value)
+
+
+def as_decision(event: Event) -> DecisionPayload:
+    """The payload of a ``decision.*`` record (narrow on ``kind``)."""
+    return cast(DecisionPayload, event.data)
+
+
+def as_evict(event: Event) -> EvictPayload:
+    """The payload of a ``decision.evict`` record."""
+    return cast(EvictPayload, event.data)
+
+
+def as_taint(event: Event) -> TaintPayload:
+    """The payload of a ``decision.taint`` or ``decision.untaint`` record."""
+    return cast(TaintPayload, event.data)
+
+
+def as_trigger(event: Event) -> TriggerPayload:
+    """The payload of a ``trigger.fired`` record."""
+    return cast(TriggerPayload, event.data)
+
+
+def as_effect(event: Event) -> EffectPayload:
+    """The payload of an ``effect.applied`` or ``effect.failed`` record."""
+    return cast(EffectPayload, event.data)
+
+
+def as_config(event: Event) -> ConfigPayload:
+    """The payload of a ``config.applied`` record."""
+    return cast(ConfigPayload, event.data)
+
+
+def pressure_evidence(payload: EvictPayload) -> PressureEvidence:
+    """The read-back keys of a pressure eviction's evidence (``{}`` when it has none)."""
+    return cast(PressureEvidence, payload.get("evidence") or {})
+
+
+def tdm_evidence(payload: EvictPayload) -> TdmEvidence:
+    """The read-back keys of a TDM eviction's evidence (``{}`` when it has none)."""
+    return cast(TdmEvidence, payload.get("evidence") or {})
+
+
+def taint_evidence(payload: TaintPayload) -> TaintEvidence:
+    """The evidence of a pressure ``decision.taint``."""
+    return cast(TaintEvidence, payload.get("evidence") or {})
