@@ -109,13 +109,15 @@ def predicate_nodes(
     *,
     nodes: Sequence[NodeInfo] | None = None,
     cache: dict[str, FitError] | None = None,
+    move_cursor: bool = True,
 ) -> PredicateResult:
     """Check nodes from the session's rotating start until enough are feasible.
 
     Volcano's ``util.PredicateNodes``. ``check`` raises :class:`FitError` to reject a
     node. ``cache`` (node name → error), when given, short-cuts nodes that already failed
     for the same job and role, and records new failures (Volcano's predicate error cache).
-    The session's ``predicate_cursor`` advances past the nodes visited.
+    The session's ``predicate_cursor`` advances past the nodes visited (unless
+    ``move_cursor`` is false).
 
     Args:
         ssn: The session (its nodes, and its cursor, which this call moves).
@@ -123,6 +125,8 @@ def predicate_nodes(
         check: The node check (:func:`allocate_check`, :func:`preempt_check`, ...).
         nodes: The nodes to search (default: every session node, in name order).
         cache: The predicate error cache of the task's job and role.
+        move_cursor: False for a dry run (e.g. over scratch node copies,
+            :mod:`controller.framework.simulate`), which must leave the session as it was.
 
     Returns:
         The feasible nodes in visiting order and the errors of the rejected ones.
@@ -155,7 +159,8 @@ def predicate_nodes(
         feasible.append(node)
         if len(feasible) >= want:
             break
-    ssn.predicate_cursor = (start + processed) % total
+    if move_cursor:
+        ssn.predicate_cursor = (start + processed) % total
     return result
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from controller.framework import nodes as nodes_api
 from controller.framework import points as p
 from controller.framework.errors import StatementError
 from controller.framework.points import FitError, FitStatus
@@ -321,3 +322,21 @@ def test_what_if_asks_the_queue_on_scratch_shares() -> None:
     assert ssn.allocatable(qhigh, preemptor)
     sc.remove_task(preemptor, preemptor, node="n2")
     assert sc.allocatable(qhigh, preemptor)
+
+
+def test_node_search_over_scratch_copies_leaves_the_cursor() -> None:
+    """The one node-search API runs over scratch copies too (preempt's dry run)."""
+    ssn, counter = preempt_world()
+    ssn.predicate_cursor = 2
+    before = snapshot(ssn, counter)
+    preemptor = ssn.tasks["ns/p"]
+    sc = Scratch(ssn, ["n1", "n2", "n3"])
+    sc.remove_task(preemptor, ssn.tasks["ns/v1"])
+    sc.remove_task(preemptor, ssn.tasks["ns/v2"])
+    copies = [sc.node(n) for n in sc.nodes]
+    found = nodes_api.predicate_nodes(
+        ssn, preemptor, nodes_api.allocate_check(ssn), nodes=copies, move_cursor=False
+    )
+    assert [n.name for n in found.feasible] == ["n1"]
+    assert sorted(found.errors) == ["n2", "n3"]
+    assert snapshot(ssn, counter) == before
