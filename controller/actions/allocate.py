@@ -16,7 +16,7 @@ Differences from Volcano: no nominated-node shortcut (the model does not carry
 ``status.nominatedNodeName``), no hyper-node / sub-group variants, no scheduling gates,
 and a pending PodGroup is not flipped to Inqueue (tide writes no PodGroup status; it
 simply proceeds, as Volcano does without the ``enqueue`` action). Ties are broken
-deterministically (see :mod:`controller.framework.util`).
+deterministically (see :mod:`controller.framework.nodes`, the node search it uses).
 
 The action runs on ``tick`` triggers only (``AllocateAction.triggers``): Volcano runs every
 action in every session, but tide also opens sessions at TDM window ends and evict
@@ -33,8 +33,8 @@ from typing import Any, Generic, TypeVar
 
 from controller.framework import jobs as j
 from controller.framework.errors import ConfigError
+from controller.framework.nodes import Gradients, best_node, fitting_nodes
 from controller.framework.points import FitError
-from controller.framework.search import Gradients, best_node, find_fitting_nodes
 from controller.framework.session import Session
 from controller.framework.statement import Statement
 from projections.model import JobInfo, QueueInfo, TaskInfo
@@ -166,7 +166,7 @@ class _Run:
             cache = None
             if self.args.predicate_error_cache and task.task_role:
                 cache = self.error_cache.setdefault(role_key, {})
-            found = find_fitting_nodes(ssn, task, cache=cache)
+            found = fitting_nodes(ssn, task, cache=cache)
             if not len(found):
                 failed.add(task.task_role)
                 if j.need_continue_allocating(ssn.jobs[job.id], failed):

@@ -13,8 +13,11 @@ Where things are:
 * :mod:`~controller.framework.view` — the copy-on-write view of the cluster projection;
 * :mod:`~controller.framework.config` — ``load_config`` / ``TideConfig``; ``tiers`` holds
   ``PluginConf`` / ``TierConf``; ``durations.parse_duration``; ``errors.ConfigError``;
-* :mod:`~controller.framework.util` / :mod:`~controller.framework.search` — node search and
-  choice (spec §4); :mod:`~controller.framework.jobs` — gang counting (spec §1.4).
+* :mod:`~controller.framework.nodes` — THE node search (predicate, prioritise, select best),
+  with :mod:`~controller.framework.search` its proven-equal hot path and
+  :mod:`~controller.framework.util` the feasible-node count;
+  :mod:`~controller.framework.simulate` — scratch node copies for what-if (dry runs);
+  :mod:`~controller.framework.jobs` — gang counting (spec §1.4).
 
 Everything here is pure and synchronous: no clock but ``Session.now``, no randomness, sorted
 iteration, and the projection is never mutated.

@@ -3,13 +3,15 @@
 Kept apart from :mod:`controller.framework.session` (which holds the view and the
 aggregation rules) so each stays readable: this half answers "which callables take part
 in a question, in which order" (tiers, per-entry enable flags, spec §2.1), and keeps the
-memos that keyed callables allow (``add_predicate_fn(key=...)``).
+memos that keyed callables allow (``add_predicate_fn(key=...)``). The simulate hooks'
+walks live here too (:meth:`Extensions.simulate_predicate` and the others): they are
+plain tier walks, run by :class:`controller.framework.simulate.Scratch`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.framework import points as p
 from controller.framework.points import (
@@ -27,14 +29,21 @@ from controller.framework.points import (
     OverusedFn,
     PredicateFn,
     QueueOrderFn,
+    SimulateAllocatableFn,
+    SimulatePredicateFn,
+    SimulateTaskFn,
     TaskOrderFn,
     VictimTasksFn,
 )
 from controller.framework.tiers import TierConf
-from projections.model import TaskInfo
+from projections.model import NodeInfo, QueueInfo, TaskInfo
 
-#: extension point -> the enable flag that gates it (None: no flag is checked).
-POINT_FLAGS: dict[str, str | None] = {
+if TYPE_CHECKING:
+    from controller.framework.simulate import Scratch
+
+#: extension point -> the enable flag that gates it (None: no flag is checked; a tuple:
+#: any one of the flags enables it).
+POINT_FLAGS: dict[str, str | tuple[str, ...] | None] = {
     "job_order": p.JOB_ORDER,
     "task_order": p.TASK_ORDER,
     "queue_order": p.QUEUE_ORDER,
@@ -51,7 +60,23 @@ POINT_FLAGS: dict[str, str | None] = {
     "allocatable": p.ALLOCATABLE,
     "overused": p.OVERUSED,
     "preemptive": p.PREEMPTIVE,
+    # Volcano's session_plugins.go gates the simulate task hooks by "preemptable or
+    # allocatable", the simulate predicate by the predicate flag, and the simulate
+    # allocatable by the allocatable flag.
+    "simulate_add_task": (p.PREEMPTABLE, p.ALLOCATABLE),
+    "simulate_remove_task": (p.PREEMPTABLE, p.ALLOCATABLE),
+    "simulate_predicate": p.PREDICATE,
+    "simulate_allocatable": p.ALLOCATABLE,
 }
+
+
+def _gated(flag: str | tuple[str, ...] | None, enabled: Callable[[str], bool]) -> bool:
+    if flag is None:
+        return True
+    if isinstance(flag, str):
+        return enabled(flag)
+    return any(enabled(f) for f in flag)
+
 
 Chain = list[list[tuple[str, Any]]]  # per tier: (plugin name, callable) in order
 
@@ -145,6 +170,22 @@ class Extensions:
     def add_preemptive_fn(self, plugin: str, fn: AllocatableFn) -> None:
         self._add("preemptive", plugin, fn)
 
+    def add_simulate_add_task_fn(self, plugin: str, fn: SimulateTaskFn) -> None:
+        """Volcano's ``AddSimulateAddTaskFn``: account a task placed on a scratch node."""
+        self._add("simulate_add_task", plugin, fn)
+
+    def add_simulate_remove_task_fn(self, plugin: str, fn: SimulateTaskFn) -> None:
+        """Volcano's ``AddSimulateRemoveTaskFn``: account a task taken off a scratch node."""
+        self._add("simulate_remove_task", plugin, fn)
+
+    def add_simulate_predicate_fn(self, plugin: str, fn: SimulatePredicateFn) -> None:
+        """Volcano's ``AddSimulatePredicateFn``: a predicate over a scratch node."""
+        self._add("simulate_predicate", plugin, fn)
+
+    def add_simulate_allocatable_fn(self, plugin: str, fn: SimulateAllocatableFn) -> None:
+        """Volcano's ``AddSimulateAllocatableFn``: queue admission on scratch shares."""
+        self._add("simulate_allocatable", plugin, fn)
+
     def add_event_handler(
         self, plugin: str, *, allocate: EventFn | None = None, deallocate: EventFn | None = None
     ) -> None:
@@ -164,7 +205,7 @@ class Extensions:
         for tier in self.tiers:
             row: list[tuple[str, Any]] = []
             for conf in tier.plugins:
-                if conf.name in fns and (flag is None or conf.enabled(flag)):
+                if conf.name in fns and _gated(flag, conf.enabled):
                     row.extend((conf.name, fn) for fn in fns[conf.name])
             result.append(row)
         self._chains[point] = result
@@ -203,3 +244,29 @@ class Extensions:
         for handler in self._handlers:
             if handler.deallocate is not None:
                 handler.deallocate(task)
+
+    # -- simulate hooks (run by controller.framework.simulate.Scratch) -----------------
+
+    def simulate_add_task(
+        self, scratch: Scratch, to_schedule: TaskInfo, added: TaskInfo, node: NodeInfo
+    ) -> None:
+        """Volcano's ``Session.SimulateAddTaskFn``: every hook in tier order; the first
+        :class:`FitError` raised stops the walk and propagates."""
+        for fn in self.flat("simulate_add_task"):
+            fn(scratch, to_schedule, added, node)
+
+    def simulate_remove_task(
+        self, scratch: Scratch, to_schedule: TaskInfo, removed: TaskInfo, node: NodeInfo
+    ) -> None:
+        """Volcano's ``Session.SimulateRemoveTaskFn`` (as :meth:`simulate_add_task`)."""
+        for fn in self.flat("simulate_remove_task"):
+            fn(scratch, to_schedule, removed, node)
+
+    def simulate_predicate(self, scratch: Scratch, task: TaskInfo, node: NodeInfo) -> None:
+        """Volcano's ``Session.SimulatePredicateFn``: the first hook's :class:`FitError`."""
+        for fn in self.flat("simulate_predicate"):
+            fn(scratch, task, node)
+
+    def simulate_allocatable(self, scratch: Scratch, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Volcano's ``Session.SimulateAllocatableFn``: every hook must say yes."""
+        return all(fn(scratch, queue, task) for fn in self.flat("simulate_allocatable"))

@@ -11,9 +11,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+
+if TYPE_CHECKING:
+    from controller.framework.simulate import Scratch
 
 
 class Vote(enum.IntEnum):
@@ -110,6 +113,16 @@ JobStarvingFn = Callable[[JobInfo], bool]
 AllocatableFn = Callable[[QueueInfo, TaskInfo], bool]
 OverusedFn = Callable[[QueueInfo], bool]
 EventFn = Callable[[TaskInfo], None]
+
+# Simulate hooks (Volcano's ``api.Simulate*Fn``): they run on a scratch copy
+# (:class:`~controller.framework.simulate.Scratch`), read and write only the scratch and
+# their own per-plugin scratch state, and raise :class:`FitError` to refuse.
+#: ``(scratch, task_to_schedule, task_added_or_removed, scratch_node) -> None``.
+SimulateTaskFn = Callable[["Scratch", TaskInfo, TaskInfo, NodeInfo], None]
+#: ``(scratch, task, scratch_node) -> None``; raises :class:`FitError` to reject the node.
+SimulatePredicateFn = Callable[["Scratch", TaskInfo, NodeInfo], None]
+#: ``(scratch, queue, task) -> bool``: may the queue take the task, on the scratch shares?
+SimulateAllocatableFn = Callable[["Scratch", QueueInfo, TaskInfo], bool]
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,20 @@ def clone_task(task: TaskInfo, *, status: TaskStatus, node_name: str | None = No
     return copy
 
 
+def copy_node(node: NodeInfo) -> NodeInfo:
+    """A copy of ``node`` whose accounting (resources and task map) may be changed freely.
+
+    Tasks are shared (they are never mutated); labels and taints are shared (read only).
+    """
+    copy = _clone_node(node)
+    copy.idle = node.idle.clone()
+    copy.used = node.used.clone()
+    copy.releasing = node.releasing.clone()
+    copy.pipelined = node.pipelined.clone()
+    copy.tasks = dict(node.tasks)
+    return copy
+
+
 class ClusterLike(Protocol):
     """The part of ``projections.cluster.ClusterState`` a session reads."""
 
@@ -337,12 +351,7 @@ class ClusterView:
         pos = self._node_pos[name]
         node = self._node_list[pos]
         if name not in self._cloned_nodes:
-            node = _clone_node(node)
-            node.idle = node.idle.clone()
-            node.used = node.used.clone()
-            node.releasing = node.releasing.clone()
-            node.pipelined = node.pipelined.clone()
-            node.tasks = dict(node.tasks)
+            node = copy_node(node)
             self._node_list[pos] = node
             self._cloned_nodes.add(name)
         return node

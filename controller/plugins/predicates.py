@@ -14,6 +14,12 @@ Spec ``volcano.md`` §5.5. Resource fit is the allocate action's business (it ch
 Node ports, inter-pod affinity, volumes, topology spread and DRA are not modelled. A node
 without an ``allocatable.pods`` value has no pod-count limit here (Volcano would read 0).
 
+The plugin also answers what-if questions on scratch node copies
+(:mod:`controller.framework.simulate`): its simulate predicate is the same check run on
+the copy, so a pod-count limit sees the victims a dry run took off. It registers no
+simulate add / remove hooks: Volcano's keep inter-pod affinity state current, which tide
+does not model.
+
 Arguments (Volcano's keys, booleans, default true): ``predicate.NodeAffinityEnable``,
 ``predicate.TaintTolerationEnable``. Other ``predicate.*`` keys are accepted and ignored.
 """
@@ -30,6 +36,7 @@ from controller.framework.errors import ConfigError
 from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
+from controller.framework.simulate import Scratch
 from projections.model import JSON, NodeInfo, TaskInfo
 
 NAME = "predicates"
@@ -197,8 +204,20 @@ class PredicatesPlugin:
         self.args = args
         self.predicate = make_predicate(args)
 
+    def simulate_predicate(self, scratch: Scratch, task: TaskInfo, node: NodeInfo) -> None:
+        """The predicate on a scratch node copy (``node`` is the copy).
+
+        Mirrors the ``AddSimulatePredicateFn`` registration of volcano-sh/volcano
+        ``pkg/scheduler/plugins/predicates/predicates.go`` (which re-runs the node-state
+        filters on the simulated node); here every check is re-run, the pod count being
+        the one that depends on the tasks the scratch moved.
+        """
+        del scratch
+        self.predicate(task, node)
+
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_predicate_fn(NAME, self.predicate, key=scheduling_key)
+        ssn.add_simulate_predicate_fn(NAME, self.simulate_predicate)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn

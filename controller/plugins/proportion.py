@@ -14,6 +14,12 @@ computed on first use, from the projection's state at session open, and the allo
 deallocate events seen before then are replayed onto them: the result is exactly what
 eager computation at open would give.
 
+What-if questions (:mod:`controller.framework.simulate`) get copies of the queue
+attributes as scratch state: the simulate add / remove hooks move a task's request in
+and out of the copy of its queue's ``allocated``, and the simulate allocatable answers
+``allocatable`` over the copies. The session's attributes are never touched by them
+(computing them on first use is not a change: it gives what eager computation would).
+
 The sums walk jobs in the projection's order, not sorted: the model's quantities are
 Kubernetes ``MilliValue``/``Value`` integers, and float sums of integers below 2^53 are
 exact, hence the same in any order. Sorting 150,000 job ids would cost more than the sums.
@@ -36,7 +42,15 @@ from controller.framework.resources import (
     share,
 )
 from controller.framework.session import Session
-from projections.model import ALLOCATED_STATUSES, QueueInfo, Resource, TaskInfo, TaskStatus
+from controller.framework.simulate import Scratch
+from projections.model import (
+    ALLOCATED_STATUSES,
+    NodeInfo,
+    QueueInfo,
+    Resource,
+    TaskInfo,
+    TaskStatus,
+)
 
 NAME = "proportion"
 _UNLIMITED = float("inf")
@@ -63,6 +77,19 @@ class QueueAttr:
 
     def update_share(self) -> None:
         self.share = share(self.allocated, self.deserved)
+
+    def copy(self) -> QueueAttr:
+        """A copy whose resources may be changed without touching this one."""
+        return QueueAttr(
+            self.name,
+            self.weight,
+            guarantee=self.guarantee.clone(),
+            real_capability=None if self.real_capability is None else self.real_capability.clone(),
+            deserved=self.deserved.clone(),
+            allocated=self.allocated.clone(),
+            request=self.request.clone(),
+            share=self.share,
+        )
 
 
 def _capability(queue: QueueInfo) -> Resource | None:
@@ -203,17 +230,70 @@ class _State:
         return -1 if lshare < rshare else (1 if lshare > rshare else 0)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        if queue.state != "Open":
-            return False
-        attr = self.get().get(queue.name)
-        if attr is None:
-            return False
-        future = attr.allocated.clone().add(task.resreq)
-        return less_equal_with_dimension(future, attr.deserved, task.resreq)
+        return _queue_allocatable(self.get(), queue, task)
 
     def overused(self, queue: QueueInfo) -> bool:
         attr = self.get().get(queue.name)
         return attr is not None and attr.deserved.less_equal(attr.allocated)
+
+    # -- simulate hooks (scratch copies of the queue attributes) -----------------------
+
+    def scratch_attrs(self, scratch: Scratch) -> dict[str, QueueAttr]:
+        """This session's queue attributes as the scratch sees them (copied on first use)."""
+        return scratch.state(NAME, lambda: {name: a.copy() for name, a in self.get().items()})
+
+    def _simulate_move(self, scratch: Scratch, task: TaskInfo, sign: int) -> None:
+        job = self.ssn.jobs.peek(task.job)
+        if job is None:
+            return
+        attr = self.scratch_attrs(scratch).get(job.queue)
+        if attr is not None:
+            (attr.allocated.add if sign > 0 else attr.allocated.sub)(task.resreq)
+            attr.update_share()
+
+    def simulate_add_task(
+        self, scratch: Scratch, to_schedule: TaskInfo, added: TaskInfo, node: NodeInfo
+    ) -> None:
+        """Count ``added`` in its queue's scratch allocation.
+
+        Mirrors the ``AddSimulateAddTaskFn`` registration of volcano-sh/volcano
+        ``pkg/scheduler/plugins/capacity/capacity.go`` (``attr.allocated.Add`` on the
+        cycle state's queue attributes), on proportion's attributes.
+        """
+        del to_schedule, node
+        self._simulate_move(scratch, added, 1)
+
+    def simulate_remove_task(
+        self, scratch: Scratch, to_schedule: TaskInfo, removed: TaskInfo, node: NodeInfo
+    ) -> None:
+        """Take ``removed`` out of its queue's scratch allocation.
+
+        Mirrors the ``AddSimulateRemoveTaskFn`` registration of volcano-sh/volcano
+        ``pkg/scheduler/plugins/capacity/capacity.go`` (``attr.allocated.Sub``).
+        """
+        del to_schedule, node
+        self._simulate_move(scratch, removed, -1)
+
+    def simulate_allocatable(self, scratch: Scratch, queue: QueueInfo, task: TaskInfo) -> bool:
+        """:meth:`allocatable` over the scratch allocations.
+
+        Mirrors the ``AddSimulateAllocatableFn`` registration of volcano-sh/volcano
+        ``pkg/scheduler/plugins/capacity/capacity.go`` (``queueAllocatable`` on the cycle
+        state), with proportion's ``allocatable`` rule.
+        """
+        return _queue_allocatable(self.scratch_attrs(scratch), queue, task)
+
+
+def _queue_allocatable(attrs: dict[str, QueueAttr], queue: QueueInfo, task: TaskInfo) -> bool:
+    """Volcano's proportion ``queueAllocatable``: the queue is open and its allocation
+    plus the request stays within ``deserved`` in every dimension the request asks for."""
+    if queue.state != "Open":
+        return False
+    attr = attrs.get(queue.name)
+    if attr is None:
+        return False
+    future = attr.allocated.clone().add(task.resreq)
+    return less_equal_with_dimension(future, attr.deserved, task.resreq)
 
 
 class ProportionPlugin:
@@ -224,6 +304,9 @@ class ProportionPlugin:
         ssn.add_queue_order_fn(NAME, state.queue_order)
         ssn.add_allocatable_fn(NAME, state.allocatable)
         ssn.add_overused_fn(NAME, state.overused)
+        ssn.add_simulate_add_task_fn(NAME, state.simulate_add_task)
+        ssn.add_simulate_remove_task_fn(NAME, state.simulate_remove_task)
+        ssn.add_simulate_allocatable_fn(NAME, state.simulate_allocatable)
         ssn.add_event_handler(
             NAME,
             allocate=lambda task: state.on_event(task, 1),

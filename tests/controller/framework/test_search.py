@@ -1,5 +1,6 @@
-"""The node-search helpers: spec §4.1 counts, and the hot-path search agreeing with the
-plain ``predicate_nodes`` + ``fits`` definition, memo and columns included."""
+"""The node-search API (:mod:`controller.framework.nodes`): spec §4.1 counts, and the
+hot-path search agreeing with the plain ``predicate_nodes`` + ``fits`` definition, memo,
+columns, cursor and error cache included; scoring and selection likewise."""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ from dataclasses import replace
 
 import pytest
 
+from controller.framework import nodes as nodes_api
 from controller.framework import points as p
+from controller.framework.nodes import (
+    allocate_check,
+    calculate_num_feasible_nodes_to_find,
+    predicate_nodes,
+    select_best_node,
+)
 from controller.framework.points import FitError, FitStatus
 from controller.framework.resources import fits
 from controller.framework.search import best_node, find_fitting_nodes
 from controller.framework.session import Session
 from controller.framework.tiers import PluginConf
-from controller.framework.util import (
-    calculate_num_feasible_nodes_to_find,
-    predicate_nodes,
-    select_best_node,
-)
 from projections.model import NodeInfo, TaskInfo, TaskStatus
 from tests.controller.framework.scenario import GI, cluster, node, session, task, tiers
 
@@ -171,3 +174,136 @@ def test_best_node_scores_with_ties_to_the_lowest_name() -> None:
     assert (chosen.name, score) == ("b", 10.0)
     plain = session(c)
     assert best_node(plain, plain.tasks["ns/p"], [3, 2, 1])[0].name == "b"
+
+
+# -- the one API: fast path == definitions, scores and selection included -------------
+
+
+class Scores:
+    """A keyed scorer with many ties: the score depends on the pod count and the key."""
+
+    name = "scores"
+
+    def __init__(self, keyed: bool) -> None:
+        self.keyed = keyed
+
+    def score(self, t: TaskInfo, n: NodeInfo) -> float:
+        if n.name.endswith("3") and t.priority > 5:
+            raise ValueError("zeroes the node")
+        return float((len(n.tasks) * 7 + int(n.name[1:])) % 5)
+
+    def on_session_open(self, ssn: Session) -> None:
+        key = (lambda t: t.priority > 5) if self.keyed else None
+        ssn.add_node_order_fn(self.name, self.score, key=key)
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+
+def scored_session(seed: int, keyed: bool) -> tuple[Session, list[TaskInfo]]:
+    base, pending, plugin = random_session(seed, keyed)
+    ssn = session(
+        base.world.cluster,  # type: ignore[arg-type]
+        tiers([PluginConf.of("podcap", p.PREDICATE), PluginConf.of("scores", p.NODE_ORDER)]),
+        [plugin, Scores(keyed)],
+    )
+    ssn.predicate_cursor = base.predicate_cursor
+    return ssn, pending
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("keyed", [False, True])
+def test_allocate_search_through_the_api_equals_the_definitions(seed: int, keyed: bool) -> None:
+    fast, pending = scored_session(seed, keyed)
+    slow, _ = scored_session(seed, keyed)
+    fast_cache: dict[int, FitError] = {}
+    slow_cache: dict[str, FitError] = {}
+    stmt_fast, stmt_slow = fast.statement(), slow.statement()
+    placed = 0
+    for t in pending:
+        found = nodes_api.fitting_nodes(fast, t, cache=fast_cache)
+        result = predicate_nodes(slow, t, allocate_check(slow), cache=slow_cache)
+        pool = fast.view.node_list
+        idle = [n.name for n in result.feasible if fits(t.init_resreq, n, future=False)]
+        future = [n.name for n in result.feasible if n.name not in idle]
+        assert ([pool[i].name for i in found.idle], [pool[i].name for i in found.future]) == (
+            idle,
+            future,
+        )
+        assert {pool[i].name for i in fast_cache} == set(slow_cache)
+        assert fast.predicate_cursor == slow.predicate_cursor
+        if not len(found):
+            continue
+        indices = found.idle or found.future
+        chosen, score = nodes_api.best_node(fast, t, indices)
+        subset = [n for n in result.feasible if n.name in {pool[i].name for i in indices}]
+        scores = nodes_api.prioritize_nodes(slow, t, subset)
+        assert (chosen.name, score) == select_best_node(scores)
+        assert nodes_api.sort_nodes(scores)[0] == chosen.name
+        stmt_fast.allocate(fast.tasks[t.key], chosen.name, source="t")
+        stmt_slow.allocate(slow.tasks[t.key], chosen.name, source="t")
+        placed += 1
+    assert placed > 0
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ({}, []),
+        ({"b": 1.0, "a": 1.0, "c": 0.5}, ["a", "b", "c"]),
+        ({"n2": 0.0, "n10": 3.0, "n1": 3.0}, ["n1", "n10", "n2"]),
+        ({"z": -1.0, "y": 0.0}, ["y", "z"]),
+    ],
+)
+def test_sort_nodes_highest_first_ties_by_name(
+    scores: dict[str, float], expected: list[str]
+) -> None:
+    assert nodes_api.sort_nodes(scores) == expected
+    best = select_best_node(scores)
+    assert (best[0] if best else None) == (expected[0] if expected else None)
+
+
+class Refuser:
+    """A predicate that refuses every node with ``status``."""
+
+    name = "refuser"
+
+    def __init__(self, status: FitStatus) -> None:
+        self.status = status
+
+    def on_session_open(self, ssn: Session) -> None:
+        def refuse(t: TaskInfo, n: NodeInfo) -> None:
+            if n.name != "ok":
+                raise FitError(self.status, "no", plugin=self.name)
+
+        ssn.add_predicate_fn(self.name, refuse)
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+
+@pytest.mark.parametrize(
+    ("status", "allocate_feasible", "preempt_feasible"),
+    [
+        (FitStatus.UNSCHEDULABLE, ["ok"], ["a", "b", "ok"]),
+        (FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE, ["ok"], ["ok"]),
+        (FitStatus.ERROR, ["ok"], ["ok"]),
+    ],
+)
+def test_preempt_check_keeps_nodes_an_eviction_could_free(
+    status: FitStatus, allocate_feasible: list[str], preempt_feasible: list[str]
+) -> None:
+    full = [node(n, cpu=1000) for n in ("a", "b", "ok")]
+    c = cluster(
+        nodes=full,
+        tasks=[task("p", cpu=900)]
+        + [task(f"r{n.name}", status=TaskStatus.RUNNING, node=n.name, cpu=500) for n in full[:2]],
+    )
+    ssn = session(c, tiers([PluginConf.of("refuser", p.PREDICATE)]), [Refuser(status)])
+    t = ssn.tasks["ns/p"]
+    got = predicate_nodes(ssn, t, allocate_check(ssn))
+    assert [n.name for n in got.feasible] == allocate_feasible
+    assert {name: e.plugin for name, e in got.errors.items()} == {"a": "allocate", "b": "allocate"}
+    ssn.predicate_cursor = 0
+    pre = predicate_nodes(ssn, t, nodes_api.preempt_check(ssn))
+    assert [n.name for n in pre.feasible] == preempt_feasible

@@ -6,12 +6,15 @@ from typing import Any
 
 import pytest
 
+from controller.framework import points as p
 from controller.framework.errors import ConfigError
 from controller.framework.points import FitError, FitStatus
+from controller.framework.simulate import Scratch
+from controller.framework.tiers import PluginConf
 from controller.plugins import predicates
 from controller.plugins.predicates import PredicatesArgs, PredicatesPlugin, tolerates
 from projections.model import NodeInfo, TaskInfo, TaskStatus
-from tests.controller.framework.scenario import cluster, node, task
+from tests.controller.framework.scenario import cluster, ctx, node, session, task, tiers
 
 UNRESOLVABLE = FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -153,3 +156,29 @@ def test_scheduling_key_ignores_pod_affinity_only() -> None:
     assert key(task("a")) != key(task("b", affinity=node_aff))
     assert key(task("a")) != key(task("b", selector={"x": "y"}))
     assert key(task("a")) != key(task("b", tolerations=[{"operator": "Exists"}]))
+
+
+@pytest.mark.parametrize(
+    ("flags", "removed", "reason"),
+    [
+        ((p.PREDICATE,), 0, "node(s) pod number exceeded"),
+        ((p.PREDICATE,), 1, None),  # a victim left the scratch copy: room for one pod
+        ((), 0, None),  # the predicate flag off: no simulate predicate runs
+    ],
+)
+def test_simulate_predicate_checks_the_scratch_copy(
+    flags: tuple[str, ...], removed: int, reason: str | None
+) -> None:
+    c = cluster(
+        nodes=[node("n1", pods=2)],
+        tasks=[task(f"r{i}", status=TaskStatus.RUNNING, node="n1") for i in range(2)] + [task("p")],
+    )
+    rows = tiers([PluginConf.of(predicates.NAME, *flags)])
+    ssn = session(c, rows, [predicates.build(PredicatesArgs(), ctx())])
+    sc = Scratch(ssn, ["n1"])
+    preemptor = ssn.tasks["ns/p"]
+    for i in range(removed):
+        sc.remove_task(preemptor, ssn.tasks[f"ns/r{i}"])
+    err = sc.predicate(preemptor, "n1")
+    assert (err.reason if err else None) == reason
+    assert check(preemptor, ssn.nodes["n1"]) is not None  # the session's node is still full

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from controller.framework.session import Session
+from controller.framework.simulate import Scratch
 from controller.plugins import proportion
 from controller.plugins.proportion import QueueAttr, water_fill
 from projections.model import QueueInfo, Resource, TaskStatus
@@ -121,3 +122,22 @@ def test_lazy_attributes_equal_eager_ones() -> None:
             )
         )
     assert results[0] == results[1] == (False, True, 1)
+
+
+def test_simulate_hooks_move_scratch_shares_only() -> None:
+    """The allocatable walk of ``test_allocatable_until_deserved_then_overused``, on a
+    scratch: the same answers, and the session's own answers do not move."""
+    ssn = two_queue_session()
+    qa, qb = ssn.queues["qa"], ssn.queues["qb"]
+    sc = Scratch(ssn, ["n1"])
+    for name, queue in [(f"a{i}", qa) for i in range(4)] + [(f"b{i}", qb) for i in range(4)]:
+        t = ssn.tasks[f"ns/{name}"]
+        assert sc.allocatable(queue, t), name
+        sc.add_task(t, t, "n1")
+    b4 = ssn.tasks["ns/b4"]
+    assert not sc.allocatable(qb, b4)  # qb deserves 4 cpu of 8
+    assert ssn.allocatable(qb, b4) and not ssn.overused(qa)  # the session is untouched
+    sc.remove_task(b4, ssn.tasks["ns/b0"], node="n1")
+    assert sc.allocatable(qb, b4)
+    closed = QueueInfo("qb", state="Closed")
+    assert not sc.allocatable(closed, b4)
