@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.effector import SimulatedCluster
-from controller.framework.config import load_config
+from controller.policy import load_config
 from controller.pressure import check_node, due_followups, on_trigger
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 from projections.oom import OOMState
