@@ -104,7 +104,7 @@ def one_pass(world: Any) -> float:
 
 def registry() -> tuple[dict[str, Any], str]:
     """The built-in plugin table, plus tdm when the tree has it but has not registered it."""
-    plugins = dict(need("controller.plugins", "BUILTIN_PLUGINS").BUILTIN_PLUGINS)
+    plugins = dict(need("controller.builtins", "BUILTIN_PLUGINS").BUILTIN_PLUGINS)
     if "tdm" in plugins:
         return plugins, ""
     try:
@@ -118,7 +118,7 @@ def registry() -> tuple[dict[str, Any], str]:
 
 def missing_parts(plugins: dict[str, Any]) -> str:
     """Why the TDM cycle cannot run yet ('' when it can)."""
-    actions = need("controller.actions", "BUILTIN_ACTIONS").BUILTIN_ACTIONS
+    actions = need("controller.builtins", "BUILTIN_ACTIONS").BUILTIN_ACTIONS
     gone = [f"plugin {n}" for n in ("tdm",) if n not in plugins]
     gone += [f"action {n}" for n in ("allocate", "shuffle") if n not in actions]
     return f"{', '.join(gone)} not registered yet" if gone else ""
@@ -135,7 +135,7 @@ def describe(decisions: list[Any]) -> str:
 
 def run(ctx: Context) -> list[Result]:
     need("controller.engine", "run_cycle")
-    config_mod = need("controller.framework.config", "load_config")
+    config_mod = need("controller.policy", "load_config")
     world = world_for(ctx)
     pass_time = one_pass(world)
     tasks = len(world.cluster.tasks)

@@ -11,7 +11,7 @@ An action runs only on the trigger kinds it names (``Action.triggers``; e.g. all
 the session tick only, shuffle on every trigger); a trigger without a kind runs them all.
 
 Plugins and actions are built once per configuration object (their arguments were
-already validated by :func:`~controller.framework.config.load_config`), so a cycle pays
+already validated by :func:`~controller.policy.load_policy`), so a cycle pays
 only for the session. Built plugins keep no state between sessions: per-session state
 is created in ``on_session_open``.
 """
@@ -23,11 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from controller.actions import BUILTIN_ACTIONS
+from controller.builtins import BUILTIN_ACTIONS, BUILTIN_PLUGINS
 from controller.framework.config import TideConfig
 from controller.framework.plugin import Action, ActionSpec, Plugin, PluginContext, PluginSpec
 from controller.framework.session import open_session
-from controller.plugins import BUILTIN_PLUGINS
 from projections.world import PolicyInputs
 from streams.events import Event
 

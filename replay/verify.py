@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.decide import decide, is_decision_source
-from controller.framework.config import TideConfig, load_config
-from controller.pressure.config import EvictionConfig, parse_eviction_config
+from controller.framework.config import TideConfig
+from controller.policy import Policy, load_policy
+from controller.pressure.config import EvictionConfig
 from projections.world import World
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event
@@ -65,23 +66,20 @@ Configs = tuple[TideConfig, EvictionConfig | None]
 
 
 class _ConfigCache:
-    """Parses each distinct ``config.applied`` payload once."""
+    """Loads each distinct ``config.applied`` payload once, with the one policy loader."""
 
-    def __init__(self, override: Mapping[str, Any] | None, parsed: Configs | None) -> None:
+    def __init__(self, override: Mapping[str, Any] | None, parsed: Policy | None) -> None:
         self.override = override
         self.fixed = parsed
         self._key: int | None = None
-        self._parsed: Configs | None = None
+        self._parsed: Policy | None = None
 
-    def get(self, raw: Mapping[str, Any] | None) -> Configs:
+    def get(self, raw: Mapping[str, Any] | None) -> Policy:
         if self.fixed is not None:
             return self.fixed
         source = self.override if self.override is not None else (raw or {})
         if self._parsed is None or self._key != id(source):
-            config = load_config(source)
-            eviction_raw = config.eviction
-            eviction = parse_eviction_config(eviction_raw) if eviction_raw else None
-            self._key, self._parsed = id(source), (config, eviction)
+            self._key, self._parsed = id(source), load_policy(source)
         return self._parsed
 
 
@@ -89,13 +87,14 @@ def replay(
     events: Iterable[Event],
     *,
     override: Mapping[str, Any] | None = None,
-    configs: Configs | None = None,
+    configs: Policy | Configs | None = None,
     stop_at_first: bool = True,
 ) -> ReplayReport:
     """Re-derive and compare every decision of ``events`` (in offset order).
 
     The configuration is the log's own (``config.applied``) unless ``override`` (a raw
-    configuration) or ``configs`` (already parsed, for logs written without one) is given.
+    configuration) or ``configs`` (already parsed, for logs written without one: a
+    :class:`~controller.policy.Policy` or a (scheduler, eviction) pair) is given.
     """
     records = list(events)
     recorded: dict[str, list[Event]] = defaultdict(list)
@@ -104,16 +103,19 @@ def replay(
             recorded[event.cause].append(event)
     report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
     world = World()
-    cache = _ConfigCache(override, configs)
+    fixed = Policy.of(*configs) if isinstance(configs, tuple) else configs
+    cache = _ConfigCache(override, fixed)
     for event in records:
         if event.type == "trigger.fired":
-            replayed = decide(world, event, *cache.get(world.config))
+            policy = cache.get(world.config)
+            replayed = decide(world, event, policy.config, policy.eviction)
             world.apply(event)
         else:
             world.apply(event)
             if not is_decision_source(event):
                 continue
-            replayed = decide(world, event, *cache.get(world.config))
+            policy = cache.get(world.config)
+            replayed = decide(world, event, policy.config, policy.eviction)
         report.checked += 1
         expected = [decision_line(e).decode() for e in recorded.get(event.id, [])]
         got = [decision_line(e).decode() for e in replayed]

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import typer
 import yaml
 
-from controller.framework.config import TideConfig, load_config
 from controller.framework.errors import ConfigError
-from controller.pressure.config import EvictionConfig, parse_eviction_config
+from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
 from streams.events import Event
 from streams.gcpause import paused_gc
@@ -26,8 +25,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def load_configs(path: Path) -> tuple[TideConfig, EvictionConfig | None, dict[str, Any]]:
-    """Parse a configuration file; configuration errors stop with the key and value."""
+def read_policy(path: Path) -> Policy:
+    """Read and load a configuration file (:func:`controller.policy.load_policy`).
+
+    A file that cannot be read or parsed, or an invalid value, stops with the path and the
+    reason (the key and the value); each warning is printed once on stderr.
+    """
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -35,13 +38,12 @@ def load_configs(path: Path) -> tuple[TideConfig, EvictionConfig | None, dict[st
     if not isinstance(raw, dict):
         fail(f"{path}: a configuration is a mapping")
     try:
-        config = load_config(raw)
-        eviction = parse_eviction_config(config.eviction) if config.eviction else None
+        policy = load_policy(raw)
     except (ConfigError, ValueError) as exc:
         fail(f"{path}: {exc}")
-    for warning in (*config.warnings, *(eviction.warnings if eviction else ())):
+    for warning in policy.warnings:
         typer.echo(f"warning: {warning}", err=True)
-    return config, eviction, raw
+    return policy
 
 
 def read_log_events(source: str) -> list[Event]:

@@ -20,11 +20,11 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from controller.settings import DEFAULT_LOG
 from streams.events import EVENT_TYPES
 from streams.log import EventLog, LogError, Quarantined, normalise_url, open_log
 from streams.recording import ImportSummary, export_log, import_recording
 
-DEFAULT_LOG = "sqlite:///tide.db"
 T = TypeVar("T")
 PROGRESS_FROM_BYTES = 64 * 2**20  # smaller files import in a few seconds: no bar
 SHOWN = 20  # set-aside lines listed in the import summary

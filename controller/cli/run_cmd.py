@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, load_configs, persist, read_log_events
+from controller.cli.common import fail, persist, read_log_events, read_policy
+from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, is_scenario, load_scenario
@@ -53,7 +54,7 @@ def simulate(
     ] = None,
 ) -> None:
     """Run the controller over a recording in virtual time against the simulated cluster."""
-    tide_config, eviction, _ = load_configs(config)
+    policy = read_policy(config)
     events, bad = _inputs(recording)
     stop = None
     if until:
@@ -63,7 +64,7 @@ def simulate(
             fail(f"--until: {until!r}: {exc}")
     if is_scenario(recording) and stop is None:
         _, _, stop = load_scenario(recording)
-    result = Simulation(tide_config, eviction=eviction, config_source=str(config)).run(
+    result = Simulation(policy.config, eviction=policy.eviction, config_source=str(config)).run(
         events, until=stop
     )
     out = decisions.open("wb") if decisions else sys.stdout.buffer
@@ -121,7 +122,7 @@ def replay_cmd(
 ) -> None:
     """Re-derive every decision of a log deterministically."""
     events = read_log_events(log)
-    override = load_configs(config)[2] if config else None
+    override = read_policy(config).raw if config else None
     report = replay(events, override=override, stop_at_first=not diff)
     for difference in report.differences:
         typer.echo(difference.describe())
@@ -139,7 +140,7 @@ audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
 @audit_app.command("why")
 def audit_why(
     pod: Annotated[str, typer.Argument(help="namespace/name or name")],
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
 ) -> None:
     """Why was this pod evicted or bound?"""
     found = explain(read_log_events(log), pod)
@@ -152,7 +153,7 @@ def audit_why(
 
 @audit_app.command("decisions")
 def audit_decisions(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
     reason: str | None = None,
     node: str | None = None,
     namespace: str | None = None,
@@ -180,7 +181,7 @@ def audit_decisions(
 
 @audit_app.command("timeline")
 def audit_timeline(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
     pod: str | None = None,
     node: str | None = None,
 ) -> None:
@@ -193,7 +194,7 @@ def audit_timeline(
 
 @audit_app.command("metrics")
 def audit_metrics(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
 ) -> None:
     """The pressure-eviction metrics, computed from the log (Prometheus text format)."""
     from projections.metrics import compute_metrics
@@ -204,7 +205,7 @@ def audit_metrics(
 
 @audit_app.command("summary")
 def audit_summary(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = "tide-demo.db",
+    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
 ) -> None:
     """Counts of records and decisions by type and reason."""
     events = read_log_events(log)

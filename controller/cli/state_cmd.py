@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from controller.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.world import World
@@ -229,7 +230,7 @@ def render(report: dict[str, Any], console: Console, *, limit: int = 50) -> None
 
 
 def state(
-    log: Annotated[str, typer.Option("--log", help="Log URL or .db path.")] = "tide-demo.db",
+    log: Annotated[str, typer.Option("--log", help="Log URL or .db path.")] = DEFAULT_LOG,
     at: Annotated[
         str | None, typer.Option("--at", help="Fold records with at ≤ TIME (RFC 3339).")
     ] = None,

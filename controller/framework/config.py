@@ -27,13 +27,11 @@ import yaml
 
 from controller.framework.durations import parse_duration
 from controller.framework.errors import ConfigError
-from controller.framework.registry import (
-    ActionRegistry,
-    PluginRegistry,
-    builtin_actions,
-    builtin_plugins,
-)
+from controller.framework.plugin import ActionSpec, PluginSpec
 from controller.framework.tiers import PluginConf, TierConf, default_flags
+
+PluginRegistry = Mapping[str, PluginSpec]
+ActionRegistry = Mapping[str, ActionSpec]
 
 #: Volcano's built-in default (``pkg/scheduler/util.go``), used when neither
 #: ``actions`` nor ``tiers`` is given.
@@ -85,20 +83,21 @@ class TideConfig:
 def load_config(
     source: Path | str | Mapping[str, Any],
     *,
-    plugins: PluginRegistry | None = None,
-    actions: ActionRegistry | None = None,
+    plugins: PluginRegistry,
+    actions: ActionRegistry,
 ) -> TideConfig:
     """Load and validate a configuration from a file path, YAML text or a mapping.
 
     A ``str`` naming an existing file is read as that file; any other ``str`` is YAML
-    text. ``plugins``/``actions`` default to the built-in tables.
+    text. ``plugins``/``actions`` are the registries that validate every plugin's and
+    action's arguments (the framework sits below the tables:
+    :func:`controller.policy.load_config` passes the built-in ones).
 
     Raises:
         ConfigError: a value is invalid; the message names the key and the value.
     """
     raw = _read(source)
-    plugin_table = builtin_plugins() if plugins is None else plugins
-    action_table = builtin_actions() if actions is None else actions
+    plugin_table, action_table = plugins, actions
     scheduler = raw if ("actions" in raw or "tiers" in raw) else {**VOLCANO_DEFAULT, **raw}
     skipped_plugins: list[str] = []
     skipped_actions: list[str] = []

@@ -10,7 +10,8 @@ moves on. A plugin module exposes::
     def parse_args(raw: Mapping[str, Any]) -> Args
     def build(args: Args, ctx: PluginContext) -> Plugin
 
-and an action module::
+optionally ``def schedules(args: Args, ctx: PluginContext) -> tuple[Schedule, ...]``
+(the triggers the plugin needs, as data: see :class:`Schedule`), and an action module::
 
     NAME: str
     def parse_args(raw: Mapping[str, Any]) -> Args
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -70,13 +72,79 @@ class Action(Protocol):
     def execute(self, ssn: Session) -> None: ...
 
 
+_UTC = ZoneInfo("UTC")
+
+
+@dataclass(frozen=True, slots=True)
+class Cron:
+    """Fire every day at ``hour:minute:second`` wall time in ``tz``.
+
+    A repeated wall time (autumn) fires twice; a skipped one (spring) fires at the
+    pre-transition offset (APScheduler 3.11 ``CronTrigger``'s behaviour, which the trigger
+    plan keeps).
+    """
+
+    hour: int
+    minute: int
+    second: int = 0
+    tz: ZoneInfo = _UTC
+
+
+class Anchor(Protocol):
+    """Where an :class:`Interval` is anchored, given the registration time."""
+
+    def before(self, at: datetime) -> datetime:
+        """The anchor instant (aware, ``<= at``) for a plan registered at ``at``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """Fire every ``period`` (absolute time) from an anchor.
+
+    ``anchor`` None: the registration time itself; otherwise ``anchor.before(start)``, a pure
+    function of the registration time (e.g. TDM's latest window close), so a plan registered
+    later fires at the same instants as one registered earlier.
+    """
+
+    period: timedelta
+    anchor: Anchor | None = None
+    tz: ZoneInfo = _UTC
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A trigger a plugin needs, as data: the trigger plan turns it into a scheduler object.
+
+    Policy code may not import a scheduler library (the import contracts forbid it), so a
+    plugin only *describes* when it wants a session: ``name`` (unique; the ``trigger`` of
+    the ``trigger.fired`` records), ``kind`` (the records' ``kind``; actions select on it),
+    ``zone`` (written into the records when set) and ``when``. ``rank`` orders triggers
+    due at the same instant (lower first; the session tick ranks :data:`TICK_RANK`).
+    """
+
+    name: str
+    kind: str
+    when: Cron | Interval
+    zone: str | None = None
+    rank: int = 0
+
+
+#: The session tick's tie-break rank: after every plugin trigger due at the same instant.
+TICK_RANK = 100
+
+
 @dataclass(frozen=True)
 class PluginSpec:
-    """A registry entry: how to validate a plugin's arguments and build it."""
+    """A registry entry: how to validate a plugin's arguments and build it.
+
+    ``schedules`` (optional) declares the triggers the plugin needs for given arguments.
+    """
 
     name: str
     parse_args: Callable[[Mapping[str, Any]], Any]
     build: Callable[[Any, PluginContext], Plugin]
+    schedules: Callable[[Any, PluginContext], tuple[Schedule, ...]] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,7 @@
-"""Built-in plugins: the one table that registers them (Volcano's ``plugins/factory.go``).
+"""Built-in plugins, one module (or package) each (Volcano's ``pkg/scheduler/plugins``).
 
-Each plugin module exposes ``NAME``, ``parse_args(raw) -> Args`` and
-``build(args, ctx) -> Plugin``; :data:`BUILTIN_PLUGINS` maps the name a configuration
-uses to its :class:`~controller.framework.plugin.PluginSpec`.
+Each plugin module exposes ``NAME``, ``parse_args(raw) -> Args``,
+``build(args, ctx) -> Plugin`` and optionally ``schedules(args, ctx)``; the table that
+registers them is :data:`controller.builtins.BUILTIN_PLUGINS` (above this package, so
+that plugins stay independent of one another and of the table).
 """
-
-from __future__ import annotations
-
-from controller.framework.plugin import PluginSpec
-from controller.plugins import (
-    conformance,
-    gang,
-    predicates,
-    priority,
-    proportion,
-    reservation,
-    tdm,
-)
-
-BUILTIN_PLUGINS: dict[str, PluginSpec] = {
-    module.NAME: PluginSpec(module.NAME, module.parse_args, module.build)
-    for module in (priority, gang, conformance, predicates, proportion, tdm, reservation)
-}

@@ -16,8 +16,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from controller.framework.config import load_config
-from controller.pressure.config import parse_eviction_config
+from controller.policy import load_policy
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import expand
 from streams.events import Event, format_time
@@ -50,8 +49,8 @@ def describe(decision: Event) -> str:
 def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
     """Run the demo, keep its log in ``db``, print what happened; returns the decisions."""
     raw_config = yaml.safe_load(_data("demo-config.yaml"))
-    config = load_config(raw_config)
-    eviction = parse_eviction_config(config.eviction) if config.eviction else None
+    policy = load_policy(raw_config)
+    config, eviction = policy.config, policy.eviction
     events, _, until = expand(yaml.safe_load(_data("demo-scenario.yaml")))
     result = Simulation(config, eviction=eviction, config_source="tide demo").run(
         events, until=until

@@ -1,6 +1,7 @@
-"""Triggers: *when* the controller thinks (session tick, TDM window boundaries, evict
-periods), as APScheduler 3.11 triggers stepped on a virtual clock (:mod:`.cursor`) or run
-live (:mod:`.live`). See :mod:`.plan` for the list of triggers and their pitfalls.
+"""Triggers: *when* the controller thinks (the session tick and every schedule the
+configured plugins declare, e.g. TDM's window boundaries and evict periods), as APScheduler
+3.11 triggers stepped on a virtual clock (:mod:`.cursor`) or run live (:mod:`.live`). See
+:mod:`.plan` for how declarations become triggers and their pitfalls.
 
 ``controller.triggers.live`` is not imported here: it pulls in the asyncio scheduler,
 which replay and simulation never need.
@@ -12,36 +13,30 @@ from controller.triggers.cursor import Firing, TriggerCursor, TriggerSet
 from controller.triggers.events import firing_event, trigger_data, trigger_event
 from controller.triggers.plan import (
     DEFAULT_TICK,
-    EVICT_PERIOD,
-    KIND_RANK,
     TICK,
     TICK_NAME,
-    WINDOW_END,
-    WINDOW_START,
     TriggerConfig,
     TriggerSpec,
-    ZoneSchedule,
     build_triggers,
     describe,
+    schedule_trigger,
+    to_trigger,
 )
 
 __all__ = [
     "DEFAULT_TICK",
-    "EVICT_PERIOD",
-    "KIND_RANK",
     "TICK",
     "TICK_NAME",
-    "WINDOW_END",
-    "WINDOW_START",
     "Firing",
     "TriggerConfig",
     "TriggerCursor",
     "TriggerSet",
     "TriggerSpec",
-    "ZoneSchedule",
     "build_triggers",
     "describe",
     "firing_event",
+    "schedule_trigger",
+    "to_trigger",
     "trigger_data",
     "trigger_event",
 ]

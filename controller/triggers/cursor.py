@@ -13,14 +13,16 @@ UTC it is the same instant the scheduler would use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 from apscheduler.triggers.base import BaseTrigger
 
+from controller.builtins import BUILTIN_PLUGINS
 from controller.framework.config import TideConfig
-from controller.triggers.plan import KIND_RANK, TriggerConfig, TriggerSpec, build_triggers
+from controller.framework.plugin import PluginSpec
+from controller.triggers.plan import TriggerConfig, TriggerSpec, build_triggers
 
 
 class TriggerCursor:
@@ -58,27 +60,36 @@ class Firing(NamedTuple):
     zone: str | None
 
 
-def _order(firing: Firing) -> tuple[datetime, int, str]:
-    return firing.at, KIND_RANK.get(firing.kind, len(KIND_RANK)), firing.name
-
-
 class TriggerSet:
     """All of a configuration's triggers, merged into one time-ordered stream.
 
-    Ties (the same instant) are ordered by kind (window end, window start, evict period,
-    tick) and then by name, so the stream is a pure function of the configuration and the
-    registration time.
+    Ties (the same instant) are ordered by the triggers' declared ranks (TDM: window end,
+    window start, evict period; the session tick last) and then by name, so the stream is a
+    pure function of the configuration and the registration time.
     """
 
     def __init__(self, specs: Iterable[TriggerSpec], *, start: datetime) -> None:
         self.specs: tuple[TriggerSpec, ...] = tuple(sorted(specs, key=lambda s: s.name))
         self.start = start
+        self._rank = {spec.name: spec.rank for spec in self.specs}
         self._cursors = [(spec, TriggerCursor(spec.trigger, start)) for spec in self.specs]
 
     @classmethod
-    def from_config(cls, config: TideConfig | TriggerConfig, *, start: datetime) -> TriggerSet:
-        """The triggers of a :class:`TideConfig` (or a :class:`TriggerConfig`) from ``start``."""
-        plan = config if isinstance(config, TriggerConfig) else TriggerConfig.from_tide(config)
+    def from_config(
+        cls,
+        config: TideConfig | TriggerConfig,
+        *,
+        start: datetime,
+        plugins: Mapping[str, PluginSpec] = BUILTIN_PLUGINS,
+    ) -> TriggerSet:
+        """The triggers of a :class:`TideConfig` (or a :class:`TriggerConfig`) from ``start``.
+
+        ``plugins`` is the table whose specs declare the plugins' schedules.
+        """
+        if isinstance(config, TriggerConfig):
+            plan = config
+        else:
+            plan = TriggerConfig.from_tide(config, plugins=plugins)
         return cls(build_triggers(plan, start=start), start=start)
 
     def peek(self) -> datetime | None:
@@ -93,7 +104,7 @@ class TriggerSet:
             for spec, cursor in self._cursors
             for at in cursor.advance(until)
         ]
-        return sorted(firings, key=_order)
+        return sorted(firings, key=lambda f: (f.at, self._rank[f.name], f.name))
 
     def pop_due(self, now: datetime) -> list[Firing]:
         """Alias of :meth:`due` (the simulation loop's name for it)."""

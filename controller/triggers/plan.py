@@ -6,37 +6,29 @@ objects then drive both modes. Replay and simulation step them through
 to an ``AsyncIOScheduler`` (:mod:`controller.triggers.live`). Both therefore produce the
 same ``trigger.fired`` sequence.
 
-The triggers (``kind`` in brackets):
+The plan is the session tick plus whatever the configured plugins declare: a plugin spec's
+``schedules(args, ctx)`` returns :class:`~controller.framework.plugin.Schedule` values
+(plain data: policy code may not import a scheduler), and :func:`to_trigger` turns each
+into a scheduler object. This module names no plugin (TDM's window boundaries and evict
+periods are declared in :mod:`controller.plugins.tdm.schedule`).
 
 * ``session-tick`` [``tick``]: ``IntervalTrigger`` every ``sessionTick`` (default 1 s) from
   the start, in UTC;
-* ``tdm/<zone>/window-start`` [``window-start``]: ``CronTrigger(hour, minute, second=0)``
-  in the configured zone;
-* ``tdm/<zone>/window-end`` [``window-end``]: ``CronTrigger(hour, minute, second=0)``, at
-  the configured end itself: the window is half-open ``[start, end)`` (``21:00`` is closed
-  at 21:00:00 sharp; upstream keeps it open through 21:00:00.999, spec §6.2), so the
-  session at 21:00:00 sees the zone closed and the first eviction happens at 21:00, as the
-  seed's timeline says. Both this trigger and the policy add
-  :data:`~controller.plugins.tdm.window.END_INCLUSIVE` (zero) to the end;
-* ``tdm/<zone>/evict-period`` [``evict-period``]: ``IntervalTrigger(evict period)``
-  anchored at the zone's latest window close (its end) before the start, so that after
-  an eviction at the close the next round fires exactly when the zone's timer allows it.
-  It fires all day (a session in an open zone decides nothing; the loop writes nothing).
-  An interval has one anchor: with a period that does not divide 24 h (or 1 h across a
-  DST change) the rounds after later closes drift off the close and may come up to one
-  period late (the close itself is always caught by the window-end trigger).
+* a :class:`~controller.framework.plugin.Cron` → ``CronTrigger(hour, minute, second)`` in
+  its zone, from the start;
+* an :class:`~controller.framework.plugin.Interval` → ``IntervalTrigger(period)`` in its
+  zone, from its anchor before the start (or from the start itself).
 
-A zone whose window is always open (start == end) gets no triggers. Every trigger gets an
-explicit ``timezone=`` and ``start_date=`` and never ``jitter`` (APScheduler would otherwise
-read the machine's zone, the wall clock and ``random``; ``ecosystem.md`` §5). Pitfalls pinned
-by the tests: a repeated local time (autumn) fires a cron trigger twice; a skipped one
-(spring) fires at the pre-transition offset; an evict-period interval is in absolute time,
-so its alignment with the window close shifts by the DST offset for half the year.
+Every trigger gets an explicit ``timezone=`` and ``start_date=`` and never ``jitter``
+(APScheduler would otherwise read the machine's zone, the wall clock and ``random``).
+Pitfalls pinned by the tests: a repeated local time (autumn) fires a cron trigger twice; a
+skipped one (spring) fires at the pre-transition offset; an interval is in absolute time,
+so its alignment with a wall-clock anchor shifts by the DST offset for half the year.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,70 +38,68 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from controller.builtins import BUILTIN_PLUGINS
 from controller.framework.config import TideConfig
-from controller.plugins.tdm import NAME as TDM_NAME
-from controller.plugins.tdm import TdmArgs, Window
-from controller.plugins.tdm import parse_args as parse_tdm_args
-from controller.plugins.tdm.window import END_INCLUSIVE
+from controller.framework.plugin import (
+    TICK_RANK,
+    Cron,
+    Interval,
+    PluginContext,
+    PluginSpec,
+    Schedule,
+)
 
 TICK = "tick"
-WINDOW_START = "window-start"
-WINDOW_END = "window-end"
-EVICT_PERIOD = "evict-period"
-#: tie-break among triggers due at the same instant: closes first, the tick last
-KIND_RANK: dict[str, int] = {WINDOW_END: 0, WINDOW_START: 1, EVICT_PERIOD: 2, TICK: 3}
 TICK_NAME = "session-tick"
 DEFAULT_TICK = timedelta(seconds=1)
 _UTC = ZoneInfo("UTC")
 
 
 @dataclass(frozen=True, slots=True)
-class ZoneSchedule:
-    """One TDM zone's window and evict period."""
-
-    name: str
-    window: Window
-    evict_period: timedelta
-
-
-@dataclass(frozen=True, slots=True)
 class TriggerConfig:
-    """What the triggers depend on: the session tick, the timezone and the TDM zones."""
+    """What the triggers depend on: the session tick, the timezone and the plugins' schedules."""
 
     tick: timedelta = DEFAULT_TICK
     timezone: ZoneInfo = _UTC
-    zones: tuple[ZoneSchedule, ...] = ()
+    schedules: tuple[Schedule, ...] = ()
 
     @classmethod
-    def from_tide(cls, config: TideConfig) -> TriggerConfig:
-        """Read ``sessionTick``, ``timezone`` and every ``tdm`` plugin entry's zones."""
-        zones: dict[str, ZoneSchedule] = {}
+    def from_tide(
+        cls, config: TideConfig, *, plugins: Mapping[str, PluginSpec] = BUILTIN_PLUGINS
+    ) -> TriggerConfig:
+        """Read ``sessionTick``, ``timezone`` and the schedules every configured plugin declares.
+
+        Every plugin entry of every tier is asked (a plugin named twice may declare
+        different triggers for each entry's arguments); the first declaration of a trigger
+        name wins.
+        """
+        tz = ZoneInfo(config.timezone)
+        ctx = PluginContext(timezone=tz, scheduler_name=config.scheduler_name, options={})
+        schedules: dict[str, Schedule] = {}
         for tier in config.tiers:
             for conf in tier.plugins:
-                if conf.name != TDM_NAME:
+                spec = plugins.get(conf.name)
+                if spec is None or spec.schedules is None:
                     continue
-                args = conf.args if isinstance(conf.args, TdmArgs) else None
-                if args is None:
-                    args = parse_tdm_args(conf.arguments)
-                for zone in args.zones:
-                    zones.setdefault(
-                        zone.name, ZoneSchedule(zone.name, zone.window, args.evict_period)
-                    )
+                args = conf.args if conf.args is not None else spec.parse_args(conf.arguments)
+                for schedule in spec.schedules(args, ctx):
+                    schedules.setdefault(schedule.name, schedule)
         return cls(
             tick=config.tick,
-            timezone=ZoneInfo(config.timezone),
-            zones=tuple(zones[name] for name in sorted(zones)),
+            timezone=tz,
+            schedules=tuple(schedules[name] for name in sorted(schedules)),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class TriggerSpec:
-    """A named trigger: its kind, its zone (TDM triggers) and the APScheduler object."""
+    """A named trigger: its kind, its zone, the APScheduler object and its tie-break rank."""
 
     name: str
     kind: str
     zone: str | None
     trigger: BaseTrigger
+    rank: int = TICK_RANK
 
     def describe(self) -> dict[str, Any]:
         """For audit / ``config.applied``: name, kind, zone and ``repr`` of the trigger."""
@@ -119,42 +109,26 @@ class TriggerSpec:
         return out
 
 
-def last_close(window: Window, tz: ZoneInfo, at: datetime) -> datetime:
-    """The latest instant ``<= at`` at which the window closed (its end: ``[start, end)``)."""
-    today = at.astimezone(tz).date()
-    closes = [
-        window.interval_on(today - timedelta(days=back), tz)[1] + END_INCLUSIVE
-        for back in (2, 1, 0)
-    ]
-    return max(close for close in closes if close <= at)
+def to_trigger(when: Cron | Interval, *, start: datetime) -> BaseTrigger:
+    """The APScheduler trigger of a declared schedule registered at ``start`` (aware)."""
+    if isinstance(when, Cron):
+        return CronTrigger(
+            hour=when.hour,
+            minute=when.minute,
+            second=when.second,
+            timezone=when.tz,
+            start_date=start,
+        )
+    if when.period <= timedelta(0):
+        raise ValueError(f"an interval must be positive, got {when.period}")
+    anchor = start.astimezone(when.tz) if when.anchor is None else when.anchor.before(start)
+    return IntervalTrigger(seconds=when.period.total_seconds(), start_date=anchor, timezone=when.tz)
 
 
-def zone_triggers(zone: ZoneSchedule, tz: ZoneInfo, start: datetime) -> list[TriggerSpec]:
-    """Window start, window end and evict period of one zone (none if always open)."""
-    window = zone.window
-    if window.always:
-        return []
-    base = f"tdm/{zone.name}"
-    opening = CronTrigger(
-        hour=window.start.hour, minute=window.start.minute, second=0, timezone=tz, start_date=start
-    )
-    closing = CronTrigger(
-        hour=window.end.hour,
-        minute=window.end.minute,
-        second=int(END_INCLUSIVE.total_seconds()),
-        timezone=tz,
-        start_date=start,
-    )
-    period = IntervalTrigger(
-        seconds=zone.evict_period.total_seconds(),
-        start_date=last_close(window, tz, start),
-        timezone=tz,
-    )
-    return [
-        TriggerSpec(f"{base}/{WINDOW_START}", WINDOW_START, zone.name, opening),
-        TriggerSpec(f"{base}/{WINDOW_END}", WINDOW_END, zone.name, closing),
-        TriggerSpec(f"{base}/{EVICT_PERIOD}", EVICT_PERIOD, zone.name, period),
-    ]
+def schedule_trigger(schedule: Schedule, *, start: datetime) -> TriggerSpec:
+    """The :class:`TriggerSpec` of one declared schedule."""
+    trigger = to_trigger(schedule.when, start=start)
+    return TriggerSpec(schedule.name, schedule.kind, schedule.zone, trigger, schedule.rank)
 
 
 def build_triggers(config: TriggerConfig, *, start: datetime) -> list[TriggerSpec]:
@@ -171,12 +145,18 @@ def build_triggers(config: TriggerConfig, *, start: datetime) -> list[TriggerSpe
             IntervalTrigger(
                 seconds=config.tick.total_seconds(), start_date=start.astimezone(UTC), timezone=UTC
             ),
+            TICK_RANK,
         )
     ]
-    for zone in config.zones:
-        specs.extend(zone_triggers(zone, config.timezone, start))
+    names = {TICK_NAME}
+    for schedule in config.schedules:
+        if schedule.name in names:
+            raise ValueError(f"two triggers are named {schedule.name!r}")
+        names.add(schedule.name)
+        specs.append(schedule_trigger(schedule, start=start))
     return sorted(specs, key=lambda spec: spec.name)
 
 
 def describe(specs: Iterable[TriggerSpec]) -> list[dict[str, Any]]:
+    """:meth:`TriggerSpec.describe` of each spec."""
     return [spec.describe() for spec in specs]

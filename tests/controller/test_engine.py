@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from controller.builtins import BUILTIN_PLUGINS
 from controller.engine import build_cycle, run_cycle
-from controller.framework.config import TideConfig, load_config
+from controller.framework.config import TideConfig
 from controller.framework.plugin import PluginContext, PluginSpec
 from controller.framework.points import Victim
 from controller.framework.session import Session
 from controller.framework.tiers import PluginConf, TierConf
-from controller.plugins import BUILTIN_PLUGINS
+from controller.policy import load_config
 from projections.model import TaskInfo
 from streams.events import Event
 from tests.builders import at, build_node, build_pod, build_podgroup, watch

@@ -15,9 +15,11 @@ import pytest
 from controller.actions.allocate import REASON as ALLOCATE_REASON
 from controller.effector.simulated import SimulatedCluster
 from controller.plugins.tdm.plugin import REASON_PREEMPT, REASON_WINDOW_CLOSED
+from controller.plugins.tdm.schedule import EVICT_PERIOD_KIND as EVICT_PERIOD
+from controller.plugins.tdm.schedule import RANKS, WINDOW_END, WINDOW_START
 from controller.pressure.decisions import TAINT, TAINT_REASON
 from controller.triggers.events import trigger_data
-from controller.triggers.plan import EVICT_PERIOD, KIND_RANK, TICK, WINDOW_END, WINDOW_START
+from controller.triggers.plan import TICK
 from projections.pressure import BATCH_KIND, UNTAINT_KIND
 from streams import payloads as p
 from streams.events import make_event
@@ -110,7 +112,7 @@ def test_every_trigger_kind_written_is_in_the_vocabulary(kind: str) -> None:
 
 
 def test_the_trigger_plan_ranks_only_known_kinds() -> None:
-    assert set(KIND_RANK) <= p.TRIGGER_KINDS
+    assert set(RANKS) <= p.TRIGGER_KINDS
 
 
 @pytest.mark.parametrize("kind", ["", "Tick", "window_end", "manual"])

@@ -2,9 +2,10 @@
 
 Module layout: :mod:`.window` (window grammar and activity, Go durations), :mod:`.budget`
 (``maxVictims`` and the victim order), :mod:`.args` (argument validation), :mod:`.plugin`
-(the session callbacks). This package exposes the plugin-module contract of
-``controller.framework.plugin``: ``NAME``, ``parse_args(raw) -> TdmArgs`` and
-``build(args, ctx) -> TdmPlugin``.
+(the session callbacks), :mod:`.schedule` (the triggers it declares). This package exposes
+the plugin-module contract of ``controller.framework.plugin``: ``NAME``,
+``parse_args(raw) -> TdmArgs``, ``build(args, ctx) -> TdmPlugin`` and
+``schedules(args, ctx) -> tuple[Schedule, ...]``.
 
 :data:`DIFFERENCES` lists every deliberate departure from upstream Volcano (spec
 ``volcano.md`` §6, §11.1) with the reason; the README copies it.
@@ -29,6 +30,16 @@ from controller.plugins.tdm.plugin import (
     REASON_WINDOW_CLOSED,
     TdmPlugin,
     build,
+)
+from controller.plugins.tdm.schedule import (
+    EVICT_PERIOD_KIND,
+    WINDOW_END,
+    WINDOW_START,
+    LastClose,
+    ZoneSchedule,
+    last_close,
+    schedules,
+    zone_schedules,
 )
 from controller.plugins.tdm.window import Window, WindowError, parse_go_duration, parse_window
 
@@ -139,23 +150,31 @@ __all__ = [
     "DEFAULT_EVICT_PERIOD",
     "DIFFERENCES",
     "EVICT_PERIOD",
+    "EVICT_PERIOD_KIND",
     "MAX_NODE_SCORE",
     "NAME",
     "REASON_PREEMPT",
     "REASON_WINDOW_CLOSED",
     "SHARED_TIMER",
+    "WINDOW_END",
+    "WINDOW_START",
     "ZONE_PREFIX",
     "Budget",
+    "LastClose",
     "TdmArgs",
     "TdmPlugin",
     "Window",
     "WindowError",
     "Zone",
+    "ZoneSchedule",
     "build",
     "job_budget",
+    "last_close",
     "order_victims",
     "parse_args",
     "parse_go_duration",
     "parse_int_or_percent",
     "parse_window",
+    "schedules",
+    "zone_schedules",
 ]

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from controller.builtins import BUILTIN_PLUGINS
 from controller.engine import run_cycle
-from controller.framework.config import TideConfig, load_config
+from controller.framework.config import TideConfig
 from controller.framework.plugin import PluginContext, PluginSpec
 from controller.framework.session import Session
-from controller.plugins import BUILTIN_PLUGINS
+from controller.policy import load_config
 from projections.model import NodeInfo, TaskInfo, TaskStatus
 from projections.world import World
 from streams.events import Event

@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller.actions.shuffle import RunningTasks
+from controller.builtins import BUILTIN_PLUGINS
 from controller.engine import run_cycle
-from controller.framework.config import load_config
 from controller.framework.plugin import PluginSpec
 from controller.framework.points import Victim
 from controller.framework.session import Session
-from controller.plugins import BUILTIN_PLUGINS
+from controller.policy import load_config
 from projections.model import TaskInfo
 from streams.events import Event
 from tests.builders import at, build_node, build_pod, build_podgroup, watch

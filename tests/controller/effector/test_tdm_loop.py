@@ -18,8 +18,8 @@ from controller.effector import SimulatedCluster
 from controller.framework.plugin import PluginContext
 from controller.framework.session import Session
 from controller.framework.tiers import PluginConf, TierConf
-from controller.plugins.tdm import build, parse_args
-from controller.triggers import TriggerConfig, TriggerSet, ZoneSchedule, trigger_event
+from controller.plugins.tdm import build, parse_args, schedules
+from controller.triggers import TriggerConfig, TriggerSet, trigger_event
 from projections.model import TaskStatus
 from projections.world import World
 from streams.events import Event, make_event
@@ -63,9 +63,7 @@ def run(zones: dict[str, str], minutes: int, **extra: Any) -> tuple[World, list[
         world.apply(record)
         sim.observe(record)
 
-    plan = TriggerConfig(
-        zones=tuple(ZoneSchedule(z.name, z.window, args.evict_period) for z in args.zones)
-    )
+    plan = TriggerConfig(schedules=schedules(args, ctx))
     triggers = TriggerSet.from_config(plan, start=START)
     queue: list[tuple[datetime, int, Event]] = []
     seq = 0

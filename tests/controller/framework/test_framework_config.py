@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from controller.framework import points as p
-from controller.framework.config import load_config
 from controller.framework.durations import parse_duration
 from controller.framework.errors import ConfigError
 from controller.framework.plugin import PluginSpec
+from controller.policy import load_config
 
 VOLCANO_CONF = """
 actions: "enqueue, allocate, backfill, shuffle"
@@ -177,3 +177,19 @@ def test_parse_duration(text: str, expected: timedelta) -> None:
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_the_framework_loader_takes_its_registries() -> None:
+    from controller.framework import config as framework_config
+
+    with pytest.raises(TypeError):
+        framework_config.load_config({"actions": "allocate"})  # type: ignore[call-arg]
+    config = framework_config.load_config(
+        {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]},
+        plugins={},
+        actions={},
+    )
+    assert (config.actions, config.tiers[0].plugins) == ((), ())
+    assert config.warnings == (
+        "tide does not implement plugins gang and actions allocate; they are skipped",
+    )

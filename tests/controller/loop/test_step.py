@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from controller.framework.config import load_config
 from controller.loop.step import QUIET_TICK_LIMIT, Step
 from controller.loop.virtual import VirtualLoop
+from controller.policy import load_config
 from controller.pressure.config import parse_eviction_config
 from controller.triggers import trigger_event
 from controller.triggers.clock import VirtualClock

@@ -11,10 +11,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from controller.builtins import BUILTIN_PLUGINS
 from controller.engine import run_cycle
-from controller.framework.config import TideConfig, load_config
-from controller.plugins import BUILTIN_PLUGINS
+from controller.framework.config import TideConfig
 from controller.plugins.reservation import pressure_state
+from controller.policy import load_config
 from projections.pressure import PressureState
 from projections.world import World
 from streams.events import Event, format_time, make_event

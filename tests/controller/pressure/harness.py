@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.effector import SimulatedCluster
-from controller.framework.config import load_config
 from controller.loop.step import Step
 from controller.loop.virtual import VirtualLoop
+from controller.policy import load_config
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 from projections.world import World
 from replay.verify import replay

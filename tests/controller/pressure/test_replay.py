@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from controller.framework.config import load_config
+from controller.policy import load_config
 from replay.verify import replay
 from tests.controller.pressure.harness import LOOPS, Loop, config, node_sample, seconds
 from tests.controller.pressure.test_seed_cases import five_pods

@@ -11,21 +11,21 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from controller.framework.config import load_config
 from controller.framework.plugin import PluginSpec
 from controller.plugins import tdm
-from controller.plugins.tdm import parse_window
+from controller.plugins.tdm import ZoneSchedule, parse_window
+from controller.policy import load_config
 from controller.triggers import (
     Firing,
     TriggerConfig,
     TriggerCursor,
     TriggerSet,
-    ZoneSchedule,
     build_triggers,
     describe,
 )
 
 BERLIN = ZoneInfo("Europe/Berlin")
+UTC_ZONE = ZoneInfo("UTC")
 T0 = datetime(2026, 11, 21, 20, 58, tzinfo=UTC)
 
 
@@ -33,12 +33,23 @@ def z(name: str, window: str, period: timedelta = timedelta(minutes=1)) -> ZoneS
     return ZoneSchedule(name, parse_window(window), period)
 
 
+def plan_of(
+    *,
+    zones: tuple[ZoneSchedule, ...] = (),
+    tick: timedelta = timedelta(seconds=1),
+    timezone: ZoneInfo = UTC_ZONE,
+) -> TriggerConfig:
+    """The plan of a session tick and TDM zones, as TDM declares their schedules."""
+    schedules = tuple(s for zone in zones for s in zone.schedules(timezone))
+    return TriggerConfig(tick=tick, timezone=timezone, schedules=schedules)
+
+
 def times(ts: TriggerSet, until: datetime, kind: str | None = None) -> list[datetime]:
     return [f.at for f in ts.due(until) if kind is None or f.kind == kind]
 
 
 def test_plan_names_kinds_and_types() -> None:
-    config = TriggerConfig(zones=(z("rz1", "10:00-21:00"),))
+    config = plan_of(zones=(z("rz1", "10:00-21:00"),))
     specs = build_triggers(config, start=T0)
     assert [(s.name, s.kind, s.zone) for s in specs] == [
         ("session-tick", "tick", None),
@@ -62,19 +73,19 @@ def test_plan_names_kinds_and_types() -> None:
 
 
 def test_always_open_zone_has_no_triggers() -> None:
-    specs = build_triggers(TriggerConfig(zones=(z("rz1", "23:59-23:59"),)), start=T0)
+    specs = build_triggers(plan_of(zones=(z("rz1", "23:59-23:59"),)), start=T0)
     assert [s.name for s in specs] == ["session-tick"]
 
 
 def test_plan_rejects_naive_start_and_bad_tick() -> None:
     with pytest.raises(ValueError, match="aware"):
-        build_triggers(TriggerConfig(), start=datetime(2026, 1, 1))
+        build_triggers(plan_of(), start=datetime(2026, 1, 1))
     with pytest.raises(ValueError, match="positive"):
-        build_triggers(TriggerConfig(tick=timedelta(0)), start=T0)
+        build_triggers(plan_of(tick=timedelta(0)), start=T0)
 
 
 def test_tick_every_second_from_start() -> None:
-    ts = TriggerSet.from_config(TriggerConfig(), start=T0)
+    ts = TriggerSet.from_config(plan_of(), start=T0)
     assert ts.peek() == T0
     assert times(ts, T0 + timedelta(seconds=3)) == [T0 + timedelta(seconds=s) for s in range(4)]
     assert ts.peek() == T0 + timedelta(seconds=4)
@@ -83,7 +94,7 @@ def test_tick_every_second_from_start() -> None:
 
 def test_sub_second_tick_has_no_drift() -> None:
     start = datetime(2026, 11, 21, 20, 58, 0, 123_456, tzinfo=UTC)
-    ts = TriggerSet.from_config(TriggerConfig(tick=timedelta(milliseconds=100)), start=start)
+    ts = TriggerSet.from_config(plan_of(tick=timedelta(milliseconds=100)), start=start)
     fired = times(ts, start + timedelta(hours=1))
     assert len(fired) == 36_001
     assert fired[-1] == start + timedelta(hours=1)
@@ -92,7 +103,7 @@ def test_sub_second_tick_has_no_drift() -> None:
 
 def test_window_close_fires_at_the_exclusive_end() -> None:
     # half-open [start, end): 10:00-21:00 is closed at 21:00:00 sharp, and so fires then
-    ts = TriggerSet.from_config(TriggerConfig(zones=(z("rz1", "10:00-21:00"),)), start=T0)
+    ts = TriggerSet.from_config(plan_of(zones=(z("rz1", "10:00-21:00"),)), start=T0)
     close = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)
     firings = ts.due(T0 + timedelta(minutes=5))
     zone_firings = [f for f in firings if f.kind != "tick" and f.at >= close]
@@ -107,7 +118,7 @@ def test_window_close_fires_at_the_exclusive_end() -> None:
 
 def test_ties_are_ordered_by_kind_then_name() -> None:
     start = datetime(2026, 11, 21, 20, 59, 59, tzinfo=UTC)
-    config = TriggerConfig(
+    config = plan_of(
         zones=(
             z("b", "21:00-21:00"),
             z("b2", "10:00-21:00"),
@@ -133,16 +144,14 @@ def test_ties_are_ordered_by_kind_then_name() -> None:
 
 
 def test_pop_due_is_due() -> None:
-    a = TriggerSet.from_config(TriggerConfig(zones=(z("rz1", "10:00-21:00"),)), start=T0)
-    b = TriggerSet.from_config(TriggerConfig(zones=(z("rz1", "10:00-21:00"),)), start=T0)
+    a = TriggerSet.from_config(plan_of(zones=(z("rz1", "10:00-21:00"),)), start=T0)
+    b = TriggerSet.from_config(plan_of(zones=(z("rz1", "10:00-21:00"),)), start=T0)
     until = T0 + timedelta(minutes=10)
     assert a.pop_due(until) == b.due(until)
 
 
 def test_same_sequence_however_the_clock_is_stepped() -> None:
-    config = TriggerConfig(
-        tick=timedelta(seconds=7), zones=(z("rz1", "22:00-06:00"),), timezone=BERLIN
-    )
+    config = plan_of(tick=timedelta(seconds=7), zones=(z("rz1", "22:00-06:00"),), timezone=BERLIN)
     start = datetime(2024, 3, 30, 12, tzinfo=UTC)
     whole = TriggerSet.from_config(config, start=start).due(start + timedelta(days=2))
     stepped = TriggerSet.from_config(config, start=start)
@@ -185,7 +194,7 @@ def test_cron_across_fall_back_fires_a_repeated_time_twice() -> None:
 
 
 def test_cross_midnight_window_triggers_in_berlin() -> None:
-    config = TriggerConfig(zones=(z("night", "22:00-06:00"),), timezone=BERLIN)
+    config = plan_of(zones=(z("night", "22:00-06:00"),), timezone=BERLIN)
     start = datetime(2024, 3, 30, 12, tzinfo=UTC)
     ts = TriggerSet.from_config(config, start=start)
     until = start + timedelta(days=2)
@@ -203,9 +212,7 @@ def test_cross_midnight_window_triggers_in_berlin() -> None:
 def test_window_end_trigger_matches_the_first_closed_instant() -> None:
     # the policy and the trigger agree on when a window closes, in a DST week too
     window = parse_window("22:00-02:30")
-    config = TriggerConfig(
-        zones=(ZoneSchedule("rz", window, timedelta(minutes=1)),), timezone=BERLIN
-    )
+    config = plan_of(zones=(ZoneSchedule("rz", window, timedelta(minutes=1)),), timezone=BERLIN)
     start = datetime(2024, 10, 25, 12, tzinfo=UTC)
     ts = TriggerSet.from_config(config, start=start)
     ends = times(ts, start + timedelta(days=3), "window-end")
@@ -222,7 +229,7 @@ def test_window_end_trigger_matches_the_first_closed_instant() -> None:
 
 
 def test_evict_period_is_anchored_at_the_latest_window_close() -> None:
-    config = TriggerConfig(zones=(z("rz1", "10:00-21:00", timedelta(minutes=7)),))
+    config = plan_of(zones=(z("rz1", "10:00-21:00", timedelta(minutes=7)),))
     close = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)
     ts = TriggerSet.from_config(config, start=close + timedelta(minutes=30))
     fired = times(ts, close + timedelta(minutes=50), "evict-period")
@@ -232,7 +239,7 @@ def test_evict_period_is_anchored_at_the_latest_window_close() -> None:
 def test_evict_period_anchor_before_the_first_close() -> None:
     # started at 12:00:30: anchored at yesterday's 21:00:00 close, not at the start; a
     # period dividing a day stays aligned
-    config = TriggerConfig(zones=(z("rz1", "10:00-21:00", timedelta(minutes=2)),))
+    config = plan_of(zones=(z("rz1", "10:00-21:00", timedelta(minutes=2)),))
     ts = TriggerSet.from_config(config, start=datetime(2026, 11, 21, 12, 0, 30, tzinfo=UTC))
     close = datetime(2026, 11, 21, 21, 0, tzinfo=UTC)
     fired = times(ts, close + timedelta(minutes=4), "evict-period")
@@ -242,7 +249,7 @@ def test_evict_period_anchor_before_the_first_close() -> None:
 
 def test_evict_period_anchor_for_a_cross_midnight_window() -> None:
     # 22:00-06:00 closes at 06:00:00; started at 07:00 it is anchored at today's close
-    config = TriggerConfig(zones=(z("rz1", "22:00-06:00", timedelta(minutes=25)),))
+    config = plan_of(zones=(z("rz1", "22:00-06:00", timedelta(minutes=25)),))
     start = datetime(2026, 11, 21, 7, tzinfo=UTC)
     ts = TriggerSet.from_config(config, start=start)
     assert times(ts, start + timedelta(minutes=30), "evict-period") == [
@@ -276,9 +283,21 @@ def test_from_tide_config() -> None:
     plan = TriggerConfig.from_tide(config)
     assert plan.tick == timedelta(seconds=5)
     assert plan.timezone == BERLIN
-    assert [(zs.name, zs.window.raw, zs.evict_period) for zs in plan.zones] == [
+    zones = [
+        (zs.name, zs.window.raw, zs.evict_period)
+        for zs in tdm.zone_schedules(tdm.parse_args(config.tiers[0].plugins[0].arguments))
+    ]
+    assert zones == [
         ("rz1", "08:00-21:00", timedelta(minutes=2)),
         ("rz2", "10:00-18:00", timedelta(minutes=2)),
     ]
+    expected = plan_of(
+        zones=(
+            z("rz1", "08:00-21:00", timedelta(minutes=2)),
+            z("rz2", "10:00-18:00", timedelta(minutes=2)),
+        ),
+        timezone=BERLIN,
+    )
+    assert plan.schedules == tuple(sorted(expected.schedules, key=lambda s: s.name))
     ts = TriggerSet.from_config(config, start=T0)
     assert len(ts.specs) == 7

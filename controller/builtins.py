@@ -1,0 +1,51 @@
+"""The built-in plugin and action tables: the composition root's registries.
+
+One explicit table each, as Volcano's ``pkg/scheduler/plugins/factory.go`` and
+``pkg/scheduler/actions/factory.go`` register theirs. They live *above* the framework,
+the plugins and the actions (the layers contract in ``pyproject.toml``), so the framework
+never reaches up for them: whoever loads a configuration or runs a cycle passes the
+tables in (``controller.policy`` and ``controller.engine`` default to these).
+
+A plugin module exposes ``NAME``, ``parse_args(raw)``, ``build(args, ctx)`` and optionally
+``schedules(args, ctx)`` (the triggers it declares); an action module exposes ``NAME``,
+``parse_args(raw)`` and ``build(args)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from controller.actions import allocate, shuffle
+from controller.framework.plugin import ActionSpec, PluginSpec
+from controller.plugins import (
+    conformance,
+    gang,
+    predicates,
+    priority,
+    proportion,
+    reservation,
+    tdm,
+)
+
+PluginRegistry = Mapping[str, PluginSpec]
+ActionRegistry = Mapping[str, ActionSpec]
+
+BUILTIN_PLUGINS: dict[str, PluginSpec] = {
+    spec.name: spec
+    for spec in (
+        PluginSpec(priority.NAME, priority.parse_args, priority.build),
+        PluginSpec(gang.NAME, gang.parse_args, gang.build),
+        PluginSpec(conformance.NAME, conformance.parse_args, conformance.build),
+        PluginSpec(predicates.NAME, predicates.parse_args, predicates.build),
+        PluginSpec(proportion.NAME, proportion.parse_args, proportion.build),
+        PluginSpec(tdm.NAME, tdm.parse_args, tdm.build, tdm.schedules),
+        PluginSpec(reservation.NAME, reservation.parse_args, reservation.build),
+        # ---- register further plugins here (e.g. rescheduling, with its schedules) -----
+    )
+}
+
+BUILTIN_ACTIONS: dict[str, ActionSpec] = {
+    module.NAME: ActionSpec(module.NAME, module.parse_args, module.build)
+    for module in (allocate, shuffle)
+}
+# ---- register further actions above (e.g. preempt) -------------------------------------

@@ -1,0 +1,137 @@
+"""Process settings: where the log and checkpoints live, which cluster, how effects apply.
+
+Policy (what to decide) is configuration, loaded by :mod:`controller.policy` and recorded
+on the log; *settings* say how this process runs and never change a decision. They are
+grouped like kopf's ``OperatorSettings`` (nolar/kopf kopf/_cogs/configs/configuration.py):
+one frozen object built once at the edge (the CLI) and passed explicitly to what needs it,
+never read from globals.
+
+Validation is pydantic's (v2); :func:`load_settings` turns its errors into a
+:class:`~controller.framework.errors.ConfigError` naming the dotted key and the value
+(``effector.eviction_grace_seconds: -1: Input should be greater than or equal to 0``).
+Unknown keys are errors: a misspelt setting must not be silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from controller.framework.errors import ConfigError
+
+#: The one ``--log`` default of every command: ``tide.db`` in the working directory.
+DEFAULT_LOG = "tide.db"
+
+__all__ = [
+    "DEFAULT_LOG",
+    "CheckpointSettings",
+    "EffectorSettings",
+    "KubeSettings",
+    "LogSettings",
+    "Settings",
+    "TriggerSettings",
+    "load_settings",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class LogSettings(BaseModel):
+    """The event log this process reads and appends to."""
+
+    model_config = _FROZEN
+
+    url: str = DEFAULT_LOG
+    """Log URL (``sqlite:///path.db``, ``memory://``) or a plain ``.db`` path."""
+
+    @field_validator("url")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a log")
+        return value
+
+
+class CheckpointSettings(BaseModel):
+    """Where folded projections are checkpointed, so a restart need not refold from 0."""
+
+    model_config = _FROZEN
+
+    url: str | None = None
+    """Checkpoint store URL or ``.db`` path; None keeps no checkpoints (fold from offset 0)."""
+
+
+class KubeSettings(BaseModel):
+    """Which Kubernetes cluster the live sources and effector talk to."""
+
+    model_config = _FROZEN
+
+    kubeconfig: Path | None = None
+    """A kubeconfig file; None: in-cluster configuration, else ``$KUBECONFIG`` / ``~/.kube``."""
+    context: str | None = None
+    """The kubeconfig context to use; None: the file's current context."""
+
+
+class EffectorSettings(BaseModel):
+    """How decisions become effects on the cluster."""
+
+    model_config = _FROZEN
+
+    dry_run: bool = False
+    """Record decisions but apply none (each effect is recorded as skipped)."""
+    eviction_grace_seconds: int | None = Field(default=None, ge=0)
+    """Grace period of an eviction in seconds; None: the pod's own termination grace."""
+    use_eviction_api: bool = True
+    """Evict through the Eviction API (honours PodDisruptionBudgets) rather than a delete."""
+
+
+class TriggerSettings(BaseModel):
+    """Process-level trigger options (the schedules themselves are policy)."""
+
+    model_config = _FROZEN
+
+    tick: timedelta | None = None
+    """Override of the configuration's ``sessionTick``; None: use the configuration's."""
+
+    @field_validator("tick")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be positive")
+        return value
+
+
+class Settings(BaseModel):
+    """Every process setting, grouped; build once with :func:`load_settings`."""
+
+    model_config = _FROZEN
+
+    log: LogSettings = LogSettings()
+    """The event log."""
+    checkpoints: CheckpointSettings = CheckpointSettings()
+    """The checkpoint store."""
+    kube: KubeSettings = KubeSettings()
+    """The Kubernetes connection."""
+    effector: EffectorSettings = EffectorSettings()
+    """How effects are applied."""
+    triggers: TriggerSettings = TriggerSettings()
+    """Trigger overrides."""
+
+
+def load_settings(raw: Mapping[str, Any] | None = None) -> Settings:
+    """Validate a nested mapping of settings (e.g. from CLI options) into :class:`Settings`.
+
+    Raises:
+        ConfigError: the first invalid value, naming its dotted key and the value.
+    """
+    try:
+        return Settings.model_validate(dict(raw or {}))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"]) or "<settings>"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise ConfigError(key, error.get("input"), message) from exc
