@@ -15,7 +15,6 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from streams.events import Event
 
@@ -84,27 +83,3 @@ class EventLog(abc.ABC):
 
     async def read_all(self, start: int = 0, stop: int | None = None) -> list[Event]:
         return [event async for event in self.read(start, stop)]
-
-
-def normalise_url(url: str) -> str:
-    """Accept ``sqlite:///x.db``, ``memory://``, ``kafka://...`` or a plain ``.db`` path."""
-    if "://" in url:
-        return url
-    if url.endswith(".jsonl"):
-        raise ValueError(f"{url} is a recording, not a log; import it with `tide log import`")
-    return f"sqlite:///{Path(url)}"
-
-
-async def open_log(url: str) -> EventLog:
-    """Open the log a URL names. Backends are imported lazily (their drivers stay in them)."""
-    url = normalise_url(url)
-    scheme = url.split("://", 1)[0]
-    if scheme == "memory":
-        from streams.backends.memory import MemoryLog
-
-        return MemoryLog()
-    if scheme == "sqlite":
-        from streams.backends.sqlite import SQLiteLog
-
-        return await SQLiteLog.open(url.split("://", 1)[1].removeprefix("/") or ":memory:")
-    raise ValueError(f"unsupported log URL {url!r} (use sqlite:///path.db or memory://)")

@@ -14,9 +14,9 @@ from controller.framework.config import TideConfig, load_config
 from controller.framework.errors import ConfigError
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 from controller.simulate.runner import save_log
+from streams.backends import open_log
 from streams.events import Event
 from streams.gcpause import paused_gc
-from streams.log import open_log
 from streams.recording import read_recording
 
 

@@ -20,8 +20,9 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from streams.backends import normalise_url, open_log
 from streams.events import EVENT_TYPES
-from streams.log import EventLog, LogError, Quarantined, normalise_url, open_log
+from streams.log import EventLog, LogError, Quarantined
 from streams.recording import ImportSummary, export_log, import_recording
 
 DEFAULT_LOG = "sqlite:///tide.db"

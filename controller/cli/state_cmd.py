@@ -22,8 +22,8 @@ from rich.table import Table
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.world import World
+from streams.backends import open_log
 from streams.events import parse_time
-from streams.log import open_log
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 

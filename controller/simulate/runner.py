@@ -29,9 +29,9 @@ from controller.pressure import due_followups
 from controller.pressure.config import EvictionConfig
 from controller.triggers import TriggerSet, trigger_event
 from projections.world import World
+from streams.backends import open_log
 from streams.backends.memory import MemoryLog
 from streams.events import Event, format_time, make_event
-from streams.log import open_log
 
 _INPUT, _ANSWER, _TRIGGER, _FOLLOWUP = 0, 1, 2, 3
 _ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from streams import codec
+from streams.backends import open_log
 from streams.backends import sqlite as sqlite_backend
 from streams.backends.sqlite import SQLiteLog
 from streams.events import EVENT_TYPES
-from streams.log import BackendUnavailableError, EventLog, LogError, open_log
+from streams.log import BackendUnavailableError, EventLog, LogError
 from tests.builders import node_metrics
 from tests.streams.log_contract import LogContract, LogOpener, take, tick, ticks, unplaced
 
