@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import Counter
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, load_configs, persist, read_log_events
+from controller.cli.common import fail, load_configs, persist, read_log_events, resume_from
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, is_scenario, load_scenario
@@ -117,11 +118,28 @@ def replay_cmd(
     config: Annotated[Path | None, typer.Option(help="Replay with another configuration.")] = None,
     verify: Annotated[bool, typer.Option(help="Fail on the first differing decision.")] = False,
     diff: Annotated[bool, typer.Option(help="List every differing decision.")] = False,
+    start: Annotated[
+        int | None,
+        typer.Option(
+            "--from",
+            min=0,
+            help="Verify only decision points at or after this offset (the state before "
+            "it comes from a checkpoint when one is usable).",
+        ),
+    ] = None,
 ) -> None:
     """Re-derive every decision of a log deterministically."""
-    events = read_log_events(log)
     override = load_configs(config)[2] if config else None
-    report = replay(events, override=override, stop_at_first=not diff)
+    world = None
+    if start is None or (log.endswith(".jsonl") and "://" not in log):
+        events = read_log_events(log)
+    else:
+        if "://" not in log and not Path(log).exists():
+            fail(f"{log}: no such log")
+        world, events = asyncio.run(resume_from(log, start))
+    report = replay(
+        events, override=override, stop_at_first=not diff, start=start or 0, world=world
+    )
     for difference in report.differences:
         typer.echo(difference.describe())
     typer.echo(
