@@ -9,18 +9,30 @@ the end. A resumed projection equals a full refold (``tests/projections/test_sto
 Backends: :class:`MemoryCheckpointStore` and :class:`SQLiteCheckpointStore` (aiosqlite,
 table ``checkpoints(name PRIMARY KEY, position, state BLOB)``, in the log's ``.db`` file or
 a separate one). This module is the only one under ``projections`` that does I/O.
+
+The World checkpoint (name :data:`WORLD_CHECKPOINT`) is what the commands that write a log
+leave behind (:func:`checkpoint_world`) and what the reading commands resume from
+(:func:`resume_world`) instead of refolding from offset 0. A position is "the last folded
+offset + 1", never a record count, so a resumed fold reads on with ``log.read(position)``
+whatever the log's offsets look like.
 """
 
 from __future__ import annotations
 
 import abc
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
 
 from projections.base import CheckpointError, Projection, paused_gc
+from projections.world import World
+from streams.backends import normalise_url
 from streams.log import EventLog
+
+#: the checkpoint of a default :class:`~projections.world.World` in a log's store
+WORLD_CHECKPOINT = "world"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +193,90 @@ async def run_projection(
         if since_checkpoint:
             await store.save(projection.name, projection.position, projection.dump())
     return folded
+
+
+def store_path(log_url: str) -> str | None:
+    """The SQLite file that keeps a log's checkpoints: the log's own file, or None.
+
+    Only a SQLite log on a file has one (``memory://`` and private ``sqlite://`` logs
+    vanish with the process; other backends will name their store in the settings).
+    """
+    url = normalise_url(log_url)
+    if not url.startswith("sqlite:///"):
+        return None
+    return url.removeprefix("sqlite:///") or None
+
+
+async def open_log_store(log_url: str, *, create: bool) -> CheckpointStore | None:
+    """The checkpoint store kept with the log at ``log_url``, or None if it has none.
+
+    With ``create=False`` (the reading commands) nothing is written: a missing file or a
+    file without a checkpoint table gives None, and the table is never created.
+    """
+    path = store_path(log_url)
+    if path is None:
+        return None
+    if create:
+        return await SQLiteCheckpointStore.open(path)
+    if not Path(path).exists():
+        return None
+    try:
+        db = await aiosqlite.connect(path)
+    except (aiosqlite.Error, sqlite3.Error):
+        return None
+    try:
+        found = await db.execute_fetchall(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'"
+        )
+    except (aiosqlite.Error, sqlite3.Error):
+        found = []
+    if not list(found):
+        await db.close()
+        return None
+    return SQLiteCheckpointStore(db, path)
+
+
+async def resume_world(
+    store: CheckpointStore | None, *, upto: int | None, head: int
+) -> World | None:
+    """A default World restored from the World checkpoint, if it is usable here.
+
+    Usable means: it loads into a default World (same projections, not corrupt), its row
+    and state agree on the position, and that position is at most ``upto`` (the point
+    asked for; None for the head) and at most ``head`` (a checkpoint from beyond the log
+    is not this log's). Anything else gives None, so the caller folds from offset 0: a
+    bad checkpoint costs time, never a wrong answer or a crash.
+    """
+    if store is None:
+        return None
+    try:
+        checkpoint = await store.load(WORLD_CHECKPOINT)
+    except (aiosqlite.Error, sqlite3.Error):
+        return None
+    limit = head if upto is None else min(upto, head)
+    if checkpoint is None or checkpoint.position > limit:
+        return None
+    world = World()
+    try:
+        world.load(checkpoint.state)
+    except (ValueError, KeyError, TypeError, AttributeError):  # CheckpointError is a ValueError
+        return None
+    return world if world.position == checkpoint.position else None
+
+
+async def checkpoint_world(log: EventLog, store: CheckpointStore) -> int:
+    """Fold ``log`` to its head into a default World and save it as the World checkpoint.
+
+    Resumes from the stored World checkpoint when it is usable (:func:`resume_world`), so
+    a log written in several runs is folded once overall. Returns the saved position.
+    """
+    head = await log.head()
+    resumed = await resume_world(store, upto=None, head=head)
+    world = resumed or World()
+    start = world.position
+    with paused_gc():
+        async for event in log.read(start):
+            world.apply(event)
+    if resumed is None or world.position != start:
+        await store.save(WORLD_CHECKPOINT, world.position, world.dump())
+    return world.position

@@ -9,6 +9,10 @@ difference does not cascade into every later comparison.
 
 With an override configuration the comparison is counterfactual: at each recorded
 trigger, what the other configuration would have decided on the same recorded state.
+
+``start`` verifies only the decision points at or after that offset; the records before
+it are folded unchecked, into ``world`` when the caller resumed one from a checkpoint
+(records it already holds are skipped by its position).
 """
 
 from __future__ import annotations
@@ -89,23 +93,30 @@ def replay(
     override: Mapping[str, Any] | None = None,
     configs: Policy | Configs | None = None,
     stop_at_first: bool = True,
+    start: int = 0,
+    world: World | None = None,
 ) -> ReplayReport:
     """Re-derive and compare every decision of ``events`` (in offset order).
 
     The configuration is the log's own (``config.applied``) unless ``override`` (a raw
     configuration) or ``configs`` (already parsed, for logs written without one: a
     :class:`~controller.policy.Policy` or a (scheduler, eviction) pair) is given.
+    Only decision points with offset ≥ ``start`` are checked (and only their decisions
+    counted); ``world`` is the World to fold into (a fresh one by default).
     """
     records = list(events)
     recorded: dict[str, list[Event]] = defaultdict(list)
     for event in records:
-        if event.type in DECISION_TYPES and event.cause is not None:
+        if event.type in DECISION_TYPES and event.cause is not None and event.offset >= start:
             recorded[event.cause].append(event)
     report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
-    world = World()
+    world = World() if world is None else world
     fixed = Policy.of(*configs) if isinstance(configs, tuple) else configs
     cache = _ConfigCache(override, fixed)
     for event in records:
+        if 0 <= event.offset < start:
+            world.apply(event)
+            continue
         if event.type == "trigger.fired":
             policy = cache.get(world.config)
             replayed = decide(world, event, policy.config, policy.eviction)

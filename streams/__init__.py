@@ -4,8 +4,9 @@ Nothing here knows about Kubernetes policy. Data flows one way: sources append t
 log, projections fold it, policies decide over the folds, decisions go back on it.
 """
 
+from streams.backends import open_log
 from streams.events import EVENT_TYPES, Event, format_time, make_event, parse_time
-from streams.log import EventLog, Quarantined, open_log
+from streams.log import EventLog, Quarantined
 
 __all__ = [
     "EVENT_TYPES",

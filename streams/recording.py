@@ -25,7 +25,7 @@ import orjson
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
 from streams.events import Event
 from streams.gcpause import paused_gc
-from streams.log import EventLog, Quarantined
+from streams.log import EventLog, Quarantined, quarantine_of
 from streams.validation import ValidationError, validate
 
 Source = str | Path | IO[bytes]
@@ -167,6 +167,10 @@ async def import_recording(
 ) -> ImportSummary:
     """Append a recording to ``log``, setting bad lines aside there too.
 
+    Bad lines need a log with a :class:`~streams.log.Quarantine`; on one without, the
+    first bad line stops the import with a :class:`~streams.log.CapabilityError` (the
+    batches before it are on the log; importing again skips them).
+
     Each batch is one atomic, idempotent append. The next batch is parsed in a worker
     thread while this coroutine stores the current one, so the event loop stays free to
     drive the backend (whose driver releases the GIL while it writes). ``on_progress``
@@ -184,7 +188,7 @@ async def import_recording(
             while (batch := await ahead) is not None:
                 ahead = asyncio.ensure_future(asyncio.to_thread(next, batches, None))
                 if batch.bad:
-                    await log.set_aside(batch.bad)
+                    await quarantine_of(log).set_aside(batch.bad)
                     summary.set_aside.extend(batch.bad)
                 if batch.events:
                     sent += len(batch.events)

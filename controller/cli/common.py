@@ -13,9 +13,11 @@ import yaml
 from controller.framework.errors import ConfigError
 from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
+from projections.store import checkpoint_world, open_log_store, resume_world
+from projections.world import World
+from streams.backends import open_log
 from streams.events import Event
 from streams.gcpause import paused_gc
-from streams.log import open_log
 from streams.recording import read_recording
 
 
@@ -66,5 +68,39 @@ def read_log_events(source: str) -> list[Event]:
 
 
 def persist(url: str, events: Sequence[Event]) -> int:
-    """Append ``events`` to the log at ``url``; returns how many were new."""
-    return save_log(url, list(events))
+    """Append ``events`` to the log at ``url`` and checkpoint it (:func:`save_checkpoint`);
+    returns how many were new."""
+    added = save_log(url, list(events))
+    save_checkpoint(url)
+    return added
+
+
+def save_checkpoint(url: str) -> None:
+    """Leave a World checkpoint at the head of the log at ``url``, in its store (the
+    log's own SQLite file); logs without a store (``memory://``) get none. Only the
+    commands that write a log call this: the reading ones never create a checkpoint."""
+
+    async def run() -> None:
+        async with await open_log(url) as log:
+            store = await open_log_store(log.url or url, create=True)
+            if store is None:
+                return
+            async with store:
+                await checkpoint_world(log, store)
+
+    asyncio.run(run())
+
+
+async def resume_from(source: str, start: int) -> tuple[World | None, list[Event]]:
+    """A World resumed at or before ``start`` from the checkpoint kept with the log at
+    ``source`` (None if there is no usable one), and the records from its position on
+    (all of them without a checkpoint). Writes nothing."""
+    async with await open_log(source) as log:
+        world = None
+        store = await open_log_store(log.url or source, create=False)
+        if store is not None:
+            async with store:
+                world = await resume_world(store, upto=start, head=await log.head())
+        with paused_gc():
+            events = await log.read_all(world.position if world is not None else 0)
+    return world, events

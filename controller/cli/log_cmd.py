@@ -21,8 +21,10 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from controller.settings import DEFAULT_LOG
+from projections.store import checkpoint_world, open_log_store
+from streams.backends import normalise_url, open_log
 from streams.events import EVENT_TYPES
-from streams.log import EventLog, LogError, Quarantined, normalise_url, open_log
+from streams.log import EventLog, LogError, Quarantined, quarantine_of
 from streams.recording import ImportSummary, export_log, import_recording
 
 T = TypeVar("T")
@@ -62,7 +64,12 @@ def import_command(
 
         async def run() -> ImportSummary:
             async with await _open(log, create=True) as target:
-                return await import_recording(file, target, on_progress=on)
+                summary = await import_recording(file, target, on_progress=on)
+                store = await open_log_store(target.url or log, create=True)
+                if store is not None:  # leave a World checkpoint for `tide state`/`replay`
+                    async with store:
+                        await checkpoint_world(target, store)
+                return summary
 
         summary = _run(run())
     typer.echo(
@@ -126,7 +133,7 @@ def quarantine_command(log: LogOption = DEFAULT_LOG) -> None:
 
     async def run() -> list[Quarantined]:
         async with await _open(log, create=False) as source:
-            return await source.quarantine()
+            return await quarantine_of(source).quarantine()
 
     for item in _run(run()):
         typer.echo(_where(item))

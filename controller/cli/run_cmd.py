@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import Counter
 from pathlib import Path
@@ -9,7 +10,14 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, persist, read_log_events, read_policy
+from controller.cli.common import (
+    fail,
+    persist,
+    read_log_events,
+    read_policy,
+    resume_from,
+    save_checkpoint,
+)
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
@@ -112,6 +120,7 @@ def demo(
 ) -> None:
     """A built-in co-located cluster through a day of virtual time."""
     run_demo(db)
+    save_checkpoint(f"sqlite:///{db}")
 
 
 def replay_cmd(
@@ -119,11 +128,28 @@ def replay_cmd(
     config: Annotated[Path | None, typer.Option(help="Replay with another configuration.")] = None,
     verify: Annotated[bool, typer.Option(help="Fail on the first differing decision.")] = False,
     diff: Annotated[bool, typer.Option(help="List every differing decision.")] = False,
+    start: Annotated[
+        int | None,
+        typer.Option(
+            "--from",
+            min=0,
+            help="Verify only decision points at or after this offset (the state before "
+            "it comes from a checkpoint when one is usable).",
+        ),
+    ] = None,
 ) -> None:
     """Re-derive every decision of a log deterministically."""
-    events = read_log_events(log)
     override = read_policy(config).raw if config else None
-    report = replay(events, override=override, stop_at_first=not diff)
+    world = None
+    if start is None or (log.endswith(".jsonl") and "://" not in log):
+        events = read_log_events(log)
+    else:
+        if "://" not in log and not Path(log).exists():
+            fail(f"{log}: no such log")
+        world, events = asyncio.run(resume_from(log, start))
+    report = replay(
+        events, override=override, stop_at_first=not diff, start=start or 0, world=world
+    )
     for difference in report.differences:
         typer.echo(difference.describe())
     typer.echo(

@@ -22,19 +22,33 @@ from rich.table import Table
 from controller.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
+from projections.store import open_log_store, resume_world
 from projections.world import World
+from streams.backends import open_log
 from streams.events import parse_time
-from streams.log import open_log
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 
 
 async def fold_log(url: str, *, at: datetime | None = None, offset: int | None = None) -> World:
-    """The world folded from ``url``: records with offset < ``offset`` and ``at`` ≤ ``at``."""
-    world = World()
+    """The world folded from ``url``: records with offset < ``offset`` and ``at`` ≤ ``at``.
+
+    Without ``at`` the fold resumes from the World checkpoint kept with the log when it
+    is usable at ``offset`` (:func:`projections.store.resume_world`); the result is the
+    same as a fold from offset 0. With ``at`` it always folds from 0 (records are not in
+    time order, so no prefix of the log is "everything up to a time"). Nothing is written.
+    """
     async with await open_log(url) as log:
+        world = None
+        if at is None:
+            store = await open_log_store(log.url or url, create=False)
+            if store is not None:
+                async with store:
+                    world = await resume_world(store, upto=offset, head=await log.head())
+        if world is None:
+            world = World()
         with paused_gc():
-            async for event in log.read(0, offset):
+            async for event in log.read(world.position, offset):
                 if at is None or event.at <= at:
                     world.apply(event)
     return world

@@ -21,9 +21,9 @@ from controller.loop.virtual import VirtualLoop
 from controller.pressure.config import EvictionConfig
 from controller.triggers import TriggerSet
 from projections.world import World
+from streams.backends import open_log
 from streams.backends.memory import MemoryLog
 from streams.events import Event, make_event
-from streams.log import open_log
 
 __all__ = ["QUIET_TICK_LIMIT", "RunResult", "Simulation", "save_log"]
 

@@ -1,1 +1,51 @@
-"""Log backends: the only modules that touch storage drivers."""
+"""Log backends: the only modules that touch storage drivers, and the URL factory.
+
+:func:`open_log` picks a backend by the URL's scheme from :data:`OPENERS`, a table of
+``scheme → module``. Each backend module defines ``async def open_url(url) -> EventLog``
+and is imported only when its scheme is used, so a driver that is not installed (aiokafka,
+say) costs nothing to a process that never opens that kind of log, and the port
+(``streams.log``) never imports a backend. Adding a backend is one line in the table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import cast
+
+from streams.log import EventLog
+
+#: scheme → the backend module that opens it (it defines ``open_url``)
+OPENERS: dict[str, str] = {
+    "memory": "streams.backends.memory",
+    "sqlite": "streams.backends.sqlite",
+}
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``sqlite:///x.db``, ``memory://``, ``kafka://...`` or a plain ``.db`` path."""
+    if "://" in url:
+        return url
+    if url.endswith(".jsonl"):
+        raise ValueError(f"{url} is a recording, not a log; import it with `tide log import`")
+    return f"sqlite:///{Path(url)}"
+
+
+async def open_log(url: str) -> EventLog:
+    """Open the log a URL names (see :data:`OPENERS`).
+
+    Raises:
+        ValueError: the scheme is not one of :data:`OPENERS` (the message names the URL
+            and the supported schemes), or the URL is a recording.
+    """
+    url = normalise_url(url)
+    scheme = url.split("://", 1)[0]
+    module_name = OPENERS.get(scheme)
+    if module_name is None:
+        schemes = ", ".join(f"{name}://" for name in sorted(OPENERS))
+        raise ValueError(f"unsupported log URL {url!r} (supported schemes: {schemes})")
+    opener = cast(
+        Callable[[str], Awaitable[EventLog]], importlib.import_module(module_name).open_url
+    )
+    return await opener(url)

@@ -68,3 +68,8 @@ class MemoryLog(EventLog):
 
     async def quarantine(self) -> list[Quarantined]:
         return list(self._quarantine)
+
+
+async def open_url(url: str) -> MemoryLog:
+    """A fresh, empty in-process log (``memory://``; every call gives a new one)."""
+    return MemoryLog()

@@ -248,6 +248,11 @@ class SQLiteLog(EventLog):
         self._grew = asyncio.Event()
 
 
+async def open_url(url: str) -> SQLiteLog:
+    """Open ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (private)."""
+    return await SQLiteLog.open(url.split("://", 1)[1].removeprefix("/") or ":memory:")
+
+
 @lru_cache(maxsize=1024)
 def _format_at(at: datetime) -> str:
     return format_time(at)

@@ -17,6 +17,7 @@ from controller.cli.state_cmd import render, state_report
 from projections.world import World
 from streams.events import Event
 from tests.builders import at, build_node, build_pod, build_podgroup, build_queue, watch
+from tests.projections.test_world import Counter
 
 needs_sqlite = pytest.mark.skipif(
     importlib.util.find_spec("streams.backends.sqlite") is None,
@@ -167,3 +168,108 @@ def test_cli_on_an_empty_memory_log() -> None:
     result = CliRunner().invoke(make_app(), ["state", "--log", "memory://", "--json"])
     assert result.exit_code == 0, result.output
     assert orjson.loads(result.output)["nodes"] == []
+
+
+# -- resuming from the World checkpoint kept with the log -----------------------------
+
+
+async def _plant(url: str, cut: int, state: bytes | None = None) -> None:
+    """Save a World checkpoint of the log's first ``cut`` records (or ``state``) in it."""
+    from projections.store import WORLD_CHECKPOINT, open_log_store
+    from streams.backends import open_log
+
+    async with await open_log(url) as log:
+        w = World().fold(await log.read_all(0, cut))
+    store = await open_log_store(url, create=True)
+    assert store is not None
+    async with store:
+        await store.save(WORLD_CHECKPOINT, w.position, w.dump() if state is None else state)
+
+
+def _state(url: str, *args: str) -> str:
+    result = CliRunner().invoke(make_app(), ["state", "--log", url, "--json", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@needs_sqlite
+@pytest.mark.parametrize("cut", [0, 1, 4, 7, 8])
+@pytest.mark.parametrize("offset", [None, 4, 5, 8, 100])
+def test_a_resumed_state_equals_a_refold(tmp_path: Path, cut: int, offset: int | None) -> None:
+    refold = write_log(tmp_path / "refold.db")
+    resumed = write_log(tmp_path / "resumed.db")
+    asyncio.run(_plant(resumed, cut))
+    args = [] if offset is None else ["--offset", str(offset)]
+    assert _state(resumed, *args) == _state(refold, *args)
+    tables = CliRunner().invoke(make_app(), ["state", "--log", resumed, *args]).output
+    assert tables == CliRunner().invoke(make_app(), ["state", "--log", refold, *args]).output
+
+
+@needs_sqlite
+def test_state_really_resumes_from_a_usable_checkpoint(tmp_path: Path) -> None:
+    from projections.store import open_log_store, resume_world
+
+    url = write_log(tmp_path / "t.db")
+    asyncio.run(_plant(url, 6))
+
+    async def positions() -> list[int | None]:
+        store = await open_log_store(url, create=False)
+        assert store is not None
+        async with store:
+            found = [
+                await resume_world(store, upto=upto, head=head)
+                for upto, head in ((None, 8), (6, 8), (5, 8), (None, 5))
+            ]
+        return [None if w is None else w.position for w in found]
+
+    # usable at or after its position; not before the point asked, nor beyond the log
+    assert asyncio.run(positions()) == [6, 6, None, None]
+
+
+@needs_sqlite
+@pytest.mark.parametrize(
+    "state",
+    [
+        pytest.param(b"not json", id="corrupt"),
+        pytest.param(World(extra=[Counter()]).dump(), id="other-projections"),
+        pytest.param(World().fold(events()[:3]).dump(), id="row-and-state-disagree"),
+    ],
+)
+def test_an_unusable_checkpoint_is_ignored(tmp_path: Path, state: bytes) -> None:
+    refold = write_log(tmp_path / "refold.db")
+    planted = write_log(tmp_path / "planted.db")
+    asyncio.run(_plant(planted, 5, state))
+    for args in ([], ["--offset", "6"]):
+        assert _state(planted, *args) == _state(refold, *args)
+
+
+@needs_sqlite
+def test_reading_creates_no_checkpoint_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    url = write_log(tmp_path / "t.db")
+    _state(url)
+    with sqlite3.connect(url) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert "checkpoints" not in tables
+
+
+def test_state_on_a_sparse_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offsets 10, 20, ...: ``--offset`` still means "records below it", position is the
+    last folded offset + 1."""
+    from streams import backends
+    from tests.streams import sparse
+
+    monkeypatch.setitem(backends.OPENERS, "sparse", "tests.streams.sparse")
+    monkeypatch.setattr(sparse, "LOGS", {})
+    log = sparse.SparseLog(sparse.LOGS.setdefault("s", sparse.MemoryLog()))
+    asyncio.run(log.append(events()))
+    full = orjson.loads(_state("sparse://s"))
+    assert full["position"] == 8 * sparse.STRIDE + 1
+    assert full["tasks"]["by_status"] == {"Pending": 1, "Running": 1}
+    for offset, dense in ((7 * sparse.STRIDE + 1, 7), (7 * sparse.STRIDE, 6), (1, 0)):
+        report = orjson.loads(_state("sparse://s", "--offset", str(offset)))
+        expected = state_report(world(dense))
+        assert report["tasks"] == expected["tasks"]
+        assert report["nodes"] == expected["nodes"]
+        assert report["position"] == (dense * sparse.STRIDE + 1 if dense else 0)

@@ -144,7 +144,7 @@ def logged(events: list[Event]) -> MemoryLog:
 FACTORIES: dict[str, Callable[[], Projection]] = {
     "cluster": ClusterState,
     "history": History,
-    "world": lambda: World(extra=[]),
+    "world": lambda: World(),
     "world-with-extras": World,
 }
 
@@ -179,11 +179,11 @@ async def test_resume_in_the_logs_sqlite_file(tmp_path: Path) -> None:
     events = scenario()
     log = await SQLiteLog.open(path)
     await log.append(events)
-    expected = full_fold(lambda: World(extra=[]), events).dump()
+    expected = full_fold(lambda: World(), events).dump()
     for cut in (0, 1, 5, 13, len(events)):
         store = await SQLiteCheckpointStore.open(path)
         await store.delete("world")
-        await run_projection(log, World(extra=[]), store, stop=cut)
+        await run_projection(log, World(), store, stop=cut)
         await store.close()
         store = await SQLiteCheckpointStore.open(path)
         checkpoint = await store.load("world")
@@ -191,7 +191,7 @@ async def test_resume_in_the_logs_sqlite_file(tmp_path: Path) -> None:
             assert checkpoint is not None and checkpoint.position == cut
         else:
             assert checkpoint is None  # nothing folded, nothing written
-        resumed = World(extra=[])
+        resumed = World()
         await run_projection(log, resumed, store)
         await store.close()
         assert resumed.dump() == expected
@@ -268,10 +268,10 @@ def test_bad_checkpoints_leave_the_projection_untouched(state: bytes, message: s
 
 
 def test_world_load_is_all_or_nothing() -> None:
-    world = full_fold(lambda: World(extra=[]), scenario()[:8])
+    world = full_fold(lambda: World(), scenario()[:8])
     assert isinstance(world, World)
     before = world.dump()
-    other = full_fold(lambda: World(extra=[]), scenario())
+    other = full_fold(lambda: World(), scenario())
     assert isinstance(other, World)
     import base64
 
@@ -312,3 +312,111 @@ async def test_open_store(url: str, tmp_path: Path) -> None:
 async def test_open_store_rejects_other_schemes() -> None:
     with pytest.raises(ValueError, match="unsupported"):
         await open_store("kafka://host/topic")
+
+
+# -- the checkpoint store contract ----------------------------------------------------
+
+
+class CheckpointStoreContract:
+    """Every :class:`~projections.store.CheckpointStore` must pass these; a backend's
+    test class provides ``opener`` (the same storage on every call) and ``persistent``."""
+
+    persistent = True
+
+    @pytest.fixture
+    def opener(self) -> Callable[[], Any]:
+        raise NotImplementedError
+
+    async def test_an_unknown_name_has_no_checkpoint(self, opener: Callable[[], Any]) -> None:
+        async with await opener() as store:
+            assert await store.load("nope") is None
+            await store.delete("nope")  # forgetting nothing is fine
+            assert await store.load("nope") is None
+
+    async def test_save_load_overwrite_delete(self, opener: Callable[[], Any]) -> None:
+        async with await opener() as store:
+            await store.save("a", 3, b"three")
+            await store.save("b", 9, b"\x00\xffbytes")
+            assert await store.load("a") == Checkpoint("a", 3, b"three")
+            await store.save("a", 5, b"five")  # position and state replaced together
+            assert await store.load("a") == Checkpoint("a", 5, b"five")
+            assert await store.load("b") == Checkpoint("b", 9, b"\x00\xffbytes")
+            await store.delete("a")
+            assert await store.load("a") is None
+            assert await store.load("b") == Checkpoint("b", 9, b"\x00\xffbytes")
+
+    async def test_a_saved_state_is_a_copy(self, opener: Callable[[], Any]) -> None:
+        state = bytearray(b"abc")
+        async with await opener() as store:
+            await store.save("a", 1, bytes(state))
+            state[0] = ord("z")
+            assert (await store.load("a")).state == b"abc"
+
+    async def test_closing_and_reopening(self, opener: Callable[[], Any]) -> None:
+        store = await opener()
+        await store.save("a", 7, b"seven")
+        await store.close()
+        if not self.persistent:
+            return
+        async with await opener() as again:
+            assert await again.load("a") == Checkpoint("a", 7, b"seven")
+
+
+class TestMemoryCheckpointStore(CheckpointStoreContract):
+    persistent = False
+
+    @pytest.fixture
+    def opener(self) -> Callable[[], Any]:
+        async def open_memory() -> CheckpointStore:
+            return MemoryCheckpointStore()
+
+        return open_memory
+
+
+class TestSQLiteCheckpointStore(CheckpointStoreContract):
+    @pytest.fixture
+    def opener(self, tmp_path: Path) -> Callable[[], Any]:
+        async def open_file() -> CheckpointStore:
+            return await SQLiteCheckpointStore.open(tmp_path / "cp.db")
+
+        return open_file
+
+
+# -- the World checkpoint kept with a log ----------------------------------------------
+
+
+async def test_checkpoint_world_resumes_and_equals_a_refold(tmp_path: Path) -> None:
+    from projections.store import WORLD_CHECKPOINT, checkpoint_world, open_log_store
+    from streams.backends.sqlite import SQLiteLog
+
+    records = scenario()
+    path = tmp_path / "log.db"
+    async with await SQLiteLog.open(path) as log:
+        await log.append(records[:5])
+        store = await open_log_store(f"sqlite:///{path}", create=True)
+        assert store is not None
+        async with store:
+            assert await checkpoint_world(log, store) == 5
+            await log.append(records[5:])
+            assert await checkpoint_world(log, store) == len(records)
+            saved = await store.load(WORLD_CHECKPOINT)
+    assert saved is not None
+    assert saved.state == World().fold(await_all(records)).dump()
+
+
+def await_all(records: list[Event]) -> list[Event]:
+    return [e.with_offset(i) for i, e in enumerate(records)]
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite://"])
+async def test_logs_without_a_file_have_no_store(url: str) -> None:
+    from projections.store import open_log_store
+
+    assert await open_log_store(url, create=True) is None
+
+
+async def test_a_missing_file_gets_no_store_when_reading(tmp_path: Path) -> None:
+    from projections.store import open_log_store
+
+    assert await open_log_store(str(tmp_path / "none.db"), create=False) is None
+    assert not (tmp_path / "none.db").exists()

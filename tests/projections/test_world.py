@@ -91,7 +91,7 @@ def test_member_names_must_be_unique(extra: list[Projection]) -> None:
 
 
 def test_world_skips_offsets_it_has_folded() -> None:
-    world = World(extra=[])
+    world = World()
     event = watch("pods", build_pod("ns", "a", cpu="1")).with_offset(0)
     world.apply(event)
     world.apply(event)
@@ -99,7 +99,7 @@ def test_world_skips_offsets_it_has_folded() -> None:
 
 
 def test_events_not_yet_on_a_log_are_folded_without_moving_position() -> None:
-    world = World(extra=[])
+    world = World()
     world.fold([watch("pods", build_pod("ns", "a"))])
     assert "ns/a" in world.cluster.tasks and world.position == 0
 
@@ -112,7 +112,7 @@ def test_world_accepts_members() -> None:
 
 def test_config_that_is_not_a_mapping_is_none() -> None:
     bad = make_event("config.applied", at(0), {"config": "text", "source": "x"})
-    assert fold(World(extra=[]), [config(1), bad]).config is None
+    assert fold(World(), [config(1), bad]).config is None
 
 
 def evict(

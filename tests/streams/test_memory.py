@@ -1,4 +1,4 @@
-"""The in-process log against the log contract, plus its synchronous append."""
+"""The in-process log against the log and capability contracts, plus its synchronous append."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import pytest
 
 from streams.backends.memory import MemoryLog
 from streams.log import EventLog
-from tests.streams.log_contract import LogContract, LogOpener, tick, ticks
+from tests.streams.capability_contracts import IdIndexContract, QuarantineContract
+from tests.streams.log_contract import BackendContract, DenseLogContract, LogOpener, tick, ticks
 
 
-class TestMemoryLog(LogContract):
+class MemoryBackend(BackendContract):
     persistent = False
 
     @pytest.fixture
@@ -18,6 +19,18 @@ class TestMemoryLog(LogContract):
             return MemoryLog()
 
         return open_memory
+
+
+class TestMemoryLog(MemoryBackend, DenseLogContract):
+    pass
+
+
+class TestMemoryQuarantine(MemoryBackend, QuarantineContract):
+    pass
+
+
+class TestMemoryIdIndex(MemoryBackend, IdIndexContract):
+    pass
 
 
 def test_append_now_is_the_synchronous_append() -> None:

@@ -11,15 +11,25 @@ from pathlib import Path
 import pytest
 
 from streams import codec
+from streams.backends import open_log
 from streams.backends import sqlite as sqlite_backend
 from streams.backends.sqlite import SQLiteLog
 from streams.events import EVENT_TYPES
-from streams.log import BackendUnavailableError, EventLog, LogError, open_log
+from streams.log import BackendUnavailableError, EventLog, LogError
 from tests.builders import node_metrics
-from tests.streams.log_contract import LogContract, LogOpener, take, tick, ticks, unplaced
+from tests.streams.capability_contracts import IdIndexContract, QuarantineContract
+from tests.streams.log_contract import (
+    BackendContract,
+    DenseLogContract,
+    LogOpener,
+    take,
+    tick,
+    ticks,
+    unplaced,
+)
 
 
-class TestSQLiteLog(LogContract):
+class SQLiteFile(BackendContract):
     persistent = True
 
     @pytest.fixture
@@ -30,7 +40,19 @@ class TestSQLiteLog(LogContract):
         return open_file
 
 
-class TestInMemorySQLiteLog(LogContract):
+class TestSQLiteLog(SQLiteFile, DenseLogContract):
+    pass
+
+
+class TestSQLiteQuarantine(SQLiteFile, QuarantineContract):
+    pass
+
+
+class TestSQLiteIdIndex(SQLiteFile, IdIndexContract):
+    pass
+
+
+class PrivateSQLite(BackendContract):
     persistent = False
 
     @pytest.fixture
@@ -39,6 +61,10 @@ class TestInMemorySQLiteLog(LogContract):
             return await SQLiteLog.open(":memory:")
 
         return open_private
+
+
+class TestInMemorySQLiteLog(PrivateSQLite, DenseLogContract):
+    pass
 
 
 async def test_a_failure_mid_batch_rolls_the_whole_batch_back(tmp_path: Path) -> None:
