@@ -19,8 +19,7 @@ from datetime import datetime
 from controller.effector.port import Effector, NoEffector
 from controller.loop.step import Step
 from controller.triggers.clock import VirtualClock
-from controller.triggers.cursor import TriggerSet
-from controller.triggers.events import trigger_event
+from controller.triggers.cursor import TriggerSet, firing_event
 from streams.backends.memory import MemoryLog
 from streams.events import DECISION_TYPES, Event
 
@@ -94,7 +93,7 @@ class VirtualLoop:
             elif next_trigger == now:
                 assert triggers is not None
                 for firing in triggers.due(now):
-                    trigger = trigger_event(firing.at, firing.name, firing.kind, firing.zone)
+                    trigger = firing_event(firing)
                     self._commit(step.on_trigger(trigger))
             else:
                 assert followup is not None

@@ -9,8 +9,8 @@ which replay and simulation never need.
 
 from __future__ import annotations
 
-from controller.triggers.cursor import Firing, TriggerCursor, TriggerSet
-from controller.triggers.events import firing_event, trigger_data, trigger_event
+from controller.triggers.cursor import Firing, TriggerCursor, TriggerSet, firing_event
+from controller.triggers.events import trigger_data, trigger_event
 from controller.triggers.plan import (
     DEFAULT_TICK,
     TICK,

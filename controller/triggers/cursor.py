@@ -22,7 +22,9 @@ from apscheduler.triggers.base import BaseTrigger
 from controller.builtins import BUILTIN_PLUGINS
 from controller.framework.config import TideConfig
 from controller.framework.plugin import PluginSpec
+from controller.triggers.events import trigger_event
 from controller.triggers.plan import TriggerConfig, TriggerSpec, build_triggers
+from streams.events import Event
 
 
 class TriggerCursor:
@@ -109,3 +111,8 @@ class TriggerSet:
     def pop_due(self, now: datetime) -> list[Firing]:
         """Alias of :meth:`due` (the simulation loop's name for it)."""
         return self.due(now)
+
+
+def firing_event(firing: Firing) -> Event:
+    """The ``trigger.fired`` record of a :class:`Firing`."""
+    return trigger_event(firing.at, firing.name, firing.kind, firing.zone)

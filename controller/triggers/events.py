@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from controller.triggers.cursor import Firing
 from streams.events import Event, format_time, make_event
 from streams.payloads import TriggerPayload, as_json, trigger_kind
 
@@ -49,8 +48,3 @@ def trigger_event(
 ) -> Event:
     """The ``trigger.fired`` event of a firing at ``at`` (id derived from the content)."""
     return make_event("trigger.fired", at, as_json(trigger_data(at, name, kind, zone, nodes=nodes)))
-
-
-def firing_event(firing: Firing) -> Event:
-    """:func:`trigger_event` of a :class:`~controller.triggers.cursor.Firing`."""
-    return trigger_event(firing.at, firing.name, firing.kind, firing.zone)
