@@ -32,6 +32,7 @@ from projections.pressure import PressureState
 from projections.usage import UsageState
 from streams.codec import decode
 from streams.events import Event
+from streams.payloads import as_config
 
 #: one member's part in folding one event type: (member, its fold of the event, direct).
 #: A *direct* member is a :class:`BaseProjection` with the stock ``apply``: the World calls
@@ -132,7 +133,7 @@ class World:
             return
         type_ = event.type
         if type_ == "config.applied":
-            config = event.data.get("config")
+            config = as_config(event).get("config")
             self.config = config if isinstance(config, dict) else None
         route = self._routes.get(type_)
         if route is None:

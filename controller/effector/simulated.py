@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from controller.effector.apiserver import ApiServerState
 from controller.effector.port import Effects
@@ -64,6 +64,7 @@ from controller.effector.simulated_objects import (
     with_taints,
 )
 from streams.events import Event, make_event, parse_time
+from streams.payloads import DecisionKind, EffectPayload, as_json
 
 DEFAULT_GRACE = timedelta(seconds=30)
 DEFAULT_STARTUP_DELAY = timedelta(seconds=5)
@@ -221,18 +222,26 @@ def _time(value: Any) -> datetime | None:
     return None
 
 
-def _kind(decision: Event) -> str:
-    return str(decision.data.get("kind") or decision.type.removeprefix("decision."))
+def _kind(decision: Event) -> DecisionKind:
+    # a decision record's type names its kind (validated when it was written)
+    return cast(
+        DecisionKind, str(decision.data.get("kind") or decision.type.removeprefix("decision."))
+    )
 
 
 def _effect(decision: Event, at: datetime, target: str) -> Event:
-    data = {"decision": decision.id, "kind": _kind(decision), "target": target}
-    return make_event("effect.applied", at, data, cause=decision.id)
+    data: EffectPayload = {"decision": decision.id, "kind": _kind(decision), "target": target}
+    return make_event("effect.applied", at, as_json(data), cause=decision.id)
 
 
 def _failed(decision: Event, target: str, error: str) -> Event:
-    data = {"decision": decision.id, "kind": _kind(decision), "target": target, "error": error}
-    return make_event("effect.failed", decision.at, data, cause=decision.id)
+    data: EffectPayload = {
+        "decision": decision.id,
+        "kind": _kind(decision),
+        "target": target,
+        "error": error,
+    }
+    return make_event("effect.failed", decision.at, as_json(data), cause=decision.id)
 
 
 def _watch(decision: Event, at: datetime, resource: str, kind: str, obj: JSON) -> Event:

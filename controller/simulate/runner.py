@@ -24,6 +24,7 @@ from projections.world import World
 from streams.backends import open_log
 from streams.backends.memory import MemoryLog
 from streams.events import Event, make_event
+from streams.payloads import ConfigPayload, as_json
 
 __all__ = ["QUIET_TICK_LIMIT", "RunResult", "Simulation", "save_log"]
 
@@ -71,9 +72,8 @@ class Simulation:
             effector=self.cluster,
             triggers=TriggerSet.from_config(self.config, start=start),
         )
-        applied = make_event(
-            "config.applied", start, {"config": dict(self.config.raw), "source": self.config_source}
-        )
+        payload: ConfigPayload = {"config": dict(self.config.raw), "source": self.config_source}
+        applied = make_event("config.applied", start, as_json(payload))
         self.step.fold(loop.write([applied]))
         loop.push(ordered)
         self.result.decisions = loop.run(until=until or ordered[-1].at)
