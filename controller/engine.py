@@ -21,10 +21,9 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from zoneinfo import ZoneInfo
 
 from controller.builtins import BUILTIN_ACTIONS, BUILTIN_PLUGINS
-from controller.framework.config import TideConfig
+from controller.framework.config import TideConfig, plugin_context, plugin_entries
 from controller.framework.plugin import Action, ActionSpec, Plugin, PluginContext, PluginSpec
 from controller.framework.session import open_session
 from projections.world import PolicyInputs
@@ -59,16 +58,10 @@ def build_cycle(
     cached = _CACHE.get(config)
     if cached is not None and cached.registry is registry and cached.action_registry is actions:
         return cached
-    ctx = PluginContext(
-        timezone=ZoneInfo(config.timezone), scheduler_name=config.scheduler_name, options={}
-    )
+    ctx = plugin_context(config)
     plugins: dict[str, Plugin] = {}
-    for tier in config.tiers:
-        for conf in tier.plugins:
-            spec = registry.get(conf.name)
-            if spec is None or conf.name in plugins:
-                continue
-            args = conf.args if conf.args is not None else spec.parse_args(conf.arguments)
+    for conf, spec, args in plugin_entries(config, registry):
+        if conf.name not in plugins:
             plugins[conf.name] = spec.build(args, ctx)
     built_actions: list[Action] = []
     for name in config.actions:

@@ -15,7 +15,7 @@ unset enable flag of a plugin entry is filled with true.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +27,7 @@ import yaml
 
 from controller.framework.durations import parse_duration
 from controller.framework.errors import ConfigError
-from controller.framework.plugin import ActionSpec, PluginSpec
+from controller.framework.plugin import ActionSpec, PluginContext, PluginSpec
 from controller.framework.tiers import PluginConf, TierConf, default_flags
 
 PluginRegistry = Mapping[str, PluginSpec]
@@ -78,6 +78,33 @@ class TideConfig:
     warnings: tuple[str, ...] = ()
     #: action name -> its parsed arguments (from the action's ``parse_args``).
     action_args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def plugin_context(config: TideConfig) -> PluginContext:
+    """What every plugin of ``config`` may know besides its arguments (zone, scheduler)."""
+    return PluginContext(
+        timezone=ZoneInfo(config.timezone), scheduler_name=config.scheduler_name, options={}
+    )
+
+
+def plugin_entries(
+    config: TideConfig, registry: Mapping[str, PluginSpec]
+) -> Iterator[tuple[PluginConf, PluginSpec, Any]]:
+    """Every plugin entry of every tier, in order, with its spec and parsed arguments.
+
+    Entries naming a plugin missing from ``registry`` are skipped (the loader has warned).
+    Arguments already validated by :func:`load_config` are reused, not parsed again.
+    """
+    for tier in config.tiers:
+        for conf in tier.plugins:
+            spec = registry.get(conf.name)
+            if spec is None:
+                continue
+            yield (
+                conf,
+                spec,
+                conf.args if conf.args is not None else spec.parse_args(conf.arguments),
+            )
 
 
 def load_config(

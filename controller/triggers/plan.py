@@ -39,12 +39,11 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from controller.builtins import BUILTIN_PLUGINS
-from controller.framework.config import TideConfig
+from controller.framework.config import TideConfig, plugin_context, plugin_entries
 from controller.framework.plugin import (
     TICK_RANK,
     Cron,
     Interval,
-    PluginContext,
     PluginSpec,
     Schedule,
 )
@@ -73,20 +72,15 @@ class TriggerConfig:
         different triggers for each entry's arguments); the first declaration of a trigger
         name wins.
         """
-        tz = ZoneInfo(config.timezone)
-        ctx = PluginContext(timezone=tz, scheduler_name=config.scheduler_name, options={})
+        ctx = plugin_context(config)
         schedules: dict[str, Schedule] = {}
-        for tier in config.tiers:
-            for conf in tier.plugins:
-                spec = plugins.get(conf.name)
-                if spec is None or spec.schedules is None:
-                    continue
-                args = conf.args if conf.args is not None else spec.parse_args(conf.arguments)
+        for _, spec, args in plugin_entries(config, plugins):
+            if spec.schedules is not None:
                 for schedule in spec.schedules(args, ctx):
                     schedules.setdefault(schedule.name, schedule)
         return cls(
             tick=config.tick,
-            timezone=tz,
+            timezone=ctx.timezone,
             schedules=tuple(schedules[name] for name in sorted(schedules)),
         )
 
