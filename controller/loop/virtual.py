@@ -73,6 +73,8 @@ class VirtualLoop:
         without triggers). Returns the decisions written."""
         step = self.step
         triggers = self.triggers
+        if until is None and triggers is not None:
+            raise ValueError("a loop with triggers needs an end: they fire forever")
         while True:
             next_trigger = triggers.peek() if triggers is not None else None
             next_item = self._queue[0][0] if self._queue else None
@@ -127,6 +129,5 @@ class VirtualLoop:
             self.decisions.append(decision)
             effects = self.effector.apply(decision)
             if effects.now:
-                for added in self.write(effects.now):
-                    self.step.fold([added])
+                self.step.fold(self.write(effects.now))
             self.push(effects.later, rank=_EFFECT)

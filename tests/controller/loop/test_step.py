@@ -136,6 +136,16 @@ def test_the_virtual_loop_orders_equal_times_and_moves_its_clock_forward() -> No
         loop.clock.advance(at(0))
 
 
+def test_a_loop_with_triggers_needs_an_end() -> None:
+    from controller.triggers import TriggerSet
+
+    config = load_config(CONFIG)
+    step = Step(config=config, eviction=None)
+    loop = VirtualLoop(step, log=MemoryLog(), triggers=TriggerSet.from_config(config, start=at(0)))
+    with pytest.raises(ValueError, match="needs an end"):
+        loop.run(until=None)
+
+
 def test_a_simulation_writes_a_trigger_and_its_decisions_in_one_batch() -> None:
     from controller.simulate.runner import Simulation
 
