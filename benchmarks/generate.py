@@ -1,10 +1,10 @@
 """A deterministic generator of a large, realistic tide recording (JSON Lines).
 
-The recording is what a capture of a co-located cluster would hold (DESIGN.md,
-"Recording"): one ``{"at", "type", "data"}`` object per line with sorted keys, in time
-order. It starts with the initial list (queues, nodes, PodGroups, pods, one round of
-metric samples) and goes on with churn: pod restarts (some ``OOMKilled``), pods
-deleted and recreated by their owners, node heartbeats and more metric rounds.
+The recording is what a capture of a co-located cluster would hold (the format
+:mod:`streams.recording` reads): one ``{"at", "type", "data"}`` object per line with sorted keys, in
+time order. It starts with the initial list (queues, nodes, PodGroups, pods, one round of metric
+samples) and goes on with churn: pod restarts (some ``OOMKilled``), pods deleted and recreated by
+their owners, node heartbeats and more metric rounds.
 
 Everything is drawn from one ``random.Random(seed)``; no wall clock is read, so the
 same options always give the same bytes. Default size: 5,000 nodes (10 % in revocable

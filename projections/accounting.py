@@ -1,4 +1,9 @@
-"""Node accounting (spec §1.5) and the in-flight decision overlay record.
+"""Node accounting and the in-flight decision overlay record.
+
+Accounting is Volcano's ``NodeInfo.AddTask`` / ``NodeInfo.RemoveTask`` (volcano-sh/volcano
+pkg/scheduler/api/node_info.go): a Releasing task takes its request from ``idle`` and adds
+it to ``releasing`` and ``used``; a Pipelined task adds it to ``pipelined`` only; any other
+status takes it from ``idle`` and adds it to ``used``. Removing reverses the stored copy.
 
 Kept apart from :mod:`projections.cluster` so that sessions (which copy nodes and move
 tasks on them) can use the very same arithmetic as the fold.
@@ -26,7 +31,10 @@ class Overlay:
 
 
 def node_add(node: NodeInfo, task: TaskInfo, key: str | None = None) -> None:
-    """Account ``task`` on ``node`` (spec §1.5); ``key`` saves recomputing ``task.key``."""
+    """Account ``task`` on ``node`` (Volcano's ``NodeInfo.AddTask``).
+
+    ``key`` saves recomputing ``task.key``.
+    """
     request = task.resreq
     if task.status == _PIPELINED:
         node.pipelined.add(request)

@@ -1,7 +1,8 @@
 """The cluster projection: Kubernetes watch events and in-flight decisions → Volcano's model.
 
 ``ClusterState`` folds ``k8s.watch`` records of ``nodes``, ``pods``, ``podgroups`` and
-``queues`` into :mod:`projections.model` objects with Volcano's semantics (spec §1), and
+``queues`` into :mod:`projections.model` objects with Volcano's semantics (volcano-sh/volcano
+pkg/scheduler/api and the snapshot in pkg/scheduler/cache/cache.go), and
 keeps them indexed for sessions: ``nodes[name].tasks``, ``jobs[id].tasks``, ``pending``
 (the Pending tasks) and ``version`` (bumped on every change, so a caller can tell that
 nothing moved since its last look).
@@ -21,13 +22,13 @@ drops it when no task is left). A pod without a group is an implicit job of one,
 advances it. PriorityClasses are not on the log: a job's priority is the class value
 learned from pods that carry it (``priority_classes``), see :mod:`projections.objects`.
 
-Nodes. Accounting follows spec §1.5 incrementally (Pipelined adds to ``pipelined`` only,
-Releasing to ``releasing`` and ``used``, every other status to ``used``; ``idle`` =
-``allocatable - used``). Succeeded and Failed tasks are not placed on their node. A task on
-a node not seen yet creates a *placeholder* node (not Ready, nothing allocatable), filled in
-when the Node arrives. One difference from Volcano: adding a Binding task that does not
-fit ``idle`` is accounted anyway (Volcano's cache would refuse it and log): a fold never
-fails, and the engine that issued the bind had checked the fit.
+Nodes. Accounting follows Volcano's ``NodeInfo.AddTask`` incrementally (Pipelined adds to
+``pipelined`` only, Releasing to ``releasing`` and ``used``, every other status to ``used``;
+``idle`` = ``allocatable - used``). Succeeded and Failed tasks are not placed on their node. A task
+on a node not seen yet creates a *placeholder* node (not Ready, nothing allocatable), filled in when
+the Node arrives. One difference from Volcano: adding a Binding task that does not fit ``idle`` is
+accounted anyway (Volcano's cache would refuse it and log): a fold never fails, and the engine that
+issued the bind had checked the fit.
 
 Decisions are folded as in-flight overlays (``docs/ARCHITECTURE.md``): ``decision.evict``
 makes the task Releasing until a watch shows it deleting, terminated or gone, or an

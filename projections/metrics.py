@@ -10,7 +10,7 @@ Only decisions with ``source == "pressure"`` count. What is kept:
 
 * ``totals[(koordlet reason, reason code)]`` — eviction decisions; the koordlet reason is
   ``cpu_pressure``, ``memory_pressure``, ``oom_risk``, ``faulty_pod``,
-  ``predicted_pressure`` (Koordinator's eviction reasons), the code tide's reason
+  ``predicted_pressure`` (tide's eviction reasons, in the koordlet's style), the code tide's reason
   code (``faulty_pod`` is ``faulty-oom`` or ``faulty-memory-leak``);
 * ``latencies`` — seconds from each decision (whose ``at`` is its trigger's) to its
   ``effect.applied`` (the notice delay included), and ``applied``, how many;

@@ -1,5 +1,7 @@
-"""Volcano's scheduling model (``../shared/spec/volcano.md`` §1): resources, tasks, jobs,
-nodes and queues, as folded from raw Kubernetes JSON.
+"""Volcano's scheduling model: resources, tasks, jobs, nodes and queues, as folded from raw
+Kubernetes JSON (volcano-sh/volcano pkg/scheduler/api: ``resource_info.go`` ``Resource``,
+``job_info.go`` ``TaskInfo``/``JobInfo``, ``node_info.go`` ``NodeInfo``, ``types.go``
+``TaskStatus``).
 
 These are plain mutable objects owned by the cluster projection. Policy sessions must
 not mutate them in place: a session works on copies of the objects it changes.
@@ -56,7 +58,14 @@ class Resource:
         return all(v < MIN_RESOURCE for k, v in self.scalars.items() if k != "pods")
 
     def less_equal(self, other: Resource, *, infinite_default: bool = False) -> bool:
-        """Volcano's LessEqual with the 0.1 tolerance (spec §1.1)."""
+        """Every dimension of ``self`` ≤ ``other``, each with a 0.1 tolerance.
+
+        Volcano's ``Resource.LessEqual`` (volcano-sh/volcano
+        pkg/scheduler/api/resource_info.go): ``a ≤ b`` means ``a < b or |a - b| < 0.1``. With
+        the zero default a scalar missing in ``other`` counts as 0; with ``infinite_default``
+        a scalar of ``other`` missing in ``self`` fails at once and one missing in ``other``
+        is skipped (infinite).
+        """
 
         def le(a: float, b: float) -> bool:
             return a < b or abs(a - b) < MIN_RESOURCE
@@ -91,7 +100,11 @@ class Resource:
 
 
 class TaskStatus(enum.IntEnum):
-    """Volcano's task status (spec §1.2)."""
+    """Volcano's task status (volcano-sh/volcano pkg/scheduler/api/types.go, ``TaskStatus``).
+
+    Pod phase → status follows ``getTaskStatus`` (pkg/scheduler/api/helpers.go): a deleting
+    pod is Releasing, a Pending pod with a node is Bound, else the phase of the same name.
+    """
 
     PENDING = 1
     ALLOCATED = 2
@@ -152,7 +165,12 @@ class TaskInfo:
 
 @dataclass(slots=True)
 class JobInfo:
-    """A PodGroup (or an implicit job of one pod) with its tasks (spec §1.4)."""
+    """A PodGroup (or an implicit job of one pod) with its tasks.
+
+    Mirrors Volcano's ``JobInfo`` (volcano-sh/volcano pkg/scheduler/api/job_info.go): the
+    gang minimum, per-role minimums, queue, priority, preemptable flag and disruption budget
+    come from the PodGroup (see :mod:`projections.objects`).
+    """
 
     uid: str
     namespace: str
@@ -181,7 +199,11 @@ class JobInfo:
 
 @dataclass(slots=True)
 class NodeInfo:
-    """A node with its running accounting (spec §1.5)."""
+    """A node with its running accounting (``idle``, ``used``, ``releasing``, ``pipelined``).
+
+    Mirrors Volcano's ``NodeInfo`` (volcano-sh/volcano pkg/scheduler/api/node_info.go); the
+    arithmetic is :func:`projections.accounting.node_add` / ``node_remove``.
+    """
 
     name: str
     allocatable: Resource

@@ -1,4 +1,5 @@
-"""Raw Node, PodGroup and Queue JSON → model fields (spec §1.4-1.6).
+"""Raw Node, PodGroup and Queue JSON → model fields (volcano-sh/volcano pkg/scheduler/api:
+``job_info.go``, ``node_info.go``, ``queue_info.go``).
 
 Job-level rules, from Volcano's ``JobInfo.SetPodGroup`` and the PodGroup controller:
 

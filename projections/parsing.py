@@ -3,7 +3,8 @@
 The cluster fold parses the same few strings (``"500m"``, ``"2Gi"``, one creation second)
 hundreds of thousands of times. ``streams.quantity`` is exact (``Fraction``) and therefore
 slow; here each distinct string is parsed once and the float kept in a bounded dict.
-Units follow Volcano's ``NewResource`` (spec §1.1): cpu in milli, memory in bytes
+Units follow Volcano's ``NewResource`` (volcano-sh/volcano pkg/scheduler/api/resource_info.go):
+cpu in milli, memory in bytes
 (``Quantity.Value``, rounded up), ``pods`` plain, every other scalar in milli.
 
 An invalid quantity counts as 0: bad records are quarantined by ``streams.validation``

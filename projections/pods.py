@@ -1,4 +1,8 @@
-"""A raw Pod → a :class:`~projections.model.TaskInfo`, with Volcano's rules (spec §1.2-1.3).
+"""A raw Pod → a :class:`~projections.model.TaskInfo`, with Volcano's rules.
+
+The rules are ``NewTaskInfo`` (volcano-sh/volcano pkg/scheduler/api/job_info.go),
+``getTaskStatus`` (pkg/scheduler/api/helpers.go) and ``GetPodPreemptable`` /
+``GetPodRevocableZone`` (pkg/scheduler/api/pod_info.go).
 
 This is the hot path of the cluster fold (one call per pod watch event), so it reads the
 raw JSON directly, parses each distinct quantity once (``projections.parsing``) and
@@ -66,7 +70,11 @@ _LABEL_KEYS = frozenset({PREEMPTABLE, TASK_SPEC, QOS_LABEL})
 
 
 def task_status(phase: Any, node_name: str, deleting: bool) -> TaskStatus:
-    """Volcano's ``getTaskStatus`` (spec §1.2)."""
+    """Volcano's ``getTaskStatus`` (volcano-sh/volcano pkg/scheduler/api/helpers.go).
+
+    Running or Pending with a deletion timestamp → Releasing; Running → Running; Pending →
+    Bound when it names a node, else Pending; Succeeded, Failed, Unknown map by name.
+    """
     if phase == "Running":
         return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
     if phase == "Pending":

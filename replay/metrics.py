@@ -7,8 +7,10 @@ The numbers are :class:`projections.metrics.EvictionMetrics`, a fold of the log;
 ``REGISTRY.register(MetricsCollector(metrics))``): both give the same numbers for the
 same log. The collector builds metric families from the fold's state (no
 ``prometheus_client`` counters with wall-clock ``_created`` samples), so :func:`render` is
-deterministic. The names follow the koordlet's metrics (``koordlet_`` prefix, Koordinator's
-eviction reasons as the ``reason`` label).
+deterministic. The names take the koordlet's ``koordlet_`` prefix; the metric set and the
+``reason`` values are tide's design (beyond upstream koordlet, which exports only
+``koordlet_pod_eviction{node, reason}`` and ``koordlet_pod_eviction_detail``:
+koordinator-sh/koordinator pkg/koordlet/metrics).
 
 Only decisions with ``source == "pressure"`` count. Metrics:
 

@@ -1,6 +1,7 @@
 """JSON Lines recordings: reading them onto a log and writing logs back out.
 
-A recording is one event per line (see DESIGN.md, "Recording"). Reading never stops at
+A recording is one event per line (an object with ``at``, ``type``, ``data`` and an
+optional ``id``). Reading never stops at
 a bad line: a line that is not JSON, not an object, lacks ``at`` or ``type``, has a bad
 ``at``, an unknown type or a payload that fails :func:`streams.validation.validate` is
 set aside as a :class:`~streams.log.Quarantined` with its line number and reason, and

@@ -1,4 +1,6 @@
-"""The ``allocate`` action: place pending pods, queue by queue, job by job (spec §8).
+"""The ``allocate`` action: place pending pods, queue by queue, job by job.
+
+Upstream: volcano-sh/volcano pkg/scheduler/actions/allocate/allocate.go, ``Action.Execute``.
 
 Only Pending, non-BestEffort tasks of pods addressed to tide (``spec.schedulerName`` ==
 the configured ``schedulerName``) of valid session jobs are placed. Queues are taken in

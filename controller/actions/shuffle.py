@@ -1,4 +1,8 @@
-"""The ``shuffle`` action: evict the victims that plugins nominate (spec ``volcano.md`` §9).
+"""The ``shuffle`` action: evict the victims that plugins nominate.
+
+Upstream: volcano-sh/volcano pkg/scheduler/actions/shuffle/shuffle.go, ``Action.Execute``
+(the only caller of ``Session.VictimTasks``, so TDM's and rescheduling's victim functions
+act only when ``shuffle`` is among the configured actions).
 
 Candidates are the Running tasks of session jobs; ``ssn.victim_tasks`` asks every
 enabled victim function (tdm, rescheduling) and returns the first non-empty tier's

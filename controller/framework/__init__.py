@@ -17,7 +17,8 @@ Where things are:
   with :mod:`~controller.framework.search` its proven-equal hot path and
   :mod:`~controller.framework.util` the feasible-node count;
   :mod:`~controller.framework.simulate` — scratch node copies for what-if (dry runs);
-  :mod:`~controller.framework.jobs` — gang counting (spec §1.4).
+  :mod:`~controller.framework.jobs` — gang counting (Volcano's ``JobInfo`` methods,
+  volcano-sh/volcano pkg/scheduler/api/job_info.go).
 
 Everything here is pure and synchronous: no clock but ``Session.now``, no randomness, sorted
 iteration, and the projection is never mutated.

@@ -1,7 +1,7 @@
 """The framework's error tree.
 
 Configuration mistakes must stop startup with a message naming the offending key and
-value (DESIGN "Bad input"), so every parse step raises :class:`ConfigError` with a
+value, so every parse step raises :class:`ConfigError` with a
 dotted key path; nothing is logged and ignored as Volcano's ``Arguments.GetInt`` does.
 
     TideFrameworkError

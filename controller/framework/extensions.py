@@ -2,7 +2,9 @@
 
 Kept apart from :mod:`controller.framework.session` (which holds the view and the
 aggregation rules) so each stays readable: this half answers "which callables take part
-in a question, in which order" (tiers, per-entry enable flags, spec §2.1), and keeps the
+in a question, in which order" (tiers, per-entry enable flags that count only when set
+and true, as volcano-sh/volcano pkg/scheduler/framework/session_plugins.go ``isEnabled``),
+and keeps the
 memos that keyed callables allow (``add_predicate_fn(key=...)``). The simulate hooks'
 walks live here too (:meth:`Extensions.simulate_predicate` and the others): they are
 plain tier walks, run by :class:`controller.framework.simulate.Scratch`.

@@ -1,4 +1,8 @@
-"""Job counting helpers (Volcano's ``JobInfo`` methods, spec §1.4) over the model.
+"""Job counting helpers over the model: Volcano's ``JobInfo`` methods.
+
+Upstream: volcano-sh/volcano pkg/scheduler/api/job_info.go (``ReadyTaskNum``,
+``WaitingTaskNum``, ``ValidTaskNum``, ``IsReady``, ``IsPipelined``, ``IsStarving``,
+``CheckTaskValid``, ``CheckTaskPipelined``, ``CheckTaskReady``).
 
 The model's :class:`~projections.model.JobInfo` is a plain record; the gang arithmetic
 lives here so that gang, priority, tdm and the actions share one definition. Every

@@ -18,7 +18,7 @@ Allocate runs thousands of searches per cycle, so it calls :func:`fitting_nodes`
 (``predicate_nodes`` with ``allocate_check``, then ``prioritize_nodes`` +
 ``select_best_node``), visiting order, cursor and error cache included.
 
-Differences from Volcano, on purpose (DESIGN "Deterministic"):
+Differences from Volcano, on purpose (a session's outcome must depend only on the log):
 
 * :func:`predicate_nodes` checks nodes serially, in name order rotated by the session's
   ``predicate_cursor`` (Volcano: 16 goroutines and a process-global index, so the set

@@ -1,9 +1,13 @@
-"""Fallback orders used when no plugin decides a comparison (spec §2.2, §2.4).
+"""Fallback orders used when no plugin decides a comparison.
+
+Upstream: volcano-sh/volcano pkg/scheduler/framework/session_plugins.go
+(``Session.JobOrderFn``, ``Session.QueueOrderFn``: creation time, then UID) and, for
+tasks, ``CompareTask`` in pkg/controllers/job/helpers/helpers.go.
 
 Volcano falls back to creation time and then UID; tide adds namespace and name at the
 end so that every order is total even for objects with equal (or missing) UIDs, which
-makes a session's outcome independent of dict and heap order (DESIGN "every ordering
-ends in a deterministic tie-break").
+makes a session's outcome independent of dict and heap order (every ordering ends in a
+deterministic tie-break).
 """
 
 from __future__ import annotations
@@ -52,7 +56,11 @@ def pod_index(name: str) -> int | None:
 
 
 def task_fallback(left: TaskInfo, right: TaskInfo) -> int:
-    """Spec §2.4: smaller pod index, then earlier creation, then UID, namespace, name."""
+    """Smaller pod index, then earlier creation, then UID, namespace, name.
+
+    The pod index is the last dash-separated part of a name of at least three parts, when
+    it is an integer (Volcano's ``CompareTask``); namespace and name are tide's tie-break.
+    """
     li, ri = pod_index(left.name), pod_index(right.name)
     if li is not None and ri is not None and li != ri:
         return -1 if li < ri else 1

@@ -1,10 +1,12 @@
 """The shapes of a plugin and an action, and the registry entries that build them.
 
-A plugin answers scheduling questions; an action walks the session and stages
-operations (STYLE §3.5, §3.6). Both are built once per configuration from typed,
-validated arguments (``parse_args`` raises :class:`~controller.framework.errors.ConfigError`
-naming the key and value), unlike Volcano's untyped ``Arguments`` map that warns and
-moves on. A plugin module exposes::
+A plugin answers scheduling questions (it registers named callables when the session opens; the
+session walks the tiers and combines the answers); an action walks the session and stages operations
+on a statement, which commit turns into decision events (as volcano-sh/volcano's ``Session.Add*Fn``
+and ``Statement``, pkg/scheduler/framework). Both are built once per configuration from typed,
+validated arguments (``parse_args`` raises :class:`~controller.framework.errors.ConfigError` naming
+the key and value), unlike Volcano's untyped ``Arguments`` map that warns and moves on. A plugin
+module exposes::
 
     NAME: str
     def parse_args(raw: Mapping[str, Any]) -> Args

@@ -1,9 +1,10 @@
 """Extension points: the questions a session asks its plugins, as typed callables.
 
-Volcano keeps about forty ``map[string]XxxFn`` on its session; we name the callable
-shapes once here so that plugins, the session and the actions agree on them (spec
-``volcano.md`` §2.2). Votes and fit statuses keep Volcano's numeric values, because
-the aggregation rules are written in terms of them (``vote < 0`` rejects, and so on).
+Volcano keeps about forty ``map[string]XxxFn`` on its session; we name the callable shapes once here
+so that plugins, the session and the actions agree on them (volcano-sh/volcano
+pkg/scheduler/api/types.go declares the Go function types). Votes and fit statuses keep Volcano's
+numeric values, because the aggregation rules are written in terms of them (``vote < 0`` rejects,
+and so on).
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ class Vote(enum.IntEnum):
 
 
 class FitStatus(enum.IntEnum):
-    """Kubernetes framework status codes carried by a :class:`FitError` (spec §5.5)."""
+    """Kubernetes framework status codes carried by a :class:`FitError`.
+
+    Same values as kubernetes/kubernetes pkg/scheduler/framework/interface.go ``Code``.
+    """
 
     SUCCESS = 0
     ERROR = 1
@@ -67,7 +71,7 @@ class FitError(Exception):
         return f"FitError({self.status.name}, {self.reason!r}, plugin={self.plugin!r})"
 
 
-#: What a node-order function may raise to zero its node's score (spec §2.2 ``(0, err)``).
+#: What a node-order function may raise to zero its node's score (upstream ``(0, err)``).
 SCORE_ERRORS: tuple[type[Exception], ...] = (FitError, ValueError)
 
 
@@ -99,7 +103,7 @@ TaskOrderFn = Callable[[TaskInfo, TaskInfo], int]
 QueueOrderFn = Callable[[QueueInfo, QueueInfo], int]
 #: Returns None when the node fits; raises :class:`FitError` otherwise.
 PredicateFn = Callable[[TaskInfo, NodeInfo], None]
-#: A score; raising aborts the node's whole session score (spec §2.2, ``(0, err)``).
+#: A score; raising aborts the node's whole session score (upstream ``(0, err)``).
 NodeOrderFn = Callable[[TaskInfo, NodeInfo], float]
 #: ``(preemptor, preemptees) -> (victims, vote)``; used for preemptable and reclaimable.
 EvictableFn = Callable[[TaskInfo, Sequence[TaskInfo]], tuple[list[TaskInfo], Vote]]

@@ -1,4 +1,10 @@
-"""Resource arithmetic the model's :class:`Resource` leaves out (spec §1.1, §5.4).
+"""Resource arithmetic the model's :class:`Resource` leaves out.
+
+The operations are Volcano's ``Resource`` methods used by the proportion plugin and the
+actions (volcano-sh/volcano pkg/scheduler/api/resource_info.go, e.g. ``Multi``,
+``MinDimensionResource``, ``LessEqualWithDimension``, which compares only the dimensions
+the request asks for, without tolerance) and ``NodeInfo.FutureIdle`` (node_info.go:
+``idle + releasing − pipelined``).
 
 Pure functions returning new vectors (never mutating their arguments), because session
 code works on objects it shares with the projection. ``fits`` is the allocation hot

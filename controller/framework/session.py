@@ -1,13 +1,14 @@
 """The session: one decision cycle's view of the world and its plugins' answers.
 
-Plugins register named callables on open (``add_*_fn``); actions ask questions through
-the dispatch methods, which walk the tiers exactly as Volcano's ``session_plugins.go``
-does (spec ``volcano.md`` §2.2, §2.3). A session is pure: its only clock is ``now``
-(the trigger's time), its state is the world folded up to the trigger plus the
-session's own copy-on-write changes (:mod:`controller.framework.view`), and what it
-produces is the list of committed decision events in ``decisions``.
+Plugins register named callables on open (``add_*_fn``); actions ask questions through the dispatch
+methods, which walk the tiers exactly as Volcano's ``session_plugins.go`` does (volcano-sh/volcano
+pkg/scheduler/framework/session_plugins.go: ``Session.Preemptable``, ``Session.NodeOrderFn``,
+``Session.JobPipelined`` and the rest). A session is pure: its only clock is ``now`` (the trigger's
+time), its state is the world folded up to the trigger plus the session's own copy-on-write changes
+(:mod:`controller.framework.view`), and what it produces is the list of committed decision events in
+``decisions``.
 
-Differences from Volcano, on purpose (DESIGN "Deterministic"):
+Differences from Volcano, on purpose (a session's outcome must depend only on the log):
 
 * :meth:`victim_tasks` returns a de-duplicated (by task key) list sorted by
   ``(namespace, name)``, each :class:`Victim` carrying the nominating plugin as
@@ -81,7 +82,8 @@ class Session(Extensions):
         self.tasks = self.view.tasks
         self.plugins: dict[str, Plugin] = {}
         self.decisions: list[Event] = []
-        #: Session-local rotating start index of ``predicate_nodes`` (spec §4.2).
+        #: Session-local rotating start index of ``predicate_nodes`` (Volcano keeps a
+        #: process-global one: pkg/scheduler/util/predicate_helper.go, ``PredicateNodes``).
         self.predicate_cursor = 0
 
     def _compare(self, point: str, left: Any, right: Any) -> int:
@@ -108,7 +110,10 @@ class Session(Extensions):
             fn(task, node)
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
-        """Sum of scores; a plugin raising FitError/ValueError zeroes the node (spec §2.2)."""
+        """Sum of scores; a plugin raising FitError/ValueError zeroes the node.
+
+        Volcano's ``Session.NodeOrderFn`` returns ``(0, err)`` at the first plugin error.
+        """
         score = 0.0
         try:
             for fn in self.flat("node_order"):
@@ -120,7 +125,7 @@ class Session(Extensions):
     def _evictable(
         self, point: str, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
     ) -> list[TaskInfo]:
-        victims: list[TaskInfo] = []  # empty means "not decided yet" (spec §2.3)
+        victims: list[TaskInfo] = []  # empty means "not decided yet", as upstream
         for row in self.chain(point):
             for _, fn in row:
                 candidates, vote = fn(preemptor, preemptees)
@@ -139,7 +144,13 @@ class Session(Extensions):
         return victims
 
     def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Tier-wise intersection; an empty answer cancels only its tier (spec §2.3)."""
+        """Tier-wise intersection; an empty answer cancels only its tier.
+
+        Volcano's ``Session.Preemptable``: an abstaining plugin is skipped, the first
+        non-abstaining one seeds the victims, later ones intersect by UID; a plugin
+        answering no candidates clears the victims and ends its tier; the first tier that
+        ends with victims decides.
+        """
         return self._evictable("preemptable", preemptor, preemptees)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:

@@ -1,11 +1,12 @@
 """Statements: staged evict / pipeline / allocate operations, committed as decisions.
 
-Actions stage, they do not act (STYLE §3.6). Each operation changes the session view at
-once (so later questions see it) and runs the plugins' event handlers; :meth:`commit`
-turns the evictions and allocations into ``decision.evict`` / ``decision.bind`` events
-(``at`` = the trigger's time, ``cause`` = the trigger's id), and :meth:`discard` undoes
-the operations in reverse order (spec ``volcano.md`` §3). A pipeline produces no event:
-it only reserves room in the session for a task waiting on releasing resources.
+Actions stage, they do not act: only the effector touches the cluster. Each operation changes the
+session view at once (so later questions see it) and runs the plugins' event handlers;
+:meth:`commit` turns the evictions and allocations into ``decision.evict`` / ``decision.bind``
+events (``at`` = the trigger's time, ``cause`` = the trigger's id), and :meth:`discard` undoes the
+operations in reverse order (volcano-sh/volcano pkg/scheduler/framework/statement.go,
+``Statement.Commit`` / ``Statement.Discard``). A pipeline produces no event: it only reserves room
+in the session for a task waiting on releasing resources.
 
 Difference from Volcano: discarding an eviction restores the task exactly as it was
 (Volcano sets the status to Running regardless, so a Bound victim came back Running).

@@ -1,9 +1,10 @@
 """Tiers of plugin entries, with Volcano's per-entry enable flags.
 
-Inside the framework a flag counts only when it is set and true (spec §2.1): unset is
-off. The configuration loader fills unset flags with true, as Volcano's loader does,
-so a pasted Volcano configuration behaves the same; tiers built by hand (in tests)
-enable only what they name. :meth:`PluginConf.of` builds such hand-made entries.
+Inside the framework a flag counts only when it is set and true (volcano-sh/volcano
+pkg/scheduler/framework/session_plugins.go, ``isEnabled``): unset is off. The configuration loader
+fills unset flags with true, as Volcano's loader does, so a pasted Volcano configuration behaves the
+same; tiers built by hand (in tests) enable only what they name. :meth:`PluginConf.of` builds such
+hand-made entries.
 """
 
 from __future__ import annotations

@@ -401,7 +401,7 @@ class ClusterView:
         """
         return id(job), self._job_versions.get(job.id, 0)
 
-    # -- node accounting (spec §1.5) ---------------------------------------------------
+    # -- node accounting (Volcano's NodeInfo.AddTask / RemoveTask) ---------------------
 
     def node_add_task(self, name: str, task: TaskInfo) -> None:
         """Volcano's ``NodeInfo.AddTask`` on the session's clone of node ``name``."""

@@ -1,6 +1,7 @@
 """The ``conformance`` plugin: never preempt or reclaim cluster-critical pods.
 
-Spec ``volcano.md`` §5.3: preemptees in namespace ``kube-system`` or with priority class
+Upstream: volcano-sh/volcano pkg/scheduler/plugins/conformance/conformance.go,
+``conformancePlugin.OnSessionOpen``: preemptees in namespace ``kube-system`` or with priority class
 ``system-cluster-critical`` / ``system-node-critical`` are dropped from the candidates;
 the rest are returned with Permit. (Volcano registers no victim-tasks function here, so
 shuffle's victims are not filtered by this plugin; neither are tide's.)

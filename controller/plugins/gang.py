@@ -1,6 +1,7 @@
 """The ``gang`` plugin: a job runs only when ``minAvailable`` of its tasks can.
 
-Spec ``volcano.md`` §5.1. A job is valid when it has enough valid tasks (overall and per
+Upstream: volcano-sh/volcano pkg/scheduler/plugins/gang/gang.go, ``gangPlugin.OnSessionOpen``.
+A job is valid when it has enough valid tasks (overall and per
 role); ready when enough are allocated; pipelined when enough are allocated or waiting
 on releasing resources. As a preemptable function it never lets a victim break a gang:
 a job gives up tasks only while its ready count stays above ``minAvailable``.

@@ -1,7 +1,9 @@
 """The ``predicates`` plugin: may this pod go on this node at all (resources aside)?
 
-Spec ``volcano.md`` §5.5. Resource fit is the allocate action's business (it checks
-``init_resreq ≤ future_idle`` itself); this plugin checks, in Kubernetes' filter order:
+Upstream: volcano-sh/volcano pkg/scheduler/plugins/predicates/predicates.go,
+``PredicatesPlugin.OnSessionOpen``, which runs Kubernetes' filter plugins. Resource fit is the
+allocate action's business (it checks ``init_resreq ≤ future_idle`` itself); this plugin checks, in
+Kubernetes' filter order:
 
 * the pod-count limit (``allocatable.pods`` ≤ tasks on the node → Unschedulable);
 * ``spec.unschedulable`` (unless the pod tolerates ``node.kubernetes.io/unschedulable``);

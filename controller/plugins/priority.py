@@ -1,6 +1,7 @@
 """The ``priority`` plugin: order jobs and tasks by priority; victims of lower priority.
 
-Spec ``volcano.md`` §5.2. Higher ``task.priority`` (``volcano.sh/task-priority``, else
+Upstream: volcano-sh/volcano pkg/scheduler/plugins/priority/priority.go,
+``priorityPlugin.OnSessionOpen``. Higher ``task.priority`` (``volcano.sh/task-priority``, else
 ``spec.priority``, default 1) schedules first; higher ``job.priority`` (the PodGroup's
 PriorityClass value) schedules first. As a preemptable function it lets a preemptor
 evict tasks of lower-priority jobs, or lower-priority tasks of its own job. It registers

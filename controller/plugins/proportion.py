@@ -1,4 +1,7 @@
-"""The ``proportion`` plugin: queues share the cluster by weight (spec ``volcano.md`` §5.4).
+"""The ``proportion`` plugin: queues share the cluster by weight.
+
+Upstream: volcano-sh/volcano pkg/scheduler/plugins/proportion/proportion.go,
+``proportionPlugin.OnSessionOpen``.
 
 Each queue with jobs gets a ``deserved`` share by weighted water-filling of the cluster's
 allocatable resources, capped by its real capability and its request and raised to its

@@ -1,4 +1,8 @@
-"""The ``reservation`` plugin: keep what a pressure eviction freed for LS pods (seed 003).
+"""The ``reservation`` plugin: keep what a pressure eviction freed for LS pods.
+
+This is tide's design (beyond upstream koordlet): the koordlet reserves nothing after an
+eviction (koordinator-sh/koordinator's koord-descheduler only reserves room for an evicted
+pod's replacement, in its migration controller).
 
 With ``eviction.schedulingOptimization.resourceReservation``, a pressure eviction holds
 the freed amount on its node for latency-sensitive pods for ``reservationDuration``:

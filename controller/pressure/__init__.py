@@ -1,4 +1,8 @@
-"""Pressure eviction (seed 003): Koordinator's koordlet eviction, as tide implements it.
+"""Pressure eviction: Koordinator's koordlet eviction, as tide implements it.
+
+Upstream: koordinator-sh/koordinator pkg/koordlet/qosmanager/plugins/cpuevict and
+memoryevict (the evictor loops, ``cpuEvictor`` and ``memoryEvictor``) and
+pkg/koordlet/qosmanager/plugins/util (the eviction executor).
 
 Entry points the loop wires in (all pure: the World folded so far, a record, the
 configuration; no clock, no I/O):
@@ -15,14 +19,15 @@ All policy state (cooldowns, streaks, rate windows, rounds, taints, reservations
 ``pressure`` projection (:mod:`projections.pressure`) plus the ``usage`` and ``oom``
 projections: the World must hold all three.
 
-Differences from Koordinator (``spec/koordinator.md`` §6): the koordlet has no faulty-pod,
-predictive, per-batch / per-minute limits, eviction taint, LS reservation, graceful
-batching or latency metrics; tide implements them as the seed describes. Its triggers are
-the seed's (pressure strictly above a percentage of capacity, stable over
-``pressureStableThreshold`` checks), not the koordlet's (BE satisfaction, time-window
-averages, ≥ threshold, lower = threshold − 2); victims are BE pods only (by the QoS
-label, or Kubernetes BestEffort without one — the koordlet's BE paths read the label
-only); the victim order adds the seed's running-time and OOM-count keys.
+Differences from Koordinator: the koordlet has no faulty-pod, predictive, per-batch /
+per-minute limits, eviction taint, LS reservation, graceful batching or latency metrics
+(its only rate control is a cool-time: 20 s for CPU, 4 s for memory); these are tide's
+design (beyond upstream koordlet). tide's triggers are pressure strictly above a
+percentage of capacity, stable over ``pressureStableThreshold`` checks, not the koordlet's
+(BE satisfaction, time-window averages, ≥ threshold, lower = threshold − 2); victims are BE
+pods only (by the QoS label, or Kubernetes BestEffort without one — the koordlet's BE
+paths read the label only); the victim order adds running-time and OOM-count keys that
+the koordlet does not have.
 """
 
 from __future__ import annotations

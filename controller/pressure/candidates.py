@@ -1,4 +1,9 @@
-"""Victims of pressure eviction: who may go, in which order, and how many (seed §9.4).
+"""Victims of pressure eviction: who may go, in which order, and how many.
+
+Upstream the koordlet sorts BE victims by priority, then usage (koordinator-sh/koordinator
+pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go, ``getBEPodEvictInfoAndSort``, and
+memoryevict/memory_evict.go), with no age or OOM-count key; the order below is tide's design (beyond
+upstream koordlet).
 
 Candidates are the pods on the node that are running (or bound and starting), not
 already terminating, and not evicted before. Their QoS class is ``TaskInfo.qos``: the
@@ -6,13 +11,12 @@ already terminating, and not evicted before. Their QoS class is ``TaskInfo.qos``
 ``LS``. CPU, memory and predictive eviction take only ``BE`` pods; faulty-pod eviction
 takes ``BE`` and ``LS``; ``LSR``, ``LSE`` and ``SYSTEM`` are never evicted by pressure.
 
-Order (seed §9.4's rule list): pod priority (``spec.priority``, 0 when unset) ascending,
+Order (tide's rule list): pod priority (``spec.priority``, 0 when unset) ascending,
 then usage of the pressured resource descending (latest ``metrics.pod``; none = 0), then
 running time ascending (newest ``status.startTime`` first, creation time when the pod has
 not started; a pod with neither counts as the newest), then OOM kill count descending,
-then namespace and name. The seed's worked example ranks BE-4 before BE-2 by OOM count
-although its rule list puts usage first; tide follows the rule list (the selected set of
-the example is the same).
+then namespace and name. Usage comes before the OOM count, so of two pods of equal
+priority the one using more goes first even when the other was OOM-killed more often.
 
 Victims are taken in that order until the freed amount reaches the target. Pods already
 terminating on the node count as freed before any victim is taken, so a round does not

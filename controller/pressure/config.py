@@ -1,6 +1,10 @@
-"""The ``eviction:`` part of the tide configuration (seed 003 §9.5, §9.9, §9.10).
+"""The ``eviction:`` part of the tide configuration.
 
-Keys and defaults follow the seed (camelCase, as Koordinator's ConfigMap writes them)::
+The section is tide's design (beyond upstream koordlet): koordinator-sh/koordinator's
+koordlet reads only thresholds, from the NodeSLO CRD ``spec.resourceUsedThresholdWithBE``
+(apis/slo/v1alpha1/nodeslo_types.go), and has no per-batch or per-minute limits, no
+faulty-pod, predictive or graceful eviction and no eviction taint. Keys are camelCase, as
+Koordinator's ConfigMaps write them; tide's defaults::
 
     eviction:
       enabled: true                       # tide's master switch for pressure eviction
@@ -19,8 +23,8 @@ Keys and defaults follow the seed (camelCase, as Koordinator's ConfigMap writes 
       adaptiveCooldown: true
       releaseMargin: 5
 
-Seed §9.5 writes ``cooldownPeriod``, ``maxEvictionPerMinute`` and ``maxEvictionPerBatch``
-at the top level of its example; written there they are the defaults of both
+``cooldownPeriod``, ``maxEvictionPerMinute`` and ``maxEvictionPerBatch`` may also be
+written at the top level of ``eviction:``; written there they are the defaults of both
 ``cpuEvict`` and ``memoryEvict`` (a per-resource key wins). Durations are Go durations
 (``60s``, ``1m30s``, ``500ms``) or plain numbers of seconds. Thresholds are percentages in
 (0, 100]; ``releaseMargin`` must stay below every eviction threshold. An invalid value
@@ -221,7 +225,7 @@ def _resource(
     top: _Section, name: str, default: ResourceEvict, warnings: list[str]
 ) -> ResourceEvict:
     section = _Section(top.get(name), top.key(name), warnings)
-    for key in _SHARED:  # seed §9.5 writes these at the top: defaults for both resources
+    for key in _SHARED:  # written at the top level: defaults for both resources
         value = top.get(key)
         if value is not None and not section.has(key):
             section.raw = {**section.raw, key: value}

@@ -1,4 +1,8 @@
-"""Faulty-pod eviction (seed §9.1, §9.2 problem 3): repeated OOM kills and memory leaks.
+"""Faulty-pod eviction: repeated OOM kills and memory leaks.
+
+This is tide's design (beyond upstream koordlet): the koordlet has no OOM-count or
+memory-leak eviction (the nearest upstream analogue is kubernetes-sigs/descheduler's
+``RemovePodsHavingTooManyRestarts`` plugin).
 
 * ``faulty-oom``: the pod's last ``oomCountThreshold`` container terminations were all
   ``OOMKilled`` (:class:`projections.oom.OOMState`). Read through the OOM projection's

@@ -21,11 +21,10 @@ in cooldown starts no round (:mod:`.ratecontrol`). Victims planned for a later b
 pending round are not candidates of another round. The first eviction on an untainted
 node is preceded by the node's eviction taint (``schedulingOptimization.evictionTaint``).
 
-Where the seed is silent (documented choices): stability applies to OOM risk as to
-pressure (each check is one sample; the seed's "3 checks" rule is stated for every
-trigger); a round that finds nothing to evict (no BE pod, or terminating pods already
-cover the target) records nothing and starts no cooldown; a NotReady node is not checked
-(the eviction API cannot reach its pods' kubelet).
+Documented choices: stability applies to OOM risk as to pressure (each check is one sample; the
+"``pressureStableThreshold`` checks" rule holds for every trigger); a round that finds nothing to
+evict (no BE pod, or terminating pods already cover the target) records nothing and starts no
+cooldown; a NotReady node is not checked (the eviction API cannot reach its pods' kubelet).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Predictive eviction: a linear trend of node pressure, extrapolated (seed §9.7).
+"""Predictive eviction: a linear trend of node pressure, extrapolated.
+
+This is tide's design (beyond upstream koordlet): koordinator-sh/koordinator's
+pkg/koordlet/prediction predicts peaks for resource overcommit, never for eviction.
 
 For a check at time *t* with pressure *p(t)*::
 

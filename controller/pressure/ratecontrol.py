@@ -1,4 +1,9 @@
-"""Rate control of pressure eviction, per node (seed §9.5), over the pressure projection.
+"""Rate control of pressure eviction, per node, over the pressure projection.
+
+The koordlet's only rate control is a per-resource cool-time after a round that evicted
+(koordinator-sh/koordinator pkg/koordlet/qosmanager/plugins/cpuevict and memoryevict);
+the adaptive cooldown and the per-batch, per-minute and graceful-batch limits below are
+tide's design (beyond upstream koordlet).
 
 * **Cooldown**, per resource: no new round of a resource on a node before the previous
   round's cooldown has passed (``cooldownPeriod`` × the adaptive factor, counted from each

@@ -4,7 +4,11 @@ Why: replay and simulation must produce the very ``trigger.fired`` records a liv
 scheduler would, without reading the wall clock. APScheduler 3.11's
 ``get_next_fire_time(previous, now)`` is a pure function of its arguments (given an
 explicit ``start_date`` and ``timezone`` and no jitter), so a cursor that remembers the
-previous fire time and asks for the next one is enough (recipe in ``ecosystem.md`` §5).
+previous fire time and asks for the next one is enough: start with
+``get_next_fire_time(None, registered_at)``, then after each fire ``prev`` ask
+``get_next_fire_time(prev, prev)`` (agronholm/apscheduler 3.11
+apscheduler/triggers/cron/__init__.py, ``CronTrigger.get_next_fire_time``, and
+apscheduler/triggers/interval.py, ``IntervalTrigger.get_next_fire_time``).
 
 Fire times are returned in UTC (the log's zone). A cron trigger in a named zone may return
 a non-canonical local time on a DST gap (``02:30+01:00`` for a skipped 02:30); converted to

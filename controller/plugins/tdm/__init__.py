@@ -7,8 +7,10 @@ the plugin-module contract of ``controller.framework.plugin``: ``NAME``,
 ``parse_args(raw) -> TdmArgs``, ``build(args, ctx) -> TdmPlugin`` and
 ``schedules(args, ctx) -> tuple[Schedule, ...]``.
 
-:data:`DIFFERENCES` lists every deliberate departure from upstream Volcano (spec
-``volcano.md`` §6, §11.1) with the reason; the README copies it.
+:data:`DIFFERENCES` lists every deliberate departure from upstream Volcano
+(volcano-sh/volcano pkg/scheduler/plugins/tdm/tdm.go: ``parseRevocableZone``,
+``tdmPlugin.availableRevocableZone``, ``tdmPlugin.getMaxPodEvictNum``, the callbacks of
+``tdmPlugin.OnSessionOpen``) with the reason; the README copies it.
 """
 
 from __future__ import annotations
@@ -48,16 +50,18 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
     (
         "Cross-midnight windows",
         "`22:00-06:00` is active only 22:00-24:00: the start is always anchored to today, "
-        "so the after-midnight part is lost (§11.1-2)",
+        "so the after-midnight part is lost",
         "active from 22:00 until 06:00 the next morning, including after midnight",
-        "what the seed (§8.1, Q4) says the window means",
+        "`start >= end` is meant as a window across midnight (upstream moves the end to the "
+        "next day for it), so the night part must count",
     ),
     (
         "Equal start and end",
         "`t1 == t2` is a 24 h window starting today at t1, so only `0:00-0:00` is always "
-        "on; `23:59-23:59` is on one minute a day (§11.1-3)",
+        "on; `23:59-23:59` is on one minute a day",
         "`t1 == t2` is always active",
-        "the seed calls `23:59-23:59` a 24-hour window (近似全天可用)",
+        "`t1 == t2` is meant as a 24-hour window (upstream puts the end a day after the "
+        "start), so it is always on",
     ),
     (
         "End bound",
@@ -65,12 +69,12 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
         "open at 21:00:00.999",
         "half-open `[start, end)`: `10:00-21:00` is closed at 21:00:00 sharp, and the "
         "window-end trigger fires then",
-        "the close and the first eviction coincide with the configured time, as the seed's "
-        "timeline says",
+        "the close and the first eviction coincide with the configured time: a zone handed "
+        "back at 21:00 is free at 21:00",
     ),
     (
         "Timezone",
-        "windows read in the scheduler process's local zone; DST shifts the window (§11.1-4)",
+        "windows read in the scheduler process's local zone; DST shifts the window",
         "windows read in the configured IANA `timezone` (default UTC) with zoneinfo; a "
         "repeated wall time means its first occurrence, a skipped one maps with the "
         "pre-transition offset (the instants APScheduler's CronTrigger fires at)",
@@ -79,7 +83,7 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
     (
         "Evict timer per zone",
         "one process-global `lastEvictAt` for all zones: one zone's round throttles the "
-        "others (§11.1-1, seed Q5)",
+        "others (a known upstream limitation)",
         "the evict period is kept per zone; `tdm.evict.shared-timer: true` restores a "
         "single timer (last TDM eviction in any zone)",
         "a zone's eviction should not silence the others",
@@ -93,14 +97,14 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
     ),
     (
         "Min-available below minimum",
-        "`running < min-available` falls through to the default and evicts 1 (§11.1-5)",
+        "`running < min-available` falls through to the default and evicts 1",
         "evicts 0",
-        "the seed's flowchart (§7.2) returns 0",
+        "a job already below its min-available must not lose more pods",
     ),
     (
         "Invalid budget value",
         "`abc`, `30.5%`, ` 30%` parse to 0: max-unavailable blocks all evictions, "
-        "min-available makes every running task evictable (§11.1-6)",
+        "min-available makes every running task evictable",
         "`abc`, `30.5%`, ` 30%`, `150%`, negatives and non-int32 numbers are errors: the "
         "job loses nothing; the error is listed as `skipped_jobs` in the evidence of that "
         "zone's other victims and in `TdmPlugin.budget_errors`",
@@ -110,13 +114,13 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
     (
         "Budget across zones",
         "recomputed for each closed zone in a round: a job spanning two zones can lose "
-        "twice its budget (§11.1-7)",
+        "twice its budget",
         "one budget per job per round, shared by all zones",
         "the budget is a per-job disruption budget",
     ),
     (
         "Victim order within a job",
-        "map iteration order (random, §11.1-8)",
+        "map iteration order (random)",
         "lowest priority first, then most recently started (no start time = newest), "
         "then namespace, name, uid",
         "determinism; evict the cheapest work first",
@@ -124,12 +128,11 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
     (
         "Invalid configuration",
         "a malformed window makes the zone inactive forever; an unparsable or negative "
-        "`tdm.evict.period` becomes 1m or is used as is; a non-string value crashes "
-        "(§11.1-13)",
+        "`tdm.evict.period` becomes 1m or is used as is; a non-string value crashes",
         "startup stops with `<key>: <value>: <problem>` for a bad window, a zero or "
         "negative or unparsable period, a non-string value, an empty zone name or an "
         "unknown `tdm.*` key",
-        "DESIGN: invalid values stop startup naming key and value",
+        "invalid configuration stops startup with a message naming key and value",
     ),
     (
         "Zone keys",
@@ -140,7 +143,7 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
     ),
     (
         "Node order in a closed or unknown zone",
-        "returns an error that discards every plugin's score for the node (§11.1-15)",
+        "returns an error that discards every plugin's score for the node",
         "scores 0 (the predicate already rejects the node)",
         "one plugin should not erase the others' scores",
     ),

@@ -2,8 +2,9 @@
 
 Upstream reads an untyped ``Arguments`` map: a zone window that does not parse makes the zone
 inactive forever at run time, an unparsable ``tdm.evict.period`` silently becomes one
-minute, a negative one is accepted, and a non-string value crashes the scheduler (spec
-§6.1, §11.1-13). Here every one of those stops startup with a
+minute, a negative one is accepted, and a non-string value crashes the scheduler
+(volcano-sh/volcano pkg/scheduler/plugins/tdm/tdm.go, ``New``: ``v.(string)`` type
+assertions). Here every one of those stops startup with a
 :class:`~controller.framework.errors.ConfigError` naming the key and the value.
 
 Keys (all under the plugin's ``arguments``):

@@ -5,24 +5,25 @@ its disruption-budget annotation, and it is the part users argue about ("why was
 pod evicted?"), so every number it used is returned in :class:`Budget` and goes into the
 decision's evidence.
 
-Arithmetic (spec §6.4, seed 000 §7.2):
+Arithmetic (volcano-sh/volcano pkg/scheduler/plugins/tdm/tdm.go,
+``tdmPlugin.getMaxPodEvictNum`` and ``tdmPlugin.parseIntStr``, except where noted):
 
 * ``max-unavailable`` (``volcano.sh/jdb-max-unavailable``): ``real = total - final -
   running``; ``0`` if ``real >= max`` else ``max - real``. ``final`` counts Succeeded and
   Failed tasks, so finished tasks do not eat the budget.
-* ``min-available`` (``volcano.sh/jdb-min-available``): ``running - min`` when ``running
-  >= min``, else **0** (the seed's flowchart; upstream falls through to the default 1,
-  spec §11.1-5). Min-available wins when both are present (as Volcano's JobInfo keeps
-  only the min one).
+* ``min-available`` (``volcano.sh/jdb-min-available``): ``running - min`` when ``running >= min``,
+  else **0** (tide's design: a job below its minimum loses nothing; upstream falls through to the
+  default 1). Min-available wins when both are present (as Volcano's JobInfo keeps only the min
+  one).
 * neither: 1 per job per round (``defaultPodEvictNum``).
 * Values are a decimal integer or ``N%`` of ``total``, percentages rounded **up**.
 
 Deliberate differences: an invalid value (``"abc"``, ``"30.5%"``, ``" 30%"``, ``"150%"``,
 a negative or an out-of-int32 number) is an error, reported in :attr:`Budget.error`, and the
 job loses nothing; upstream parses it as 0, which blocks every eviction for max-unavailable
-but makes *every* running task evictable for min-available (spec §11.1-6).
+but makes *every* running task evictable for min-available.
 
-The order within a job replaces upstream's map order (random, §11.1-8): lowest priority
+The order within a job replaces upstream's map order (random): lowest priority
 first, then the most recently started (a task with no start time counts as the newest),
 then namespace, name and uid.
 """

@@ -3,7 +3,9 @@
 Nodes labelled ``volcano.sh/revocable-zone=<zone>`` may run opted-in workloads (tasks with a
 revocable zone, i.e. ``volcano.sh/preemptable: "true"`` or ``volcano.sh/revocable-zone:
 "*"``) only while the zone's daily window is open; once it closes, such tasks are nominated
-for eviction a budget at a time (seed 000, spec §6). The callbacks:
+for eviction a budget at a time. Upstream: volcano-sh/volcano
+pkg/scheduler/plugins/tdm/tdm.go, ``tdmPlugin.OnSessionOpen`` (design note: the same
+repository's docs/design/tdm-plugin.md). The callbacks:
 
 * **predicate**: a normal node passes; a revocable node fails (unresolvable) when its zone
   is unknown or closed, or when the task has no revocable zone;
@@ -153,7 +155,7 @@ class _SessionView:
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         # Upstream returns an error for a closed or unknown zone, which discards every
-        # plugin's score for the node (spec §11.1-15); the predicate has already filtered
+        # plugin's score for the node (``Session.NodeOrderFn``); the predicate has already filtered
         # such nodes, so a plain 0 is given here.
         if not node.revocable_zone or not task.revocable_zone:
             return 0.0

@@ -4,7 +4,8 @@ Why a module of its own: the window is the one piece of TDM that both the policy
 zone active at ``ssn.now``?) and the triggers (when do the window boundaries fire?) must
 agree on, so both import it from here.
 
-Parsing follows upstream's ``parseRevocableZone`` exactly (spec §6.2): whitespace is
+Parsing follows upstream's ``parseRevocableZone`` exactly (volcano-sh/volcano
+pkg/scheduler/plugins/tdm/tdm.go; Go's ``time.Parse`` with layout ``15:04``): whitespace is
 trimmed only at the ends of the whole string, the two parts are split on ``-``, the hour
 has one or two digits in 0..23, the minute exactly two digits in 00..59, nothing else.
 
@@ -14,14 +15,14 @@ Activity differs from upstream on purpose (see ``controller.plugins.tdm.DIFFEREN
   contributes ``[d at start, e at end)`` where ``e`` is ``d`` if ``start < end`` and
   ``d + 1`` otherwise, so ``22:00-06:00`` is active from 22:00 until 06:00 the next
   morning, including after midnight (upstream anchors the start to *today*, losing the
-  after-midnight part, spec §11.1-2).
-* ``start == end`` is always active, as the seed says (``23:59-23:59`` "近似全天可用",
-  a 24-hour window); upstream makes only ``0:00-0:00`` always active.
+  after-midnight part).
+* ``start == end`` is always active, the 24-hour window it is meant to be (upstream puts
+  the end a day after the start, but anchors the start to today, so only ``0:00-0:00`` is
+  always active there).
 * Windows are half-open ``[start, end)``: ``0:00-0:01`` is active from 00:00:00 through
   00:00:59.999999 and closed from 00:01:00 sharp. Upstream compares whole Unix seconds, so
   its end bound is inclusive to the second (``21:00`` is still open at 21:00:00.999); tide
-  closes at the configured time, so the close and the first eviction coincide with it, as
-  the seed's timeline says.
+  closes at the configured time, so the close and the first eviction coincide with it.
 * Times are read in the configured IANA zone (default UTC), never the process's zone.
   Local times are turned into instants by ``zoneinfo`` with ``fold=0``: a wall time that
   occurs twice (autumn) means its first occurrence; a wall time that does not exist
@@ -44,7 +45,7 @@ _HHMM = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 #: A window stays open until ``end + END_INCLUSIVE`` (exclusive). Upstream compares whole
 #: Unix seconds, so ``21:00`` is still open at 21:00:00.999; tide closes the window at
 #: ``21:00:00`` sharp (half-open ``[start, end)``), so the window-end trigger at 21:00 evicts
-#: at 21:00 as the seed's timeline says. The trigger fires at ``end + END_INCLUSIVE``.
+#: at 21:00. The trigger fires at ``end + END_INCLUSIVE``.
 END_INCLUSIVE = timedelta(0)
 
 
@@ -108,7 +109,11 @@ def _parse_hhmm(part: str, raw: str) -> time:
 
 
 def parse_window(raw: object) -> Window:
-    """Parse ``"HH:MM-HH:MM"`` (spec §6.2 grammar); raises :class:`WindowError`."""
+    """Parse ``"HH:MM-HH:MM"`` (upstream's ``parseRevocableZone`` grammar).
+
+    Raises:
+        WindowError: the text is not a window.
+    """
     if not isinstance(raw, str):
         raise WindowError(f"revocable zone window {raw!r} must be a string like '08:00-21:00'")
     parts = raw.strip().split("-")
