@@ -207,14 +207,14 @@ def on(name: str) -> PluginConf:
 
 
 def session(
-    world: FakeWorld | FakeCluster | World,
+    world: FakeWorld | ClusterState | World,
     tier_rows: Sequence[TierConf] = (),
     plugins: Sequence[Plugin] = (),
     *,
     at: datetime = T0,
     scheduler: str = "volcano",
 ) -> Session:
-    if isinstance(world, FakeCluster):
+    if isinstance(world, ClusterState):
         world = FakeWorld(world)
     return open_session(world, trigger(at), tiers=tier_rows, plugins=plugins, ctx=ctx(scheduler))
 
