@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from benchmarks.generate import Scale, generate
+from streams.events import JSON
 
 SMALL = Scale(nodes=20, pods=300, pending=10, seed=7)
 
@@ -48,7 +49,7 @@ def test_pods_are_about_6_kb(recording: bytes) -> None:
 
 
 def test_shape_matches_the_scale(recording: bytes) -> None:
-    pods: dict[str, dict[str, object]] = {}
+    pods: dict[str, JSON] = {}  # watch objects, as orjson decodes them
     nodes = zones = 0
     for line in recording.splitlines():
         record = orjson.loads(line)
@@ -68,7 +69,7 @@ def test_shape_matches_the_scale(recording: bytes) -> None:
     assert nodes == SMALL.nodes
     assert zones == 3  # 10 % rz1 + 5 % rz2
     assert len(pods) == SMALL.pods
-    pending = [p for p in pods.values() if "nodeName" not in p["spec"]]  # type: ignore[operator]
+    pending = [p for p in pods.values() if "nodeName" not in p["spec"]]
     assert len(pending) == SMALL.pending
 
 

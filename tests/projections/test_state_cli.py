@@ -258,11 +258,12 @@ def test_state_on_a_sparse_log(monkeypatch: pytest.MonkeyPatch) -> None:
     """Offsets 10, 20, ...: ``--offset`` still means "records below it", position is the
     last folded offset + 1."""
     from streams import backends
+    from streams.backends.memory import MemoryLog
     from tests.streams import sparse
 
     monkeypatch.setitem(backends.OPENERS, "sparse", "tests.streams.sparse")
     monkeypatch.setattr(sparse, "LOGS", {})
-    log = sparse.SparseLog(sparse.LOGS.setdefault("s", sparse.MemoryLog()))
+    log = sparse.SparseLog(sparse.LOGS.setdefault("s", MemoryLog()))
     asyncio.run(log.append(events()))
     full = orjson.loads(_state("sparse://s"))
     assert full["position"] == 8 * sparse.STRIDE + 1

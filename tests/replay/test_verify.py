@@ -130,11 +130,12 @@ def test_replay_on_a_sparse_log(monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
     from streams import backends
+    from streams.backends.memory import MemoryLog
     from tests.streams import sparse
 
     monkeypatch.setitem(backends.OPENERS, "sparse", "tests.streams.sparse")
     monkeypatch.setattr(sparse, "LOGS", {})
-    log = sparse.SparseLog(sparse.LOGS.setdefault("s", sparse.MemoryLog()))
+    log = sparse.SparseLog(sparse.LOGS.setdefault("s", MemoryLog()))
     events = simulated_log()
     stored = asyncio.run(log.append([e.with_offset(-1) for e in events]))
     assert stored[1].offset - stored[0].offset == sparse.STRIDE

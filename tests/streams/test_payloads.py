@@ -23,7 +23,8 @@ from controller.triggers.plan import TICK
 from projections.pressure import BATCH_KIND, UNTAINT_KIND
 from streams import payloads as p
 from streams.events import make_event
-from streams.validation import REASONS, TAINT_EFFECTS
+from streams.payloads import TAINT_EFFECTS
+from streams.validation import REASONS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "replay" / "golden"
 LOGS = sorted(GOLDEN.glob("*.jsonl"))

@@ -17,6 +17,8 @@ from controller.framework.plugin import Plugin, PluginContext
 from controller.framework.session import Session, open_session
 from controller.framework.tiers import PluginConf, TierConf
 from projections.accounting import node_add
+from projections.cluster import ClusterState
+from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from projections.oom import OOMState
 from projections.pressure import PressureState
@@ -28,18 +30,38 @@ from tests.builders import T0
 GI = 1024.0**3
 
 
-@dataclass
-class FakeCluster:
-    nodes: dict[str, NodeInfo] = field(default_factory=dict)
-    tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    jobs: dict[str, JobInfo] = field(default_factory=dict)
-    queues: dict[str, QueueInfo] = field(default_factory=dict)
+class FakeCluster(ClusterState):
+    # A cluster projection seeded with model objects directly instead of folded from
+    # events. Tests edit its maps in place, so the index the fold keeps (``pending``) is
+    # derived from ``tasks`` on every read instead of maintained.
+    def __init__(
+        self,
+        *,
+        nodes: dict[str, NodeInfo] | None = None,
+        tasks: dict[str, TaskInfo] | None = None,
+        jobs: dict[str, JobInfo] | None = None,
+        queues: dict[str, QueueInfo] | None = None,
+    ) -> None:
+        super().__init__()
+        self.nodes = dict(nodes or {})
+        self.tasks = dict(tasks or {})
+        self.jobs = dict(jobs or {})
+        self.queues = dict(queues or {})
+
+    @property
+    def pending(self) -> dict[str, TaskInfo]:
+        return {key: t for key, t in self.tasks.items() if t.status == TaskStatus.PENDING}
+
+    @pending.setter
+    def pending(self, value: dict[str, TaskInfo]) -> None:
+        del value  # ClusterState.__init__ sets an empty index; the getter derives it
 
 
 @dataclass
 class FakeWorld:
-    cluster: FakeCluster
-    history: Any = None
+    # satisfies projections.world.PolicyInputs around a seeded cluster
+    cluster: ClusterState
+    history: History = field(default_factory=History)
     usage: UsageState = field(default_factory=UsageState)
     oom: OOMState = field(default_factory=OOMState)
     pressure: PressureState = field(default_factory=PressureState)
@@ -185,14 +207,14 @@ def on(name: str) -> PluginConf:
 
 
 def session(
-    world: FakeWorld | FakeCluster | World,
+    world: FakeWorld | ClusterState | World,
     tier_rows: Sequence[TierConf] = (),
     plugins: Sequence[Plugin] = (),
     *,
     at: datetime = T0,
     scheduler: str = "volcano",
 ) -> Session:
-    if isinstance(world, FakeCluster):
+    if isinstance(world, ClusterState):
         world = FakeWorld(world)
     return open_session(world, trigger(at), tiers=tier_rows, plugins=plugins, ctx=ctx(scheduler))
 

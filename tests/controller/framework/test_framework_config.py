@@ -13,6 +13,7 @@ from controller.framework import points as p
 from controller.framework.durations import parse_duration
 from controller.framework.errors import ConfigError
 from controller.framework.plugin import PluginSpec
+from controller.framework.session import Session
 from controller.policy import load_config
 
 VOLCANO_CONF = """
@@ -142,7 +143,16 @@ def test_plugin_arguments_are_parsed_by_the_plugin_at_load() -> None:
             raise ConfigError("x.window", value, "hour out of range")
         return 7
 
-    table = {"x": PluginSpec("x", parse, lambda args, ctx: None)}  # type: ignore[arg-type, return-value]
+    class Noop:
+        name = "x"
+
+        def on_session_open(self, ssn: Session) -> None:
+            del ssn
+
+        def on_session_close(self, ssn: Session) -> None:
+            del ssn
+
+    table = {"x": PluginSpec("x", parse, lambda args, ctx: Noop())}
     ok = load_config({"tiers": [{"plugins": [{"name": "x"}]}]}, plugins=table)
     assert ok.tiers[0].plugins[0].args == 7
     with pytest.raises(ConfigError, match=r'x.window: "25:00-26:00": hour out of range'):
@@ -183,6 +193,7 @@ def test_the_framework_loader_takes_its_registries() -> None:
     from controller.framework import config as framework_config
 
     with pytest.raises(TypeError):
+        # deliberately without the required registries: the call itself must fail
         framework_config.load_config({"actions": "allocate"})  # type: ignore[call-arg]
     config = framework_config.load_config(
         {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]},

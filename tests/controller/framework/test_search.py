@@ -203,7 +203,7 @@ class Scores:
 def scored_session(seed: int, keyed: bool) -> tuple[Session, list[TaskInfo]]:
     base, pending, plugin = random_session(seed, keyed)
     ssn = session(
-        base.world.cluster,  # type: ignore[arg-type]
+        base.world.cluster,
         tiers([PluginConf.of("podcap", p.PREDICATE), PluginConf.of("scores", p.NODE_ORDER)]),
         [plugin, Scores(keyed)],
     )

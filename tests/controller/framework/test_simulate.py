@@ -10,6 +10,7 @@ import pytest
 from controller.framework import nodes as nodes_api
 from controller.framework import points as p
 from controller.framework.errors import StatementError
+from controller.framework.plugin import Plugin
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
@@ -179,7 +180,7 @@ def preempt_world(**node_args: Any) -> tuple[Session, Counter]:
         tasks=[*low, task("p", job="ns/hi", cpu=3000, memory=GI, priority=9)],
     )
     counter = Counter()
-    plugins = [
+    plugins: list[Plugin] = [
         gang.build(None, ctx()),
         predicates.build(PredicatesArgs(), ctx()),
         proportion.build(None, ctx()),
@@ -266,9 +267,14 @@ def test_scratch_state_is_per_scratch() -> None:
     assert one.node("n1").idle.milli_cpu == 2000
     assert two.node("n1").idle.milli_cpu == 500
     made: list[int] = []
-    assert one.state("x", lambda: made.append(1) or len(made)) == 1
-    assert one.state("x", lambda: made.append(1) or len(made)) == 1  # made once
-    assert two.state("x", lambda: made.append(1) or len(made)) == 2
+
+    def make() -> int:
+        made.append(1)
+        return len(made)
+
+    assert one.state("x", make) == 1
+    assert one.state("x", make) == 1  # made once
+    assert two.state("x", make) == 2
 
 
 # -- a preempt-like what-if, through the public API only -------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from controller.framework.errors import StatementError
@@ -229,9 +231,11 @@ def test_decision_encoder_builds_the_events_make_event_builds() -> None:
     from datetime import UTC, timedelta, timezone
 
     from controller.framework.statement import DecisionEncoder
-    from streams.events import make_event
+    from streams.events import JSON, make_event
+    from streams.payloads import PodDecisionPayload
 
-    payloads = [
+    # any JSON object: the bind below has no reason or source, which make_event accepts too
+    payloads: list[JSON] = [
         {
             "kind": "evict",
             "namespace": "ns",
@@ -256,13 +260,13 @@ def test_decision_encoder_builds_the_events_make_event_builds() -> None:
             encode = DecisionEncoder(when, cause)
             for data in payloads:
                 for type_ in ("decision.evict", "decision.bind"):
-                    got = encode(type_, data)
+                    got = encode(type_, cast(PodDecisionPayload, data))
                     want = make_event(type_, when, data, cause=cause)
                     assert got == want
                     assert got.id == want.id
                     assert got.at.tzinfo is UTC
     with pytest.raises(ValueError, match="unknown event type"):
-        DecisionEncoder(T0, None)("decision.nope", {})
+        DecisionEncoder(T0, None)("decision.nope", cast(PodDecisionPayload, {}))
 
 
 def test_commit_ids_equal_make_event_ids(fixture: Fixture) -> None:

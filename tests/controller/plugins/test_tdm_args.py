@@ -26,8 +26,9 @@ def test_seed_example() -> None:
         }
     )
     assert [z.name for z in args.zones] == ["rz1", "rz2"]
-    assert args.zone("rz1") is not None
-    assert args.zone("rz1").window.start == time(8)  # type: ignore[union-attr]
+    rz1 = args.zone("rz1")
+    assert rz1 is not None
+    assert rz1.window.start == time(8)
     assert args.zone("nope") is None
     assert args.evict_period == timedelta(minutes=1)
     assert args.shared_timer is False

@@ -22,11 +22,13 @@ from controller.framework.session import Session
 from controller.framework.tiers import PluginConf, TierConf
 from controller.plugins.tdm import REASON_WINDOW_CLOSED, TdmPlugin, build, parse_args
 from controller.plugins.tdm.plugin import job_order, job_pipelined, job_starving
+from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from projections.oom import OOMState
 from projections.pressure import PressureState
 from projections.usage import UsageState
 from streams.events import make_event
+from tests.controller.framework.scenario import FakeCluster
 
 T0 = datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
 RUNNING, PENDING, BOUND = TaskStatus.RUNNING, TaskStatus.PENDING, TaskStatus.BOUND
@@ -70,11 +72,12 @@ def revocable(name: str, *, node: str, job: str = "ns/j", **kw: Any) -> TaskInfo
     return task(name, node=node, job=job, zone="*", **kw)
 
 
-@dataclass
-class FakeHistory:
+class FakeHistory(History):
     """``last_tdm_eviction(zone)``; ``zone=None`` means any zone (the shared timer)."""
 
-    last: dict[str, datetime] = field(default_factory=dict)
+    def __init__(self, last: dict[str, datetime] | None = None) -> None:
+        super().__init__()
+        self.last: dict[str, datetime] = last if last is not None else {}
 
     def last_tdm_eviction(self, zone: str | None = None) -> datetime | None:
         if zone is None:
@@ -83,17 +86,10 @@ class FakeHistory:
 
 
 @dataclass
-class FakeCluster:
-    nodes: dict[str, NodeInfo] = field(default_factory=dict)
-    tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    jobs: dict[str, JobInfo] = field(default_factory=dict)
-    queues: dict[str, QueueInfo] = field(default_factory=lambda: {"default": QueueInfo("default")})
-
-
-@dataclass
 class FakeWorld:
+    # satisfies projections.world.PolicyInputs
     cluster: FakeCluster
-    history: Any
+    history: FakeHistory
     usage: UsageState = field(default_factory=UsageState)
     oom: OOMState = field(default_factory=OOMState)
     pressure: PressureState = field(default_factory=PressureState)
@@ -112,7 +108,9 @@ def world(
     history: FakeHistory | None = None,
 ) -> FakeWorld:
     """A cluster: tasks placed on their nodes; jobs made from the tasks' job ids."""
-    cluster = FakeCluster(nodes={n.name: n for n in nodes})
+    cluster = FakeCluster(
+        nodes={n.name: n for n in nodes}, queues={"default": QueueInfo("default")}
+    )
     for t in tasks:
         cluster.tasks[t.key] = t
         if t.node_name:
@@ -451,7 +449,7 @@ def victims_of(
     return [(v.task.name, v.evidence["zone"]) for v in found]
 
 
-def zone_world(history: FakeHistory | None = None, **jobs: dict[str, Any]) -> FakeWorld:
+def zone_world(history: FakeHistory | None = None, /, **jobs: dict[str, Any]) -> FakeWorld:
     """rz1: job a (3 running) + odd tasks; rz2: job b (2 running); a normal node."""
     tasks = [
         revocable("a-0", node="rz1-n1", job="ns/a", started=T0),

@@ -6,7 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from controller.pressure.candidates import FAULTY_QOS, ranked, take, terminating_usage
+from controller.pressure.candidates import (
+    FAULTY_QOS,
+    PRESSURE_QOS,
+    ranked,
+    take,
+    terminating_usage,
+)
 from projections.world import World
 from streams.events import Event
 from tests.builders import T0, build_pod, watch
@@ -20,9 +26,9 @@ def world_of(events: list[Event]) -> World:
     return world
 
 
-def order(world: World, resource: str = "cpu", **kw: object) -> list[str]:
+def order(world: World, resource: str = "cpu", *, qos: frozenset[str] = PRESSURE_QOS) -> list[str]:
     node = world.cluster.nodes["n1"]
-    return [c.task.name for c in ranked(world, node, resource, world.pressure, **kw)]  # type: ignore[arg-type]
+    return [c.task.name for c in ranked(world, node, resource, world.pressure, qos=qos)]
 
 
 @pytest.mark.parametrize(

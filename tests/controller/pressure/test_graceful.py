@@ -19,7 +19,7 @@ from tests.controller.pressure.harness import (
     seconds,
 )
 
-BIG_ROUNDS = {
+BIG_ROUNDS: dict[str, Any] = {
     "predictiveEvict": {"enabled": False},
     "cpuEvict": {"maxEvictionPerBatch": 5},
     "adaptiveCooldown": False,
@@ -29,7 +29,7 @@ BIG_ROUNDS = {
 def cfg(**overrides: Any) -> EvictionConfig:
     merged = {**BIG_ROUNDS, **overrides}
     if "cpuEvict" in overrides:
-        merged["cpuEvict"] = {**BIG_ROUNDS["cpuEvict"], **overrides["cpuEvict"]}  # type: ignore[dict-item]
+        merged["cpuEvict"] = {**BIG_ROUNDS["cpuEvict"], **overrides["cpuEvict"]}
     return config(**merged)
 
 

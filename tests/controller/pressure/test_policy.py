@@ -161,7 +161,7 @@ def test_terminating_pods_count_as_freed() -> None:
 def test_nothing_to_free_starts_no_cooldown() -> None:
     loop = run(cluster(5, qos="LS") + cpu_samples([95] * 6))
     assert loop.decisions == []
-    assert loop.world.pressure.cooldowns == {}  # type: ignore[attr-defined]
+    assert loop.world.pressure.cooldowns == {}
 
 
 def test_ls_pods_are_never_evicted_by_pressure() -> None:

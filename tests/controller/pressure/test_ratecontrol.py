@@ -120,8 +120,9 @@ def test_pressure_still_high_doubles_up_to_four_times() -> None:
 def test_cooldown_state_is_the_projection() -> None:
     loop = scenario([(1, 95), (2, 95), (3, 95), (63, 80)])
     state = loop.world.pressure
-    cooldown = state.cooldown("n1", "cpu")  # type: ignore[attr-defined]
+    cooldown = state.cooldown("n1", "cpu")
+    assert cooldown is not None
     assert cooldown.until == seconds(63)
     assert cooldown.verdict == RECOVERED and cooldown.after == 80
-    assert not state.cooling("n1", "cpu", seconds(63))  # type: ignore[attr-defined]
-    assert state.cooling("n1", "cpu", seconds(62))  # type: ignore[attr-defined]
+    assert not state.cooling("n1", "cpu", seconds(63))
+    assert state.cooling("n1", "cpu", seconds(62))

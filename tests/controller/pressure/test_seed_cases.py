@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from streams.events import Event
 from tests.builders import T0
 from tests.controller.pressure.harness import (
     Loop,
@@ -38,7 +39,7 @@ def oom_statuses(kills: int) -> list[dict[str, object]]:
     ]
 
 
-def five_pods() -> list:  # type: ignore[type-arg]
+def five_pods() -> list[Event]:
     """Seed §9.4's table: priority, CPU used, running time, OOM count."""
     table = [
         ("be-1", 0, 5, 2 * DAY, 0),

@@ -39,6 +39,7 @@ def test_one_eviction_per_evict_period_from_window_close() -> None:
     # Each decision names the trigger that caused it, written just before it.
     by_id = {e.id: e for e in sim.log.events}
     for decision in evictions:
+        assert decision.cause is not None
         trigger = by_id[decision.cause]
         assert trigger.type == "trigger.fired"
         assert trigger.offset < decision.offset
