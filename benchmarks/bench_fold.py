@@ -43,7 +43,8 @@ def new_world() -> Any:
         cluster = need("projections.cluster", "ClusterState")
         return cluster.ClusterState()
     world = world_mod.World()
-    if "pressure" not in world.extra:  # the policies need it; not a default extra yet
+    # older trees: extras found by importlib, and no pressure projection among them
+    if hasattr(world_mod, "default_extras") and "pressure" not in world.extra:
         try:
             pressure = need("projections.pressure", "PressureState")
         except Skip:

@@ -30,8 +30,6 @@ def child(mode: str, recording: Path) -> dict[str, Any]:
 
         _, fold = fold_path()
         world: Any = new_world()
-        if mode == "tide-nopods":
-            world = type(world)(keep_pods=False, extra=list(world.extra.values()))
     gc.collect()
     base = proc_status()
     start = time.perf_counter()
@@ -125,25 +123,6 @@ def run(ctx: Context) -> list[Result]:
             target="(info)",
         ),
     ]
-    try:
-        lean = measure("tide-nopods", ctx.recording)
-    except (Skip, RuntimeError) as exc:
-        rows.append(Result("rss", "  World(keep_pods=False) (info)", skipped=str(exc)[:200]))
-    else:
-        lean_state = lean["after"] - lean["base"]
-        rows.append(
-            Result(
-                "rss",
-                "  World(keep_pods=False): no raw pods kept (info)",
-                lean_state,
-                "B",
-                raw_state,
-                "raw dicts",
-                lean_state / raw_state,
-                "(info)",
-                extra={"tide-nopods": lean},
-            )
-        )
     return rows
 
 
