@@ -18,6 +18,7 @@ from streams.log import EventLog
 
 #: scheme → the backend module that opens it (it defines ``open_url``)
 OPENERS: dict[str, str] = {
+    "kafka": "streams.backends.kafka",
     "memory": "streams.backends.memory",
     "sqlite": "streams.backends.sqlite",
 }
