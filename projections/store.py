@@ -29,6 +29,7 @@ import aiosqlite
 from projections.base import CheckpointError, Projection, paused_gc
 from projections.world import World
 from streams.backends import normalise_url
+from streams.backends.kafka_url import checkpoint_path
 from streams.log import EventLog
 
 #: the checkpoint of a default :class:`~projections.world.World` in a log's store
@@ -198,10 +199,15 @@ async def run_projection(
 def store_path(log_url: str) -> str | None:
     """The SQLite file that keeps a log's checkpoints: the log's own file, or None.
 
-    Only a SQLite log on a file has one (``memory://`` and private ``sqlite://`` logs
-    vanish with the process; other backends will name their store in the settings).
+    A SQLite log on a file keeps them in that file; a ``kafka://`` log in the local SQLite
+    file its ``checkpoints=`` option names (a checkpoint is state and position written in
+    one statement, which a local file gives for free; a compacted topic would have to
+    carry megabytes of state per record). ``memory://`` and private ``sqlite://`` logs
+    vanish with the process and keep none.
     """
     url = normalise_url(log_url)
+    if url.startswith("kafka://"):
+        return checkpoint_path(url)
     if not url.startswith("sqlite:///"):
         return None
     return url.removeprefix("sqlite:///") or None

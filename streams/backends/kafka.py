@@ -91,26 +91,27 @@ class KafkaLog(EventLog):
             LogError: the topic exists with more than one partition, or the broker refused.
         """
         target = parse_kafka_url(url)
-        producer = AIOKafkaProducer(
-            **_client(target),
-            acks="all",
-            linger_ms=0,
-            max_batch_size=target.max_batch_bytes,
-            max_request_size=target.max_batch_bytes + _OVERHEAD,
-        )
-        control = _consumer(target)
-        started: list[Any] = []
+        clients: list[Any] = []
         try:
             await _ensure_topics(target)
-            for client in (producer, control):
+            producer = AIOKafkaProducer(
+                **_client(target),
+                acks="all",
+                linger_ms=0,
+                max_batch_size=target.max_batch_bytes,
+                max_request_size=target.max_batch_bytes + _OVERHEAD,
+            )
+            clients.append(producer)
+            control = _consumer(target)
+            clients.append(control)
+            for client in clients:
                 await client.start()
-                started.append(client)
             partitions = await producer.partitions_for(target.topic)
         except KafkaError as exc:
-            await _stop(started)
+            await _stop(clients)
             raise _wrap(exc, f"cannot open the Kafka log {url}") from exc
         if partitions != {0}:
-            await _stop(started)
+            await _stop(clients)
             raise LogError(
                 f"topic {target.topic!r} has partitions {sorted(partitions or ())}: "
                 "a log needs exactly one"
@@ -438,7 +439,7 @@ async def _stop(clients: list[Any]) -> None:
 
 
 def _wrap(exc: KafkaError, what: str) -> LogError:
-    message = f"{what}: {type(exc).__name__}: {exc}"
+    message = f"{what}: {exc}"
     if getattr(exc, "retriable", False) or "Connection" in type(exc).__name__:
         return BackendUnavailableError(message)
     return LogError(message)
