@@ -322,8 +322,9 @@ class KafkaLog(EventLog):
         """The high watermark of ``tp`` (hold ``_control_lock``).
 
         tansu answers ListOffsets(latest) with the last record batch's *base* offset + 1,
-        so the rest of that batch would be cut off; a fetch at that offset - 1 carries
-        the true high watermark (on Apache Kafka both agree and this costs one fetch).
+        so the rest of that batch would be cut off; a fetch at that offset - 1 returns the
+        whole last batch, whose last record is the true end (on Apache Kafka both agree
+        and this costs one fetch).
         """
         control = self._control
         ends = await _guard(control.end_offsets([tp]), f"head of {tp.topic}")
@@ -331,12 +332,19 @@ class KafkaLog(EventLog):
         if end == 0:
             return 0
         control.seek(tp, end - 1)
-        fetched = await _guard(
-            control.getmany(tp, timeout_ms=POLL_MS, max_records=1), f"head of {tp.topic}"
-        )
-        records = fetched.get(tp, [])
-        last = records[-1].offset + 1 if records else end
-        return max(end, last, control.highwater(tp) or 0)
+        deadline = asyncio.get_running_loop().time() + self.target.timeout
+        while True:  # an empty answer only means the fetch took longer than POLL_MS
+            fetched = await _guard(
+                control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
+                f"head of {tp.topic}",
+            )
+            records = fetched.get(tp, [])
+            if records:
+                return max(end, int(records[-1].offset) + 1)
+            if await _guard(control.position(tp), f"head of {tp.topic}") >= end:
+                return end  # the record at end - 1 is gone (compacted): nothing after it
+            if asyncio.get_running_loop().time() > deadline:
+                raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
 
     async def _records(self, tp: Any, start: int, stop: int | None) -> AsyncIterator[Record]:
         """The records of ``tp`` from ``start`` (below ``stop``; None: forever)."""
@@ -422,7 +430,11 @@ def _record_id(record: Record) -> str:
     for key, value in record.headers:
         if key == "id":
             return bytes(value).decode()
-    return str(orjson.loads(record.value).get("id", ""))
+    try:  # written by something else: the id is in the value, if anywhere
+        value = orjson.loads(record.value)
+    except orjson.JSONDecodeError:
+        return ""  # decoding the record will fail, naming its offset
+    return str(value.get("id", "")) if isinstance(value, dict) else ""
 
 
 async def _guard(call: Awaitable[T], what: str) -> T:
