@@ -80,6 +80,8 @@ class KafkaLog(EventLog):
         #: id -> first offset, for every record below ``_indexed``
         self._ids: dict[str, int] = {}
         self._indexed = 0
+        #: (base offset, end) of the last record batch this handle appended
+        self._last_batch = (-1, -1)
 
     @classmethod
     async def open(cls, url: str) -> KafkaLog:
@@ -156,6 +158,7 @@ class KafkaLog(EventLog):
             for batch, chunk in batches:
                 base = await self._send(batch, self.target.topic)
                 placed = [event.with_offset(base + i) for i, event in enumerate(chunk)]
+                self._last_batch = (base, base + len(placed))
                 if base == self._indexed:  # nothing from another writer in between
                     for event in placed:
                         self._ids.setdefault(event.id, event.offset)
@@ -331,6 +334,8 @@ class KafkaLog(EventLog):
         end = int(ends[tp])
         if end == 0:
             return 0
+        if tp == self._tp and end - 1 == self._last_batch[0]:
+            return self._last_batch[1]  # our own last batch: its end is known
         control.seek(tp, end - 1)
         deadline = asyncio.get_running_loop().time() + self.target.timeout
         while True:  # an empty answer only means the fetch took longer than POLL_MS
