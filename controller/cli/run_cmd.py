@@ -119,9 +119,15 @@ def _serve_metrics(events: list[Event], port: int) -> None:
 def demo(
     db: Annotated[Path, typer.Option(help="Where to keep the demo's log.")] = Path("tide-demo.db"),
 ) -> None:
-    """A built-in co-located cluster through a day of virtual time."""
+    """A built-in co-located cluster through a day of virtual time; ends with its report."""
     run_demo(db)
     save_checkpoint(f"sqlite:///{db}")
+    from controller.cli.report_cmd import write_report
+
+    page = db.with_suffix(".html")
+    shown = write_report(str(db), page, title="tide demo: a day of a co-located cluster")
+    typer.echo(f"\nthe report (open it in a browser, no network needed): {page}")
+    typer.echo(f"  {shown} decisions drawn; tide report {db} --out {page} writes it again")
 
 
 def replay_cmd(

@@ -281,3 +281,21 @@ def test_whatif_separates_real_from_evidence_only_differences() -> None:
     assert rows[("hour", "2026-11-21 21:00")] == (1, 0)
     assert rows[("hour", "2026-11-21 23:00")] == (0, 1)
     assert whatif.as_json()["only_after"][0]["at"] == "2026-11-21T23:00:00Z"
+
+
+def test_report_and_series_commands(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from controller.cli import app
+
+    log = str(GOLDEN / "demo.jsonl")
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["report", log, "--out", str(out), "--node", "shared-1"])
+    assert result.exit_code == 0, result.output
+    assert "1 node(s)" in result.output and out.read_text().count("evict-marker") == 3
+    result = CliRunner().invoke(app, ["audit", "series", "--node", "shared-1", "--log", log])
+    rows = result.output.splitlines()
+    assert rows[0] == "time,cpu_percent,memory_percent,cpu_cores,memory_gib"
+    assert len(rows) == 1442
+    result = CliRunner().invoke(app, ["audit", "series", "--node", "nope", "--log", log])
+    assert result.exit_code != 0 and "no such node" in result.output

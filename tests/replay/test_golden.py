@@ -21,7 +21,7 @@ instead of the raw ``evidence.key = repr`` dump; ``audit-timeline-pod`` and
 samples with units and as % of the node's capacity; ``replay-config-tdm`` (a counterfactual
 replay) now checks every decision point and ends with the what-if summary (real vs
 evidence-only differences, counts by reason, node and hour) instead of the first point's
-raw JSON lines.
+raw JSON lines; ``demo`` ends by saying where it wrote its report (``demo-run.html``).
 """
 
 from __future__ import annotations
