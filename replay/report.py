@@ -19,7 +19,7 @@ import html
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from controller.policy import load_policy
 from projections.parsing import milli, units
@@ -116,7 +116,7 @@ def collect(
     if eviction is not None:
         thresholds = {r: eviction.resource(r).evict_threshold for r in ("cpu", "memory")}
     chosen = {n: nodes[n] for n in sorted(nodes) if not only or n in only}
-    start = first or datetime.now().astimezone()
+    start = first or datetime(1970, 1, 1, tzinfo=UTC)
     return Day(chosen, decisions, thresholds, start, last or start)
 
 
@@ -241,7 +241,7 @@ def _reason_chart(day: Day) -> str:
     return "".join(parts) + f"</svg><p class='legend'>{legend}</p>"
 
 
-STYLE = """
+_CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 .chart{width:100%;max-width:960px;background:#fff;border:1px solid #ddd}
 .grid{stroke:#eee}.tick{font-size:10px;fill:#666;text-anchor:middle}
@@ -280,7 +280,7 @@ def render(day: Day, records: list[Event], *, title: str = "tide report") -> str
             body.append(f"<table><tr><th>at</th><th>kind</th><th>why</th></tr>{rows}</table>")
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         + "\n".join(body)
         + "</body></html>\n"
     )
