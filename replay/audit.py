@@ -1,5 +1,5 @@
-"""Questions over a log: why was this pod evicted or bound, what was decided when and
-where, and the timeline of one pod or node.
+"""Questions over a log: why was this pod evicted or bound, and what was decided when
+and where (the timeline of one pod or node is :mod:`replay.timeline`).
 
 Everything is answered from the records alone: a decision names its cause (the trigger
 or metric sample), carries its evidence, and its outcome is the effect whose cause is
@@ -69,7 +69,7 @@ def _describe(event: Event) -> str:
     return f"{event.type} {event.id} at {format_time(event.at)}"
 
 
-def _target_of(event: Event) -> tuple[str, str]:
+def target_of(event: Event) -> tuple[str, str]:
     """(pod key or "", node name or "") an event is about."""
     d = event.data
     if event.type in DECISION_TYPES:
@@ -104,7 +104,7 @@ def explain(events: Iterable[Event], pod: str) -> list[Explanation]:
     for event in records:
         if event.type not in DECISION_TYPES:
             continue
-        key, _ = _target_of(event)
+        key, _ = target_of(event)
         if key and (key == pod or key.split("/", 1)[1] == pod):
             cause = by_id.get(event.cause) if event.cause else None
             found.append(Explanation(event, cause, outcomes.get(event.id)))
@@ -139,31 +139,3 @@ def select_decisions(
         if until and event.at > until:
             continue
         yield event
-
-
-def timeline(
-    events: Iterable[Event], *, pod: str | None = None, node: str | None = None
-) -> list[str]:
-    """One line per record about a pod or a node, in log order."""
-    out = []
-    for event in events:
-        key, node_name = _target_of(event)
-        hit = (pod is not None and key and (key == pod or key.split("/", 1)[1] == pod)) or (
-            node is not None and node_name == node
-        )
-        if not hit:
-            continue
-        d = event.data
-        if event.type == "k8s.watch":
-            obj = d.get("object") or {}
-            phase = (obj.get("status") or {}).get("phase", "")
-            deleting = " deleting" if (obj.get("metadata") or {}).get("deletionTimestamp") else ""
-            what = f"{d.get('event')} {d.get('resource')} phase={phase}{deleting}"
-        elif event.type in DECISION_TYPES:
-            what = f"{event.type} reason={d.get('reason')} source={d.get('source')}"
-        elif event.type.startswith("metrics."):
-            what = f"{event.type} {d.get('usage') or d.get('containers')}"
-        else:
-            what = f"{event.type} {d.get('error') or ''}".rstrip()
-        out.append(f"{format_time(event.at)}  #{event.offset}  {what}")
-    return out

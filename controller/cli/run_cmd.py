@@ -22,7 +22,8 @@ from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, is_scenario, load_scenario
-from replay.audit import explain, select_decisions, timeline
+from replay.audit import select_decisions
+from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
 from streams.codec import decision_line
 from streams.events import Event, parse_time
@@ -118,9 +119,15 @@ def _serve_metrics(events: list[Event], port: int) -> None:
 def demo(
     db: Annotated[Path, typer.Option(help="Where to keep the demo's log.")] = Path("tide-demo.db"),
 ) -> None:
-    """A built-in co-located cluster through a day of virtual time."""
+    """A built-in co-located cluster through a day of virtual time; ends with its report."""
     run_demo(db)
     save_checkpoint(f"sqlite:///{db}")
+    from controller.cli.report_cmd import write_report
+
+    page = db.with_suffix(".html")
+    shown = write_report(str(db), page, title="tide demo: a day of a co-located cluster")
+    typer.echo(f"\nthe report (open it in a browser, no network needed): {page}")
+    typer.echo(f"  {shown} decisions drawn; tide report {db} --out {page} writes it again")
 
 
 def replay_cmd(
@@ -137,6 +144,9 @@ def replay_cmd(
             "it comes from a checkpoint when one is usable).",
         ),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --config: the what-if summary as JSON.")
+    ] = False,
 ) -> None:
     """Re-derive every decision of a log deterministically."""
     override = read_policy(config).raw if config else None
@@ -148,8 +158,17 @@ def replay_cmd(
             fail(f"{log}: no such log")
         world, events = asyncio.run(resume_from(log, start))
     report = replay(
-        events, override=override, stop_at_first=not diff, start=start or 0, world=world
+        events,
+        override=override,
+        stop_at_first=not diff and override is None,
+        start=start or 0,
+        world=world,
     )
+    if override is not None:
+        from controller.cli.explain_cmd import print_whatif
+
+        print_whatif(events, report, start=start or 0, as_json=as_json, diff=diff)
+        return
     for difference in report.differences:
         typer.echo(difference.describe())
     typer.echo(
@@ -167,14 +186,12 @@ audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
 def audit_why(
     pod: Annotated[str, typer.Argument(help="namespace/name or name")],
     log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts.")] = False,
 ) -> None:
-    """Why was this pod evicted or bound?"""
-    found = explain(read_log_events(log), pod)
-    if not found:
-        typer.echo(f"no decision about {pod}")
-        raise typer.Exit(1)
-    for explanation in found:
-        typer.echo("\n".join(explanation.lines()))
+    """Why was this pod evicted or bound (or not)? Sentences first, then the evidence."""
+    from controller.cli.explain_cmd import why
+
+    why(read_log_events(log), pod, as_json=as_json)
 
 
 @audit_app.command("decisions")
@@ -210,11 +227,20 @@ def audit_timeline(
     log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
     pod: str | None = None,
     node: str | None = None,
+    metrics: Annotated[
+        bool, typer.Option("--metrics/--no-metrics", help="Include the usage samples.")
+    ] = True,
+    summary: Annotated[bool, typer.Option(help="A few lines instead of every record.")] = False,
 ) -> None:
-    """Everything that happened to one pod or node."""
+    """Everything that happened to one pod or node (pressure as % of capacity)."""
     if not pod and not node:
         fail("give --pod or --node")
-    for line in timeline(read_log_events(log), pod=pod, node=node):
+    events = read_log_events(log)
+    if summary:
+        lines = timeline_summary(events, pod=pod, node=node)
+    else:
+        lines = timeline(events, pod=pod, node=node, metrics=metrics)
+    for line in lines:
         typer.echo(line)
 
 

@@ -12,6 +12,16 @@ behaviour change adds a *new* golden log and says here why the old one's decisio
 
 ``golden/outputs/`` holds what that same commit printed for the commands in
 ``commands.json`` over these logs; the restructure changes no user-visible output.
+
+Changed on purpose since (issue 14, "answers a person can read"): ``audit-why-train-1`` and
+``audit-why-batch-2`` now print a headline sentence, the cause and outcome in words and the
+evidence as YAML with units (and, for train-1, no non-decision: it was evicted at once),
+instead of the raw ``evidence.key = repr`` dump; ``audit-timeline-pod`` and
+``audit-timeline-node`` name the pod on decision lines, the object on watch lines and show
+samples with units and as % of the node's capacity; ``replay-config-tdm`` (a counterfactual
+replay) now checks every decision point and ends with the what-if summary (real vs
+evidence-only differences, counts by reason, node and hour) instead of the first point's
+raw JSON lines; ``demo`` ends by saying where it wrote its report (``demo-run.html``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,202 @@
+"""Non-decisions: why a pod was *not* evicted, or is not bound.
+
+The log records what was decided, not what was considered and passed over. Rather than
+write more to the log, this module derives the answer offline: a session is a pure
+function of the log prefix, so folding the log into a fresh
+:class:`~projections.world.World` up to a decision point recreates exactly the state the
+controller saw there. Along one fold it notes, for the pod asked about:
+
+* each TDM trigger of its zone where other pods of its job were evicted and it was not
+  (the job's budget allowed only so many, chosen lowest priority, newest first);
+* each metrics sample of its node over a pressure threshold while the node was cooling
+  down from an earlier round (no new round may start during the cooldown), and each
+  pressure round that planned it without evicting it (batch limit, or enough freed);
+* at the end, if the pod is still pending: a scheduling session opened on the final
+  state, whose allocate predicates are run over every node (which failed, on how many
+  nodes), with the queue and gang minimum of its job.
+
+Cost: one fold of the whole log (the same work as ``tide state``) plus one session at
+the end; nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from controller.engine import build_cycle
+from controller.framework.nodes import allocate_check, predicate_nodes
+from controller.framework.session import open_session
+from controller.policy import Policy, load_policy
+from controller.pressure.inputs import node_numbers
+from projections.world import World
+from replay.units import percent
+from streams.events import DECISION_TYPES, Event, format_time
+from streams.payloads import as_decision, as_trigger
+
+_TDM_KINDS = frozenset({"window-end", "evict-period"})
+
+
+def _match(key: str, pod: str) -> bool:
+    return key == pod or key.split("/", 1)[-1] == pod
+
+
+def why_not(events: Iterable[Event], pod: str) -> list[str]:
+    """Sentences saying when ``pod`` was considered and not evicted, or why it is pending."""
+    records = list(events)
+    by_cause: dict[str, list[Event]] = defaultdict(list)
+    for event in records:
+        if event.type in DECISION_TYPES and event.cause:
+            by_cause[event.cause].append(event)
+    world = World()
+    out: list[str] = []
+    policy: Policy | None = None
+    policy_key: int | None = None
+    cooling_said: set[tuple[str, str]] = set()
+    for event in records:
+        if event.type == "trigger.fired" and as_trigger(event).get("kind") in _TDM_KINDS:
+            out += _tdm_passed_over(world, event, by_cause.get(event.id, []), pod)
+        world.apply(event)
+        if event.type == "metrics.node":
+            if policy is None or policy_key != id(world.config):
+                policy, policy_key = load_policy(world.config or {}), id(world.config)
+            out += _cooling(world, event, pod, policy, cooling_said)
+            out += _planned_not_evicted(event, by_cause.get(event.id, []), pod)
+    out += _pending(world, records, pod)
+    return out
+
+
+def _task_key(world: World, pod: str) -> str | None:
+    tasks = world.cluster.tasks
+    if pod in tasks:
+        return pod
+    found = sorted(k for k in tasks if _match(k, pod))
+    return found[0] if found else None
+
+
+def _evidence(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    return cast(Mapping[str, Any], d.get("evidence") or {})
+
+
+def _tdm_passed_over(world: World, trigger: Event, decided: list[Event], pod: str) -> list[str]:
+    key = _task_key(world, pod)
+    if key is None:
+        return []
+    task = world.cluster.tasks[key]
+    evicted = [as_decision(d) for d in decided if d.type == "decision.evict"]
+    if any(f"{d.get('namespace')}/{d.get('pod')}" == key for d in evicted):
+        return []
+    same_job = [d for d in evicted if _evidence(d).get("job") == task.job]
+    if not same_job:
+        return []
+    ev = cast(Mapping[str, Any], same_job[0].get("evidence") or {})
+    budget = cast(Mapping[str, Any], ev.get("budget") or {})
+    order = cast(Mapping[str, Any], ev.get("order") or {})
+    chosen = ", ".join(f"{d.get('namespace')}/{d.get('pod')}" for d in same_job)
+    form = budget.get("form") or "none"
+    rule = "no budget annotation" if form == "none" else f"budget {form}={budget.get('value')}"
+    return [
+        f"{key} was a candidate but was not evicted at {format_time(trigger.at)} when zone "
+        f"{as_trigger(trigger).get('zone')}'s {as_trigger(trigger).get('kind')} fired: job "
+        f"{task.job} had {budget.get('running', '?')} running and {rule}, so at most "
+        f"{budget.get('max_evict', '?')} per evict period; of {order.get('candidates', '?')} "
+        f"candidates {chosen} came first (lowest priority, newest first)"
+    ]
+
+
+def _cooling(
+    world: World, sample: Event, pod: str, policy: Policy, said: set[tuple[str, str]]
+) -> list[str]:
+    eviction = policy.eviction
+    name = (sample.data.get("metadata") or {}).get("name")
+    key = _task_key(world, pod)
+    if eviction is None or key is None or not isinstance(name, str):
+        return []
+    if world.cluster.tasks[key].node_name != name:
+        return []
+    node = world.cluster.nodes.get(name)
+    series = world.usage.nodes.get(name)
+    numbers = node_numbers(node, series) if node is not None and series is not None else None
+    if numbers is None:
+        return []
+    out = []
+    for resource in ("cpu", "memory"):
+        limits = eviction.resource(resource)
+        value = numbers.pressure(resource)
+        if not limits.enabled or value <= limits.evict_threshold:
+            continue
+        held = world.pressure.cooldowns.get((name, resource))
+        if held is None or not sample.at < held.until or (name, resource) in said:
+            continue
+        said.add((name, resource))
+        out.append(
+            f"{key} was not evicted at {format_time(sample.at)} although {name}'s "
+            f"{resource} was {percent(value)} of capacity, above the "
+            f"{percent(limits.evict_threshold)} threshold: the node was cooling down after "
+            f"the last {resource} round until {format_time(held.until)}, and no new round "
+            "may start before then"
+        )
+    return out
+
+
+def _planned_not_evicted(sample: Event, decided: list[Event], pod: str) -> list[str]:
+    out = []
+    for d in (as_decision(e) for e in decided if e.type == "decision.evict"):
+        ev = cast(Mapping[str, Any], d.get("evidence") or {})
+        plan = list(cast(Mapping[str, Any], ev.get("round") or {}).get("plan") or [])
+        hits = [p for p in plan if _match(p, pod)]
+        if not hits or any(
+            _match(f"{e.get('namespace')}/{e.get('pod')}", pod)
+            for e in (as_decision(x) for x in decided)
+        ):
+            continue
+        limits = cast(Mapping[str, Any], ev.get("limits") or {})
+        out.append(
+            f"{hits[0]} was in the plan of pressure round {ev.get('round', {}).get('id')} at "
+            f"{format_time(sample.at)} but not in this batch (at most "
+            f"{limits.get('max_per_batch', '?')} per batch, {limits.get('max_per_minute', '?')}"
+            " per minute; later batches stop once enough is freed)"
+        )
+        break
+    return out
+
+
+def _pending(world: World, records: list[Event], pod: str) -> list[str]:
+    cluster = world.cluster
+    key = next((k for k in sorted(cluster.pending) if _match(k, pod)), None)
+    if key is None or not records:
+        return []
+    policy = load_policy(world.config or {})
+    if policy.config is None:
+        return [f"{key} is pending: no scheduler configuration is in force, so no session runs"]
+    task = cluster.pending[key]
+    trigger = Event(
+        type="trigger.fired",
+        at=records[-1].at,
+        id="audit-why",
+        data={"trigger": "audit-why", "kind": "tick", "scheduled": format_time(records[-1].at)},
+    )
+    built = build_cycle(policy.config)
+    ssn = open_session(
+        world, trigger, tiers=policy.config.tiers, plugins=built.plugins, ctx=built.ctx
+    )
+    try:
+        result = predicate_nodes(ssn, task, allocate_check(ssn), move_cursor=False)
+        job = ssn.jobs.lookup(task.job) if task.job else None
+    finally:
+        ssn.close()
+    reasons = Counter(err.reason for err in result.errors.values())
+    failed = "; ".join(f"{why} on {n} node(s)" for why, n in sorted(reasons.items()))
+    nodes = len(result.errors) + len(result.feasible)
+    text = f"{key} is pending at {format_time(records[-1].at)}: "
+    if result.feasible and not result.errors:
+        text += f"all {nodes} node(s) would fit it now"
+    else:
+        text += f"{len(result.errors)} of {nodes} node(s) fail the predicates ({failed})"
+        if result.feasible:
+            text += f"; {len(result.feasible)} would fit"
+    if job is not None:
+        text += f"; job {job.id} in queue {job.queue} needs at least {job.min_available} pod(s)"
+        text += " placed together (gang minimum)"
+    return [text]
