@@ -176,7 +176,8 @@ class _Run:
 
     def _preempt(self, stmt: Statement, preemptor: TaskInfo, accept: Filter, phase: str) -> bool:
         ssn = self.ssn
-        if eligible(ssn, preemptor, self.nominated.get(preemptor.key, "")) is not None:
+        nominated = self.nominated.get(preemptor.key) or preemptor.nominated_node
+        if eligible(ssn, preemptor, nominated) is not None:
             return False
         cache = None
         if self.args.predicate_error_cache:

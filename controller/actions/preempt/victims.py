@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from functools import cmp_to_key
 
 from controller.framework.points import FitError, FitStatus
-from controller.framework.resources import fits
 from controller.framework.session import Session
 from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, TaskInfo, TaskStatus
 
@@ -138,7 +137,11 @@ def eligible(ssn: Session, preemptor: TaskInfo, nominated: str) -> str | None:
         if exc.status == FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE:
             return None
     else:
-        if fits(preemptor.init_resreq, node, future=True):
+        room = node.future_idle()
+        held = node.tasks.get(preemptor.key)
+        if held is not None and held.status == TaskStatus.PIPELINED:
+            room.add(held.resreq)  # allocate's hold on the room for this very task
+        if preemptor.init_resreq.less_equal(room):
             return f"nominated node {nominated} already fits"
     for key in sorted(node.tasks):
         other = node.tasks[key]
