@@ -13,6 +13,7 @@ from projections.model import TaskStatus
 from tests.builders import at
 from tests.controller.actions.preempt.cases import (
     HIGH,
+    UPSTREAM_TIERS,
     Case,
     config,
     entry,
@@ -178,6 +179,24 @@ CASES = [
         ],
     ),
     Case(
+        "a-preemption-that-clears-an-anti-affinity-conflict",
+        groups=[group("pg1", 0, "low-priority"), group("pg2", 1, "high-priority")],
+        nodes=[node("n1", "8", "8G")],
+        pods=[
+            pod("db", "pg1", node="n1", preemptable="true", labels={"app": "db"}),
+            pod("web", "pg1", node="n1", preemptable="true", labels={"app": "web"}),
+            pod("preemptor1", "pg2"),
+        ],
+        # normal mode evicts in victim order (web first) until the predicates pass; the
+        # topology-aware reprieve gives web back
+        evicted=["c1/db", "c1/web"],
+        pipelined={"c1/preemptor1": "n1"},
+        topo_evicted=["c1/db"],
+        tiers=[
+            {"plugins": [*UPSTREAM_TIERS[0]["plugins"], entry("predicates", "enablePredicate")]}
+        ],
+    ),
+    Case(
         "phase-2-a-higher-priority-task-evicts-one-of-its-own-job",
         groups=[group("pg1", 1)],
         nodes=[node("n1", "2", "2G")],
@@ -210,6 +229,17 @@ CASES = [
 # the preemptionPolicy case sets the field on the preemptor's spec
 _NEVER = next(c for c in CASES if c.name == "preemption-policy-never")
 _NEVER.pods[1]["spec"]["preemptionPolicy"] = "Never"
+_ANTI = next(c for c in CASES if c.name == "a-preemption-that-clears-an-anti-affinity-conflict")
+_ANTI.pods[2]["spec"]["affinity"] = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
 
 
 def outcome(case: Case, *, topology: bool) -> tuple[list[str], dict[str, str]]:
