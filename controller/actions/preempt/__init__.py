@@ -44,7 +44,7 @@ from controller.actions.preempt.args import NAME, PreemptArgs, parse_args
 from controller.actions.preempt.normal import normal_preempt
 from controller.actions.preempt.topology import topology_aware_preempt
 from controller.actions.preempt.victims import Filter, eligible, inter_job, intra_job
-from controller.framework.nodes import predicate_nodes, preempt_check
+from controller.framework.nodes import predicate_nodes, preempt_check_memo
 from controller.framework.points import FitError
 from controller.framework.session import Session
 from controller.framework.statement import Statement
@@ -182,7 +182,7 @@ class _Run:
         cache = None
         if self.args.predicate_error_cache:
             cache = self.error_cache.setdefault((preemptor.job, preemptor.task_role), {})
-        found = predicate_nodes(ssn, preemptor, preempt_check(ssn), cache=cache)
+        found = predicate_nodes(ssn, preemptor, preempt_check_memo(ssn), cache=cache)
         if not found.feasible:
             return False
         tdm = self.tdm and not preemptor.preemptable and not preemptor.revocable_zone

@@ -24,7 +24,7 @@ from controller.actions.preempt.victims import (
     victim_order,
 )
 from controller.framework.errors import StatementError
-from controller.framework.nodes import prioritize_nodes, sort_nodes
+from controller.framework.nodes import memo_predicate, prioritize_nodes, sort_nodes
 from controller.framework.points import FitError
 from controller.framework.resources import fits
 from controller.framework.session import Session
@@ -40,7 +40,7 @@ def preemptor_fits(ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: No
     if not fits(preemptor.init_resreq, node, future=True):
         return False
     try:
-        ssn.predicate(preemptor, node)
+        memo_predicate(ssn, preemptor, node)
     except FitError:
         return False
     return True
