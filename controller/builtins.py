@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller.actions import allocate, shuffle
+from controller.actions import allocate, backfill, preempt, shuffle
 from controller.framework.plugin import ActionSpec, PluginSpec
 from controller.plugins import (
     conformance,
@@ -48,4 +48,6 @@ BUILTIN_ACTIONS: dict[str, ActionSpec] = {
     module.NAME: ActionSpec(module.NAME, module.parse_args, module.build)
     for module in (allocate, shuffle)
 }
+BUILTIN_ACTIONS[preempt.NAME] = ActionSpec(preempt.NAME, preempt.parse_args, preempt.build)
+BUILTIN_ACTIONS[backfill.NAME] = ActionSpec(backfill.NAME, backfill.parse_args, backfill.build)
 # ---- register further actions above (e.g. preempt) -------------------------------------

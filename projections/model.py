@@ -157,6 +157,9 @@ class TaskInfo:
     deleting: bool = False
     affinity: JSON | None = None  # spec.affinity as raw JSON (shared, read-only)
     owner: str = ""  # "Kind/name" of the controller owner reference ("" = none)
+    preemption_policy: str = ""  # spec.preemptionPolicy ("Never" never preempts; "" = default)
+    nominated_node: str = ""  # status.nominatedNodeName ("" = none)
+    k8s_qos: str = ""  # Kubernetes QoS class: BestEffort / Burstable / Guaranteed
 
     @property
     def key(self) -> str:

@@ -326,7 +326,43 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
         deleting,
         affinity,
         owner,
+        spec.get("preemptionPolicy") or "",
+        status.get("nominatedNodeName") or "",
+        k8s_qos_class(spec, status),
     )
+
+
+def _limits_equal_requests(container: Mapping[str, Any]) -> bool:
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or limits
+    return all(
+        name in limits and str(requests.get(name)) == str(limits[name])
+        for name in ("cpu", "memory")
+    )
+
+
+def k8s_qos_class(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
+    """The pod's Kubernetes QoS class: ``status.qosClass`` when the API server set it,
+    else computed as Kubernetes' ``GetPodQOS`` does (simplified to cpu and memory): no
+    request or limit anywhere → BestEffort; every container's cpu and memory limits set
+    and equal to the requests → Guaranteed; otherwise Burstable."""
+    given = status.get("qosClass")
+    if isinstance(given, str) and given:
+        return given
+    containers = [
+        c
+        for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+        if isinstance(c, Mapping)
+    ]
+    if not any(
+        (c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits")
+        for c in containers
+    ):
+        return "BestEffort"
+    if containers and all(_limits_equal_requests(c) for c in containers):
+        return "Guaranteed"
+    return "Burstable"
 
 
 def share_maps(task: TaskInfo) -> None:

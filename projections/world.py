@@ -27,6 +27,7 @@ from projections.base import (
 )
 from projections.cluster import ClusterState
 from projections.history import History
+from projections.nominations import Nominations
 from projections.oom import OOMState
 from projections.pressure import PressureState
 from projections.usage import UsageState
@@ -40,7 +41,7 @@ from streams.payloads import as_config
 _Step = tuple[Projection, Callable[[Event], None], bool]
 
 #: the names of the World's own members, in folding order
-POLICY_MEMBERS = ("cluster", "history", "usage", "oom", "pressure")
+POLICY_MEMBERS = ("cluster", "history", "usage", "oom", "pressure", "nominations")
 
 
 class PolicyInputs(Protocol):
@@ -78,7 +79,8 @@ class World:
     """All projections of one log at one position.
 
     Args:
-        cluster, history, usage, oom, pressure: the members (default: fresh, empty ones).
+        cluster, history, usage, oom, pressure, nominations: the members (default: fresh,
+            empty ones).
         extra: further projections, folded after those. Names must be unique.
     """
 
@@ -92,6 +94,7 @@ class World:
         usage: UsageState | None = None,
         oom: OOMState | None = None,
         pressure: PressureState | None = None,
+        nominations: Nominations | None = None,
         extra: Iterable[Projection] = (),
     ) -> None:
         self.cluster = cluster if cluster is not None else ClusterState()
@@ -99,6 +102,9 @@ class World:
         self.usage = usage if usage is not None else UsageState()
         self.oom = oom if oom is not None else OOMState()
         self.pressure = pressure if pressure is not None else PressureState()
+        #: preemptors' nominated nodes (read by allocate and preempt, not part of
+        #: PolicyInputs: a policy input without it simply has no nominations)
+        self.nominations = nominations if nominations is not None else Nominations()
         self.config: dict[str, Any] | None = None
         self.position = 0
         self.extra: dict[str, Projection] = {}
@@ -112,6 +118,7 @@ class World:
             self.usage,
             self.oom,
             self.pressure,
+            self.nominations,
             *self.extra.values(),
         )
         self._direct = tuple(m for m in self._members if _is_direct(m))

@@ -14,8 +14,14 @@ committed only if the job is then ready (gang); a statement of a job that is mer
 pipelined stays staged (visible to later actions, bound by none); otherwise it is
 discarded. A committed job with tasks left goes back to its queue.
 
-Differences from Volcano: no nominated-node shortcut (the model does not carry
-``status.nominatedNodeName``), no hyper-node / sub-group variants, no scheduling gates,
+Nominations (:mod:`projections.nominations`): before placing anything, the room of each
+Pending task nominated to a session node by an earlier preemption is held there (a
+pipelined copy on the node alone), so the room its victims free is not taken by another
+pod; when the task's own turn comes the hold is dropped and the task is placed as any
+other (its node is then usually the one with the room). Volcano's nominated-node
+shortcut is not reproduced.
+
+Differences from Volcano: no hyper-node / sub-group variants, no scheduling gates,
 and a pending PodGroup is not flipped to Inqueue (tide writes no PodGroup status; it
 simply proceeds, as Volcano does without the ``enqueue`` action). Ties are broken
 deterministically (see :mod:`controller.framework.nodes`, the node search it uses).
@@ -39,7 +45,8 @@ from controller.framework.nodes import Gradients, best_node, fitting_nodes
 from controller.framework.points import FitError
 from controller.framework.session import Session
 from controller.framework.statement import Statement
-from projections.model import JobInfo, QueueInfo, TaskInfo
+from controller.framework.view import clone_task
+from projections.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 NAME = "allocate"
 REASON = "allocate"
@@ -88,6 +95,7 @@ class AllocateAction:
         by_job = _pending_by_job(ssn)
         if not by_job:
             return
+        reservations = reserve_nominated(ssn, by_job)
         jobs_by_queue: dict[str, list[_Ordered[str]]] = {}
         for job_id in sorted(by_job):
             job = ssn.jobs[job_id]
@@ -100,7 +108,7 @@ class AllocateAction:
         ]
         heapq.heapify(queues)
         task_heaps: dict[str, list[_Ordered[TaskInfo]]] = {}
-        run = _Run(ssn, self.args)
+        run = _Run(ssn, self.args, reservations)
         while queues:
             queue = heapq.heappop(queues).item
             if ssn.overused(queue):
@@ -125,6 +133,28 @@ def _job_cmp(ssn: Session) -> Callable[[str, str], int]:
     return lambda left, right: ssn.job_order_compare(jobs[left], jobs[right])
 
 
+def reserve_nominated(ssn: Session, by_job: dict[str, list[TaskInfo]]) -> dict[str, str]:
+    """Hold each pending, nominated task's room on its nominated node; task key → node.
+
+    The reservation is a pipelined copy of the task on the node only (its future idle
+    shrinks); the task itself stays Pending and no plugin handler runs, so queue shares
+    are not counted twice. It is released when the task's turn comes.
+    """
+    noms = getattr(ssn.world, "nominations", None)
+    nodes: Mapping[str, str] = getattr(noms, "nodes", None) or {}
+    if not nodes:
+        return {}
+    pending = {t.key: t for tasks in by_job.values() for t in tasks}
+    out: dict[str, str] = {}
+    for key in sorted(nodes):
+        task, node = pending.get(key), nodes[key]
+        if task is None or node not in ssn.nodes or ssn.view.node_has_task(node, key):
+            continue
+        ssn.view.node_add_task(node, clone_task(task, status=TaskStatus.PIPELINED, node_name=node))
+        out[key] = node
+    return out
+
+
 def _pending_by_job(ssn: Session) -> dict[str, list[TaskInfo]]:
     scheduler = ssn.ctx.scheduler_name
     by_job: dict[str, list[TaskInfo]] = {}
@@ -140,9 +170,11 @@ def _pending_by_job(ssn: Session) -> dict[str, list[TaskInfo]]:
 class _Run:
     """One execution's per-task work (the predicate error cache lives here)."""
 
-    def __init__(self, ssn: Session, args: AllocateArgs) -> None:
+    def __init__(self, ssn: Session, args: AllocateArgs, reservations: dict[str, str]) -> None:
         self.ssn = ssn
         self.args = args
+        #: task key -> the node reserved for it (see reserve_nominated)
+        self.reservations = reservations
         #: job id -> roles of its tasks that found no node in this run (Volcano's
         #: ``FitFailedRoles``; a role's later tasks are skipped, unless the role is "").
         self.failed_roles: dict[str, set[str]] = {}
@@ -159,6 +191,9 @@ class _Run:
         stmt = ssn.statement()
         while tasks:
             task = heapq.heappop(tasks).item
+            reserved = self.reservations.pop(task.key, None)
+            if reserved is not None:
+                ssn.view.node_remove_task(reserved, task.key)
             if not ssn.allocatable(queue, task):
                 continue
             role_key = (job.id, task.task_role)

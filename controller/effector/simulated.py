@@ -23,6 +23,9 @@ Behaviour:
   ``evict_at`` later than its ``at`` (graceful eviction), the pod is annotated
   ``tide.io/eviction-notice`` at decision time and all of the above happens at
   ``evict_at`` (the ``effect.applied`` too).
+* **preempt**: an eviction whose evidence names a preemptor and the node it is
+  ``nominated`` to also sets the preemptor pod's ``status.nominatedNodeName`` (MODIFIED
+  at decision time), unless it is gone, bound, or already nominated there.
 * **bind**: ``spec.nodeName`` set (MODIFIED, still Pending); after ``startup_delay``
   (default 5 s) the pod is Running with ``startTime``.
 * **taint** / **untaint**: the node's ``spec.taints`` gains or loses the taint (matched by
@@ -54,6 +57,7 @@ from controller.effector.simulated_objects import (
     controller_owner,
     grace_period,
     metadata,
+    nominated,
     recreated,
     same_taint,
     spec_of,
@@ -134,7 +138,8 @@ class SimulatedCluster:
             notice = _watch(decision, decision.at, "pods", "MODIFIED", with_notice(pod, evict_at))
             later = self._eviction(decision, with_notice(pod, evict_at), target, evict_at)
             return [notice], later
-        return _split(decision.at, self._eviction(decision, pod, target, decision.at))
+        now, later = _split(decision.at, self._eviction(decision, pod, target, decision.at))
+        return now + _nomination(decision, pods), later
 
     def _eviction(self, decision: Event, pod: JSON, target: str, at: datetime) -> list[Event]:
         grace = grace_period(pod, self.grace_default)
@@ -195,6 +200,25 @@ class SimulatedCluster:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _nomination(decision: Event, pods: Mapping[str, JSON]) -> list[Event]:
+    """The preemptor's ``status.nominatedNodeName`` update an eviction implies, if any."""
+    evidence = decision.data.get("evidence")
+    if not isinstance(evidence, dict):
+        return []
+    preemptor, node = evidence.get("preemptor"), evidence.get("nominated")
+    if not isinstance(preemptor, str) or not isinstance(node, str) or not node:
+        return []
+    pod = pods.get(preemptor)
+    if pod is None or spec_of(pod).get("nodeName"):
+        return []
+    uid = evidence.get("preemptor_uid")
+    if uid and metadata(pod).get("uid") != uid:
+        return []
+    if (pod.get("status") or {}).get("nominatedNodeName") == node:
+        return []
+    return [_watch(decision, decision.at, "pods", "MODIFIED", nominated(pod, node))]
 
 
 def _find_pod(decision: Event, pods: Mapping[str, JSON]) -> tuple[JSON | None, str, str]:

@@ -101,6 +101,14 @@ def bound(pod: Mapping[str, Any], node: str) -> JSON:
     return out
 
 
+def nominated(pod: Mapping[str, Any], node: str) -> JSON:
+    """The preemptor after its victims' eviction: ``status.nominatedNodeName`` = ``node``
+    (as the Kubernetes scheduler and Volcano's preempt set it)."""
+    out = copy.deepcopy(dict(pod))
+    _mutable(out, "status")["nominatedNodeName"] = node
+    return out
+
+
 def started(pod: Mapping[str, Any], at: datetime) -> JSON:
     """The bound pod once its containers run: phase Running with ``startTime``."""
     out = copy.deepcopy(dict(pod))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller.framework import search
 from controller.framework.points import FitError
@@ -49,8 +50,10 @@ __all__ = [
     "best_node",
     "calculate_num_feasible_nodes_to_find",
     "fitting_nodes",
+    "memo_predicate",
     "predicate_nodes",
     "preempt_check",
+    "preempt_check_memo",
     "prioritize_nodes",
     "select_best_node",
     "sort_nodes",
@@ -95,6 +98,59 @@ def preempt_check(ssn: Session) -> Check:
     def check(task: TaskInfo, node: NodeInfo) -> None:
         try:
             ssn.predicate(task, node)
+        except FitError as exc:
+            if not exc.resolvable_by_preemption:
+                raise
+
+    return check
+
+
+def memo_predicate(
+    ssn: Session,
+    task: TaskInfo,
+    node: NodeInfo,
+    *,
+    plan: list[tuple[Any, dict[int, Any] | None]] | None = None,
+) -> None:
+    """:meth:`Session.predicate` for a session node, answered from the session's memo
+    while the node is unchanged (keyed predicates only, as the allocate hot path does:
+    :mod:`controller.framework.search`). ``plan`` is ``ssn.plan("predicate", task)``
+    when the caller asks about many nodes for one task.
+
+    Raises the first plugin's :class:`FitError`, as the session does.
+    """
+    pos = ssn.nodes.position(node.name)
+    version = ssn.view.versions[pos]
+    for fn, memo in plan if plan is not None else ssn.plan("predicate", task):
+        if memo is not None:
+            hit = memo.get(pos)
+            if hit is not None and hit[0] == version:
+                if hit[1] is not None:
+                    raise hit[1]
+                continue
+        error: FitError | None = None
+        try:
+            fn(task, node)
+        except FitError as exc:
+            error = exc
+        if memo is not None:
+            memo[pos] = (version, error)
+        if error is not None:
+            raise error
+
+
+def preempt_check_memo(ssn: Session) -> Check:
+    """:func:`preempt_check` answered through :func:`memo_predicate` (session nodes only)."""
+
+    plans: dict[str, list[tuple[Any, dict[int, Any] | None]]] = {}
+
+    def check(task: TaskInfo, node: NodeInfo) -> None:
+        plan = plans.get(task.key)
+        if plan is None:
+            plans.clear()  # one task at a time: keep only its plan
+            plan = plans[task.key] = ssn.plan("predicate", task)
+        try:
+            memo_predicate(ssn, task, node, plan=plan)
         except FitError as exc:
             if not exc.resolvable_by_preemption:
                 raise

@@ -13,14 +13,27 @@ Kubernetes' filter order:
 * taints with effect ``NoSchedule``/``NoExecute`` against the tolerations (``Exists``
   and ``Equal``; an empty toleration key with ``Exists`` tolerates every taint).
 
-Node ports, inter-pod affinity, volumes, topology spread and DRA are not modelled. A node
-without an ``allocatable.pods`` value has no pod-count limit here (Volcano would read 0).
+* required inter-pod affinity and anti-affinity (``requiredDuringScheduling...``) with
+  topology key ``kubernetes.io/hostname`` (the node is the domain): every affinity term
+  of the pod must match a pod on the node (unless no pod anywhere matches and the pod
+  matches its own term, Kubernetes' rule for the first pod of a group) — else
+  UnschedulableAndUnresolvable; no anti-affinity term of the pod may match a pod on the
+  node, and no anti-affinity term of a pod on the node may match the pod (symmetry) —
+  else Unschedulable, which a preemption may resolve. Pods Releasing in the session are
+  ignored, as Volcano's predicates plugin does, so evicting a conflicting pod clears the
+  way. Label selectors: ``matchLabels`` and ``matchExpressions`` (``In``, ``NotIn``,
+  ``Exists``, ``DoesNotExist``); namespaces: the term's ``namespaces``, else the pod's
+  own (a ``namespaceSelector`` of ``{}`` means every namespace, any other is not
+  modelled and reads as the pod's own). Other topology keys are not modelled (ignored).
+
+Node ports, volumes, topology spread and DRA are not modelled. A node without an
+``allocatable.pods`` value has no pod-count limit here (Volcano would read 0).
 
 The plugin also answers what-if questions on scratch node copies
 (:mod:`controller.framework.simulate`): its simulate predicate is the same check run on
-the copy, so a pod-count limit sees the victims a dry run took off. It registers no
-simulate add / remove hooks: Volcano's keep inter-pod affinity state current, which tide
-does not model.
+the copy, so a pod-count limit or an anti-affinity conflict sees the victims a dry run
+took off. It registers no simulate add / remove hooks: the checks read the copy's tasks
+directly.
 
 Arguments (Volcano's keys, booleans, default true): ``predicate.NodeAffinityEnable``,
 ``predicate.TaintTolerationEnable``. Other ``predicate.*`` keys are accepted and ignored.
@@ -39,7 +52,7 @@ from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
-from projections.model import JSON, NodeInfo, TaskInfo
+from projections.model import JSON, NodeInfo, TaskInfo, TaskStatus
 
 NAME = "predicates"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -155,17 +168,123 @@ def scheduling_key(task: TaskInfo) -> bytes:
     """What the predicate reads of a task: its selector, node affinity and tolerations.
 
     Tasks with equal keys get equal answers on an unchanged node, so the session may
-    reuse them (``Session.add_predicate_fn(key=...)``). Pod (anti-)affinity is not read
-    here, so it is not part of the key: most pods then share one key.
+    reuse them (``Session.add_predicate_fn(key=...)``). A pod on the node with a
+    required anti-affinity term may reject the task by its labels and namespace, so
+    those are part of the key too; replicas of one workload still share one key.
     """
-    node_affinity = (task.affinity or {}).get("nodeAffinity")
+    affinity = task.affinity or {}
     return orjson.dumps(
-        [task.node_selector, node_affinity, task.tolerations], option=orjson.OPT_SORT_KEYS
+        [
+            task.node_selector,
+            affinity.get("nodeAffinity"),
+            _required(task, "podAffinity"),
+            _required(task, "podAntiAffinity"),
+            task.tolerations,
+            task.namespace,
+            task.labels,
+            # a pod-affinity answer may also depend on other nodes (the first pod of a
+            # group): never share it between tasks
+            task.key if _required(task, "podAffinity") else "",
+        ],
+        option=orjson.OPT_SORT_KEYS,
     )
 
 
-def make_predicate(args: PredicatesArgs) -> Callable[[TaskInfo, NodeInfo], None]:
-    """The predicate for ``args`` (a closure: it runs for every node of every pending pod)."""
+HOSTNAME = "kubernetes.io/hostname"
+#: whether any pod of the cluster matches a pod-affinity term of a task
+Anywhere = Callable[[Mapping[str, Any], TaskInfo], bool]
+
+
+def _required(task: TaskInfo, kind: str) -> list[Mapping[str, Any]]:
+    """The task's required ``kind`` (podAffinity / podAntiAffinity) hostname terms."""
+    section = (task.affinity or {}).get(kind) or {}
+    terms = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, Mapping) and t.get("topologyKey") == HOSTNAME]
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A Kubernetes label selector (``matchLabels`` + ``matchExpressions``); a missing
+    selector matches nothing, an empty one everything."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op = expr.get("key"), expr.get("operator")
+        values = expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def term_matches(term: Mapping[str, Any], owner: TaskInfo, other: TaskInfo) -> bool:
+    """Whether ``owner``'s affinity ``term`` selects the pod ``other``."""
+    namespaces = term.get("namespaces") or []
+    if namespaces:
+        if other.namespace not in namespaces:
+            return False
+    elif term.get("namespaceSelector") != {} and other.namespace != owner.namespace:
+        return False
+    return selector_matches(term.get("labelSelector"), other.labels)
+
+
+def _live(node: NodeInfo) -> list[TaskInfo]:
+    return [t for t in node.tasks.values() if t.status != TaskStatus.RELEASING]
+
+
+def check_pod_affinity(task: TaskInfo, node: NodeInfo, anywhere: Anywhere) -> None:
+    """Raise the inter-pod affinity / anti-affinity refusal of ``node`` for ``task``.
+
+    ``anywhere(term)`` tells whether any pod of the cluster matches an affinity term (for
+    the first pod of a group).
+    """
+    affinity = _required(task, "podAffinity")
+    anti = _required(task, "podAntiAffinity")
+    live: list[TaskInfo] | None = None
+    if affinity:
+        live = _live(node)
+        for term in affinity:
+            if any(term_matches(term, task, other) for other in live if other.key != task.key):
+                continue
+            if term_matches(term, task, task) and not anywhere(term, task):
+                continue
+            raise _unschedulable(
+                "node(s) didn't match pod affinity rules",
+                FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            )
+    if live is None:
+        live = _live(node)
+    for other in live:
+        if other.key == task.key:
+            continue
+        if any(term_matches(term, task, other) for term in anti):
+            raise _unschedulable("node(s) didn't match pod anti-affinity rules")
+        if other.affinity and any(
+            term_matches(term, other, task) for term in _required(other, "podAntiAffinity")
+        ):
+            raise _unschedulable("node(s) didn't satisfy existing pods anti-affinity rules")
+
+
+def _nowhere(term: Mapping[str, Any], task: TaskInfo) -> bool:
+    del term, task
+    return False
+
+
+def make_predicate(
+    args: PredicatesArgs, anywhere: Anywhere = _nowhere
+) -> Callable[[TaskInfo, NodeInfo], None]:
+    """The predicate for ``args`` (a closure: it runs for every node of every pending pod).
+
+    ``anywhere`` answers whether any pod of the cluster matches a pod-affinity term.
+    """
     affinity_on = args.node_affinity
     taints_on = args.taint_toleration
 
@@ -195,8 +314,14 @@ def make_predicate(args: PredicatesArgs) -> Callable[[TaskInfo, NodeInfo], None]
                     f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value')}}}",
                     FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 )
+        if task.affinity or _has_anti_affinity(node):
+            check_pod_affinity(task, node, anywhere)
 
     return predicate
+
+
+def _has_anti_affinity(node: NodeInfo) -> bool:
+    return any(t.affinity and "podAntiAffinity" in t.affinity for t in node.tasks.values())
 
 
 class PredicatesPlugin:
@@ -218,6 +343,16 @@ class PredicatesPlugin:
         self.predicate(task, node)
 
     def on_session_open(self, ssn: Session) -> None:
+        def anywhere(term: Mapping[str, Any], task: TaskInfo) -> bool:
+            # only asked for a pod with an affinity term that no pod on its node matches
+            return any(
+                term_matches(term, task, other)
+                for node in ssn.view.node_list
+                for other in node.tasks.values()
+                if other.status != TaskStatus.RELEASING and other.key != task.key
+            )
+
+        self.predicate = make_predicate(self.args, anywhere)
         ssn.add_predicate_fn(NAME, self.predicate, key=scheduling_key)
         ssn.add_simulate_predicate_fn(NAME, self.simulate_predicate)
 

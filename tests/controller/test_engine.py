@@ -123,7 +123,7 @@ def test_plugins_are_built_once_per_config() -> None:
 
 def test_hand_built_config_parses_args_and_skips_unknown_names() -> None:
     conf = TideConfig(
-        actions=("preempt", "allocate"),
+        actions=("reclaim", "allocate"),
         tiers=(TierConf((PluginConf.of("gang", all_flags=True), PluginConf.of("drf"))),),
     )
     built = build_cycle(conf)

@@ -43,14 +43,14 @@ configurations:
 
 def test_a_pasted_volcano_configuration_loads_with_one_warning() -> None:
     config = load_config(VOLCANO_CONF)
-    assert config.actions == ("allocate", "shuffle")
+    assert config.actions == ("allocate", "backfill", "shuffle")
     assert [[e.name for e in t.plugins] for t in config.tiers] == [
         ["priority", "gang", "conformance"],
         ["predicates", "proportion"],
     ]
     assert config.warnings == (
         "tide does not implement plugins binpack, drf, nodeorder, overcommit "
-        "and actions backfill, enqueue; they are skipped",
+        "and actions enqueue; they are skipped",
     )
     gang = config.tiers[0].plugins[1]
     assert gang.enabled(p.JOB_ORDER) and not gang.enabled(p.PREEMPTABLE)
@@ -80,7 +80,7 @@ def test_tide_keys_and_list_actions(tmp_path: Path) -> None:
 
 def test_no_scheduler_part_means_volcanos_default() -> None:
     config = load_config({"timezone": "UTC"})
-    assert config.actions == ("allocate",)
+    assert config.actions == ("allocate", "backfill")
     assert [e.name for e in config.tiers[0].plugins] == ["priority", "gang", "conformance"]
     assert "enqueue" in config.warnings[0] and "drf" in config.warnings[0]
 

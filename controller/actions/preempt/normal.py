@@ -1,0 +1,95 @@
+"""Normal preemption: walk the best-scored nodes, evict the cheapest victims until the
+preemptor fits, then pipeline it there.
+
+Upstream: volcano-sh/volcano pkg/scheduler/actions/preempt/preempt.go, ``normalPreempt``.
+
+For each node, best score first (ties to the lowest name): the node's tasks that pass the
+phase's filter go to the session's ``preemptable`` (the tier-wise intersection of the
+plugins' answers); the node is skipped unless the victims could make room at all
+(``validate_victims``); victims are then evicted in victim order until the preemptor
+fits — its queue may take it (``allocatable``), its request fits the node's future idle,
+and every session predicate passes — and the preemptor is pipelined on that node. On a
+node where it still does not fit, the evictions are undone and the next node is tried.
+A node where the preemptor already fits is used without evicting anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.actions.preempt.victims import (
+    Filter,
+    node_preemptees,
+    validate_victims,
+    victim_order,
+)
+from controller.framework.errors import StatementError
+from controller.framework.nodes import memo_predicate, prioritize_nodes, sort_nodes
+from controller.framework.points import FitError
+from controller.framework.resources import fits
+from controller.framework.session import Session
+from controller.framework.statement import Statement
+from projections.model import NodeInfo, QueueInfo, TaskInfo
+
+
+def preemptor_fits(ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo) -> bool:
+    """The queue may take the preemptor, its request fits the node's future idle, and
+    every session predicate passes (re-asked after each eviction)."""
+    if not ssn.allocatable(queue, preemptor):
+        return False
+    if not fits(preemptor.init_resreq, node, future=True):
+        return False
+    try:
+        memo_predicate(ssn, preemptor, node)
+    except FitError:
+        return False
+    return True
+
+
+def normal_preempt(
+    ssn: Session,
+    stmt: Statement,
+    preemptor: TaskInfo,
+    nodes: list[NodeInfo],
+    *,
+    accept: Filter,
+    evict: dict[str, Any],
+) -> str | None:
+    """Try the nodes in score order; the node the preemptor was pipelined on, or None.
+
+    Args:
+        ssn: The session.
+        stmt: The phase's statement; a successful node's operations are merged into it.
+        preemptor: The pending task.
+        nodes: The feasible nodes (:func:`controller.framework.nodes.preempt_check`).
+        accept: The phase's victim filter.
+        evict: ``reason``, ``source`` and the evidence shared by every eviction.
+    """
+    job = ssn.jobs.lookup(preemptor.job)
+    if job is None:
+        return None
+    queue = ssn.queues[job.queue]
+    order = sort_nodes(prioritize_nodes(ssn, preemptor, nodes))
+    for name in order:
+        node = ssn.nodes[name]
+        victims = ssn.preemptable(preemptor, node_preemptees(node, accept))
+        if not validate_victims(preemptor, node, victims):
+            continue
+        queued = victim_order(ssn, preemptor, victims)
+        node_stmt = ssn.statement()
+        ok = preemptor_fits(ssn, queue, preemptor, node)
+        while not ok and queued:
+            victim = queued.pop(0)
+            evidence = {**evict["evidence"], "node": name, "nominated": name}
+            node_stmt.evict(victim, evict["reason"], source=evict["source"], evidence=evidence)
+            ok = preemptor_fits(ssn, queue, preemptor, ssn.nodes[name])
+        if ok:
+            try:
+                node_stmt.pipeline(preemptor, name)
+            except StatementError:
+                node_stmt.discard()
+                continue
+            stmt.merge(node_stmt)
+            return name
+        node_stmt.discard()
+    return None

@@ -1,0 +1,150 @@
+"""Who may be a victim, in which order victims go, and whether a preemptor may try.
+
+Upstream: volcano-sh/volcano pkg/scheduler/actions/preempt/preempt.go (the inter-job and
+intra-job filters of ``Execute``, ``taskEligibleToPreempt``) and
+pkg/scheduler/util/scheduler_helper.go (``BuildVictimsPriorityQueue``,
+``ValidateVictims``).
+
+Victims are read only through :attr:`TaskInfo.preemptable` and the session's
+``preemptable`` extension point: which pods may be victims at all is the projection's and
+the plugins' business, not this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cmp_to_key
+
+from controller.framework.points import FitError, FitStatus
+from controller.framework.session import Session
+from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, TaskInfo, TaskStatus
+
+#: A victim filter over a node's tasks.
+Filter = Callable[[TaskInfo], bool]
+
+NEVER = "Never"
+
+
+def _common(preemptor: TaskInfo, victim: TaskInfo) -> bool:
+    """The checks both phases share: a preemptable status (Bound or Running), the
+    BestEffort rule (a BestEffort preemptor never evicts a non-BestEffort task) and the
+    task's own ``preemptable`` mark."""
+    return (
+        victim.status in PREEMPTABLE_STATUSES
+        and not (preemptor.best_effort and not victim.best_effort)
+        and victim.preemptable
+    )
+
+
+def inter_job(ssn: Session, preemptor: TaskInfo, job: JobInfo) -> Filter:
+    """Phase 1: tasks of *other* jobs of the preemptor's queue."""
+
+    def accept(victim: TaskInfo) -> bool:
+        if not _common(preemptor, victim) or victim.job == preemptor.job:
+            return False
+        owner = ssn.jobs.lookup(victim.job)
+        return owner is not None and owner.queue == job.queue
+
+    return accept
+
+
+def intra_job(preemptor: TaskInfo) -> Filter:
+    """Phase 2: other tasks of the preemptor's own job."""
+
+    def accept(victim: TaskInfo) -> bool:
+        return _common(preemptor, victim) and victim.job == preemptor.job
+
+    return accept
+
+
+def node_preemptees(node: NodeInfo, accept: Filter) -> list[TaskInfo]:
+    """The node's tasks that pass ``accept``, in key order (Volcano walks a map)."""
+    return [node.tasks[key] for key in sorted(node.tasks) if accept(node.tasks[key])]
+
+
+def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:
+    """Volcano's ``ValidateVictims``: the node's future idle plus every victim's request
+    must hold the preemptor's request (no victims is fine if future idle already does)."""
+    room = node.future_idle()
+    for victim in victims:
+        room.add(victim.resreq)
+    return preemptor.init_resreq.less_equal(room)
+
+
+def victim_order(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """The victims, the one to evict first first.
+
+    Volcano's ``BuildVictimsPriorityQueue``: within one job the task that would be
+    scheduled last goes first; a victim whose job left the session goes before one whose
+    job is there; across queues the queue that would be served last goes first; across
+    jobs of one queue the job that would be scheduled last goes first, then the task.
+    Volcano's heap leaves equal victims in heap order; tide ends with the task key.
+    """
+    jobs = ssn.jobs
+
+    def compare(left: TaskInfo, right: TaskInfo) -> int:
+        result = _compare(left, right)
+        if result:
+            return result
+        return (left.key > right.key) - (left.key < right.key)
+
+    def _compare(left: TaskInfo, right: TaskInfo) -> int:
+        if left.job == right.job:
+            return -ssn.task_order_compare(left, right)
+        lj, rj = jobs.lookup(left.job), jobs.lookup(right.job)
+        if lj is None or rj is None:
+            if lj is None and rj is not None:
+                return -1
+            if rj is None and lj is not None:
+                return 1
+            return -ssn.task_order_compare(left, right)
+        pj = jobs.lookup(preemptor.job)
+        if pj is not None and lj.queue != rj.queue:
+            lq, rq = ssn.queues.get(lj.queue), ssn.queues.get(rj.queue)
+            if lq is not None and rq is not None:
+                return -ssn.queue_order_compare(lq, rq)
+        by_job = ssn.job_order_compare(lj, rj)
+        if by_job:
+            return -by_job
+        return -ssn.task_order_compare(left, right)
+
+    return sorted(victims, key=cmp_to_key(compare))
+
+
+def eligible(ssn: Session, preemptor: TaskInfo, nominated: str) -> str | None:
+    """Why ``preemptor`` may not preempt now, or None when it may.
+
+    Volcano's ``taskEligibleToPreempt``: ``preemptionPolicy: Never`` never preempts. A
+    task nominated to a node (an earlier preemption) does not preempt again while that
+    node passes the session predicates (its room is coming), nor while a lower-priority
+    pod there is still releasing (the earlier preemption is under way); only a node the
+    predicates now reject as unresolvable lets it try elsewhere.
+
+    Difference from Volcano: a nominated node that left the session releases the
+    nomination (:mod:`projections.nominations`), so the task may try again (Volcano
+    refuses while ``status.nominatedNodeName`` names a missing node).
+    """
+    if preemptor.preemption_policy == NEVER:
+        return "preemptionPolicy is Never"
+    if not nominated:
+        return None
+    node = ssn.nodes.get(nominated)
+    if node is None:
+        return None
+    try:
+        ssn.predicate(preemptor, node)
+    except FitError as exc:
+        if exc.status == FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return None
+    else:
+        room = node.future_idle()
+        held = node.tasks.get(preemptor.key)
+        if held is not None and held.status == TaskStatus.PIPELINED:
+            room.add(held.resreq)  # allocate's hold on the room for this very task
+        if preemptor.init_resreq.less_equal(room):
+            return f"nominated node {nominated} already fits"
+    for key in sorted(node.tasks):
+        other = node.tasks[key]
+        if other.status == TaskStatus.RELEASING and other.pod_priority < preemptor.pod_priority:
+            return f"a pod on nominated node {nominated} is still terminating"
+    return None
