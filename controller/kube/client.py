@@ -118,6 +118,11 @@ class KubeClient:
         """A client of an unauthenticated API at ``host`` (``http://127.0.0.1:PORT``)."""
         return cls(ApiClient(Configuration(host=host)), request_timeout=request_timeout)
 
+    @property
+    def host(self) -> str:
+        """The API server's URL."""
+        return str(self._api.configuration.host)
+
     async def close(self) -> None:
         """Close the connection pool."""
         await self._api.close()
