@@ -133,17 +133,22 @@ class PDBState(BaseProjection):
     @handles("k8s.watch")
     def _on_watch(self, event: Event) -> None:
         data = event.data
-        obj = data.get("object")
-        if data.get("resource") != "poddisruptionbudgets" or not isinstance(obj, dict):
-            return
+        if data.get("resource") == "poddisruptionbudgets":
+            self.note(data.get("event"), data.get("object"))
+
+    def note(self, kind: object, obj: object) -> str | None:
+        """Fold one watch event of a budget; returns its key ("ns/name"), None if unusable."""
+        if not isinstance(obj, dict):
+            return None
         try:
             budget = _budget(obj)
         except (KeyError, TypeError):
-            return
-        if data.get("event") == "DELETED":
+            return None
+        if kind == "DELETED":
             self.budgets.pop(budget.key, None)
-        elif data.get("event") in ("ADDED", "MODIFIED"):
+        elif kind in ("ADDED", "MODIFIED"):
             self.budgets[budget.key] = budget
+        return budget.key
 
     def covering(self, namespace: str, labels: Mapping[str, str]) -> list[Budget]:
         """The budgets that select a pod, by name."""
