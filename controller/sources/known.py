@@ -8,7 +8,9 @@ key, with no policy semantics. Only identity is kept (namespace, name, uid,
 resourceVersion), never the whole object, so it stays small on a 150,000-pod cluster; a
 DELETED written by a relist carries that identity as its object, which is all a fold of a
 deletion reads. Metric samples are folded too: the last ``timestamp`` of each object, so
-a sample that did not advance is not written twice (also across a restart).
+a sample that did not advance is not written twice (also across a restart). ``versions``
+keeps the resourceVersion of each resource's last record (an event, or the BOOKMARK the
+recorder writes after a list with the list's version): a restart watches on from there.
 """
 
 from __future__ import annotations
@@ -80,11 +82,12 @@ def identity_of(obj: dict[str, Any]) -> Identity:
 
 
 class KnownObjects:
-    """resource → key → :class:`Identity` of every object on the log, and the last metric
-    timestamp of every (metric type, key)."""
+    """resource → key → :class:`Identity` of every object on the log, resource → the
+    version of its last record, and the last metric timestamp of every (type, key)."""
 
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Identity]] = {}
+        self.versions: dict[str, str] = {}
         self.samples: dict[tuple[str, str], str] = {}
 
     def of(self, resource: str) -> dict[str, Identity]:
@@ -108,6 +111,9 @@ class KnownObjects:
 
     def note(self, resource: str, event: str, obj: dict[str, Any]) -> None:
         """Fold one watch event."""
+        version = identity_of(obj).resource_version
+        if version:
+            self.versions[resource] = version
         key = key_of(obj)
         if not key or event == "BOOKMARK":
             return

@@ -1,13 +1,14 @@
 """`tide record`'s engine: the sources, one writer, the probes, a clean stop.
 
-The recorder folds what the log already holds (:class:`~controller.sources.known.KnownObjects`),
-appends the configuration when it changed, then runs one :class:`WatchSource` per watched
-collection and the :class:`MetricsSource` as tasks, and one writer that drains the tap's
-queue in batches: each batch is one atomic ``append`` (the log skips ids it holds), and
-the records set aside go to the log's quarantine. A restart therefore starts from the
-log's own state, and a kill at any point loses nothing the cluster still shows: the
-first list reconciles. ``stop`` (SIGTERM) cancels the sources, lets the writer drain what
-is queued, and returns.
+The recorder folds what the log already holds
+(:class:`~controller.sources.known.KnownObjects`, which also says where each collection
+resumes), appends the configuration when it changed, then runs one :class:`WatchSource`
+per watched collection and the :class:`MetricsSource` as tasks, and one writer that
+drains the tap's queue in batches: each batch is one atomic ``append`` (the log skips ids
+it holds), and the records set aside go to the log's quarantine. A restart therefore
+starts from the log's own state, and a kill at any point loses nothing: the watch resumes
+from the log's last version, or a list reconciles when that version is gone. ``stop``
+(SIGTERM) cancels the sources, lets the writer drain what is queued, and returns.
 """
 
 from __future__ import annotations
@@ -83,17 +84,7 @@ class Recorder:
         self.warn = warn
         self.known = KnownObjects()
         self.tap = Tap(self.known, now)
-        self.sources = [
-            WatchSource(
-                client,
-                resource,
-                self.tap,
-                backoff=Backoff(options.backoff_base, options.backoff_cap),
-                warn=warn,
-                watch_timeout=options.watch_timeout,
-            )
-            for resource in options.resources
-        ]
+        self.sources: list[WatchSource] = []
         self.metrics = (
             MetricsSource(client, self.tap, interval=options.metrics_interval, warn=warn)
             if options.metrics_interval is not None
@@ -105,8 +96,8 @@ class Recorder:
 
     @property
     def ready(self) -> bool:
-        """Every source's first list is on the log (or its API is absent)."""
-        return all(source.state.ready for source in self.sources)
+        """Prepared, and every source's first list is on the log (or its API is absent)."""
+        return bool(self.sources) and all(source.state.ready for source in self.sources)
 
     def report(self) -> tuple[bool, list[str]]:
         """Readiness and one line per source, for ``/readyz``."""
@@ -133,6 +124,18 @@ class Recorder:
                 self.known.fold((event,))
         if config is not None and config.data != last_config:
             await self.log.append([config])
+        options = self.options
+        self.sources = [
+            WatchSource(
+                self.client,
+                resource,
+                self.tap,
+                backoff=Backoff(options.backoff_base, options.backoff_cap),
+                warn=self.warn,
+                watch_timeout=options.watch_timeout,
+            )
+            for resource in options.resources
+        ]
         if self.options.health_address is not None:
             self.health = HealthServer(self.options.health_address, self.report)
             await self.health.start()

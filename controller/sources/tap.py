@@ -80,6 +80,12 @@ class Tap:
             self.offer(resource, "ADDED" if was is None else "MODIFIED", item)
         return self.stats.queued - before
 
+    def bookmark(self, resource: str, version: str) -> None:
+        """Queue a BOOKMARK record: everything of ``resource`` up to ``version`` is on the
+        log (written after a list, so that a restart can watch on from there)."""
+        if version and self.known.versions.get(resource) != version:
+            self._emit(resource, "BOOKMARK", {"metadata": {"resourceVersion": version}})
+
     def offer(self, resource: str, event: str, obj: dict[str, Any]) -> bool:
         """Queue one watch event unless the log already says it; returns whether queued."""
         self.stats.offered += 1

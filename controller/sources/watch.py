@@ -10,8 +10,12 @@ Retriable failures (5xx, 429, a transport error) back off with jitter; a collect
 server does not serve (a Volcano CRD that is not installed) is a warning, and the source
 checks again later while the rest goes on.
 
-After a restart the first list reconciles the log with the cluster: what changed while
-tide was down is appended once, what did not is not appended again.
+After a list the source writes a BOOKMARK record with the list's version. A restart
+resumes from the log's own last version of the collection (that bookmark, or the last
+event after it): it watches on from there, and the server replays what changed while tide
+was down. When that version has left the server's history (410), it lists, and the list
+reconciles the log with the cluster: what changed is appended once, what did not is not
+appended again.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ Sleep = Callable[[float], Awaitable[None]]
 
 @dataclass
 class SourceState:
-    """Where a source is: ``ready`` once its first list is on the log (or its API is
-    absent), ``absent`` while the server does not serve it, the version it resumes from."""
+    """Where a source is: ``ready`` once its first list is on the log (at once when it
+    resumes from the log, or its API is absent), ``absent`` while the server does not
+    serve it, the version it resumes from."""
 
     ready: bool = False
     absent: bool = False
@@ -81,6 +86,10 @@ class WatchSource:
         self.absent_recheck = absent_recheck
         self.sleep = sleep
         self.state = SourceState()
+        resumed = tap.known.versions.get(resource.plural, "")
+        if resumed:  # the log holds this collection up to there: watch on
+            self.state.resource_version = resumed
+            self.state.ready = True
 
     @property
     def name(self) -> str:
@@ -121,6 +130,7 @@ class WatchSource:
             self.warn(f"{self.name}: {self.resource.path} is served now")
             self.state.absent = False
         self.tap.relisted(self.name, result.items)
+        self.tap.bookmark(self.name, result.resource_version)
         self.state.lists += 1
         self.tap.stats.relists[self.name] = self.state.lists
         await self.tap.queue.join()  # the list is on the log before the source is ready

@@ -54,7 +54,7 @@ def duplicates(events: Sequence[Event]) -> list[tuple[str, str, str, str]]:
             e.data["object"]["metadata"].get("resourceVersion", ""),
         )
         for e in events
-        if e.type == "k8s.watch"
+        if e.type == "k8s.watch" and e.data["event"] != "BOOKMARK"
     )
     return [key for key, count in seen.items() if count > 1]
 

@@ -130,3 +130,18 @@ def test_a_metric_sample_that_did_not_advance_is_not_written(
         }
         tap.sample("metrics.node", sample)
     assert len(drained(tap)) == written
+
+
+def test_a_bookmark_is_written_once_per_version_and_is_where_a_restart_resumes() -> None:
+    known = KnownObjects()
+    tap = Tap(known, lambda: T)
+    tap.relisted("nodes", [node("a", "4")])
+    tap.bookmark("nodes", "9")
+    tap.bookmark("nodes", "9")
+    tap.bookmark("nodes", "")
+    items = drained(tap)
+    assert [i.data["event"] for i in items if isinstance(i, Event)] == ["ADDED", "BOOKMARK"]
+    again = KnownObjects()
+    again.fold(i for i in items if isinstance(i, Event))
+    assert again.versions == {"nodes": "9"}
+    assert set(again.of("nodes")) == {"a"}
