@@ -27,6 +27,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from controller.kube.errors import ServerError, TransportError, error_for
+from streams.gcpause import paused_gc
 
 __all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
 
@@ -229,7 +230,8 @@ async def _json(response: aiohttp.ClientResponse, what: str) -> JSONObject:
     finally:
         response.release()
     try:
-        body = orjson.loads(raw)
+        with paused_gc():  # a page of a list is ~100,000 objects and no cycles
+            body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise ServerError(what, response.status, "the answer is not JSON") from None
     if not isinstance(body, dict):

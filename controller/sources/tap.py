@@ -23,6 +23,7 @@ import orjson
 
 from controller.sources.known import KnownObjects, identity_of, key_of
 from streams.events import Event, make_event
+from streams.gcpause import paused_gc
 from streams.log import Quarantined
 from streams.validation import ValidationError, validate
 
@@ -61,6 +62,10 @@ class Tap:
     def relisted(self, resource: str, items: Sequence[dict[str, Any]]) -> int:
         """Queue the differences between a full list of ``resource`` and the log; returns
         how many records were queued. Order: deletions (by key), then the list's order."""
+        with paused_gc():  # a list of a large cluster: many objects, no cycles
+            return self._relisted(resource, items)
+
+    def _relisted(self, resource: str, items: Sequence[dict[str, Any]]) -> int:
         self.stats.listed += len(items)
         listed = {key_of(item): item for item in items}
         known = self.known.of(resource)

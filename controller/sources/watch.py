@@ -21,7 +21,9 @@ appended again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import gc
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from controller.kube.client import KubeClient
@@ -30,7 +32,32 @@ from controller.kube.resources import ApiResource
 from controller.kube.retry import Backoff
 from controller.sources.tap import Tap
 
-__all__ = ["SourceState", "WatchSource"]
+__all__ = ["SourceState", "WatchSource", "bulk"]
+
+
+class _Bulk:
+    """How many sources are listing, and whether the collector ran before the first."""
+
+    depth = 0
+    was_enabled = False
+
+
+@contextlib.contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic garbage collector while any source lists (counted, so that sources
+    listing at once, across awaits, turn it back on only when the last one is done).
+    Decoded API objects hold no cycles, and every full collection would walk them all."""
+    if _Bulk.depth == 0:
+        _Bulk.was_enabled = gc.isenabled()
+        gc.disable()
+    _Bulk.depth += 1
+    try:
+        yield
+    finally:
+        _Bulk.depth -= 1
+        if _Bulk.depth == 0 and _Bulk.was_enabled:
+            gc.enable()
+
 
 Warn = Callable[[str], None]
 Sleep = Callable[[float], Awaitable[None]]
@@ -125,6 +152,10 @@ class WatchSource:
                 await self.sleep(delay)
 
     async def _list(self) -> None:
+        with bulk():  # a list of a large cluster is bulk work: no cyclic GC meanwhile
+            await self._list_and_write()
+
+    async def _list_and_write(self) -> None:
         result = await self.client.list(self.resource.path)
         if self.state.absent:
             self.warn(f"{self.name}: {self.resource.path} is served now")

@@ -145,3 +145,20 @@ def test_a_bookmark_is_written_once_per_version_and_is_where_a_restart_resumes()
     again.fold(i for i in items if isinstance(i, Event))
     assert again.versions == {"nodes": "9"}
     assert set(again.of("nodes")) == {"a"}
+
+
+def test_bulk_pauses_the_collector_until_the_last_list_is_done() -> None:
+    import gc
+
+    from controller.sources.watch import bulk
+
+    assert gc.isenabled()
+    outer = bulk()
+    inner = bulk()
+    outer.__enter__()
+    inner.__enter__()
+    assert not gc.isenabled()
+    outer.__exit__(None, None, None)  # the first to finish is not the last
+    assert not gc.isenabled()
+    inner.__exit__(None, None, None)
+    assert gc.isenabled()
