@@ -23,7 +23,15 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks import bench_fold, bench_import, bench_policy, bench_preempt, bench_pressure, rss
+from benchmarks import (
+    bench_fold,
+    bench_import,
+    bench_policy,
+    bench_preempt,
+    bench_pressure,
+    bench_record,
+    rss,
+)
 from benchmarks.common import Context, Result, Skip, table
 from benchmarks.generate import OUT_DIR, SCALES, Manifest, ensure_recording
 
@@ -34,6 +42,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "policy": bench_policy.run,
     "pressure": bench_pressure.run,
     "preempt": bench_preempt.run,
+    "record": bench_record.run,
 }
 
 

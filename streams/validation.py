@@ -19,13 +19,19 @@ from streams.events import JSON, parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES, TAINT_EFFECTS
 from streams.quantity import is_quantity
 
-WATCH_RESOURCES = frozenset({"nodes", "pods", "podgroups", "queues"})
+WATCH_RESOURCES = frozenset({"nodes", "pods", "podgroups", "queues", "poddisruptionbudgets"})
 WATCH_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 #: the reason codes and taint effects a decision may carry (:mod:`streams.payloads`)
 REASONS = REASON_CODES
 
-_SINGULAR = {"nodes": "node", "pods": "pod", "podgroups": "podgroup", "queues": "queue"}
-_NAMESPACED = frozenset({"pods", "podgroups"})
+_SINGULAR = {
+    "nodes": "node",
+    "pods": "pod",
+    "podgroups": "podgroup",
+    "queues": "queue",
+    "poddisruptionbudgets": "poddisruptionbudget",
+}
+_NAMESPACED = frozenset({"pods", "podgroups", "poddisruptionbudgets"})
 
 
 class ValidationError(ValueError):
@@ -145,7 +151,35 @@ def _podgroup(obj: JSON) -> None:
     _quantities(spec, "minResources", "spec.minResources")
 
 
+def _pdb(obj: JSON) -> None:
+    """A policy/v1 PodDisruptionBudget: at most one of minAvailable / maxUnavailable, each
+    an integer >= 0 or a percentage (kubernetes/kubernetes pkg/apis/policy/validation
+    ``ValidatePodDisruptionBudgetSpec``); a selector object; disruptionsAllowed >= 0."""
+    spec = _dict(obj, "spec", "spec")
+    if spec is not None:
+        bounds = [key for key in ("minAvailable", "maxUnavailable") if spec.get(key) is not None]
+        if len(bounds) > 1:
+            raise _FieldError("spec", "minAvailable and maxUnavailable cannot both be set")
+        for key in bounds:
+            _int_or_percent(spec[key], f"spec.{key}")
+        _dict(spec, "selector", "spec.selector")
+    status = _dict(obj, "status", "status")
+    allowed = status.get("disruptionsAllowed") if status is not None else None
+    if allowed is not None and (type(allowed) is not int or allowed < 0):
+        raise _FieldError("status.disruptionsAllowed", f"{allowed!r} is not an integer >= 0")
+
+
+def _int_or_percent(value: Any, path: str) -> None:
+    if type(value) is int and value >= 0:
+        return
+    percent = isinstance(value, str) and value.endswith("%") and value[:-1].isdigit()
+    if percent and int(value[:-1]) <= 100:
+        return
+    raise _FieldError(path, f"{value!r} is not an integer >= 0 or a percentage")
+
+
 _OBJECT_CHECKS: dict[str, Callable[[JSON], None]] = {
+    "poddisruptionbudgets": _pdb,
     "pods": _pod,
     "nodes": _node,
     "queues": _queue,

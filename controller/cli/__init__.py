@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from controller.cli import log_cmd, report_cmd, run_cmd, state_cmd
+from controller.cli import log_cmd, record_cmd, report_cmd, run_cmd, state_cmd
 
 app = typer.Typer(
     name="tide",
@@ -15,7 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (log_cmd, state_cmd, run_cmd, report_cmd):
+for module in (log_cmd, state_cmd, run_cmd, report_cmd, record_cmd):
     module.register(app)
 
 

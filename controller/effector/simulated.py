@@ -32,7 +32,8 @@ Behaviour:
   key and effect) — MODIFIED node.
 * Failures (``effect.failed``, no watch event): pod or node not found, a pod whose uid
   differs from the decision's (another incarnation), a pod already terminating, a bind of
-  a pod already bound.
+  a pod already bound, an eviction a PodDisruptionBudget forbids (the Eviction API's 429,
+  the budget named; :mod:`controller.effector.budgets`).
 
 Determinism: the simulator's only state is a fold of the watch records it observed, in log
 order; :meth:`SimulatedCluster.answer` computes an answer from the decision and the raw
@@ -49,6 +50,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from controller.effector.apiserver import ApiServerState
+from controller.effector.budgets import BudgetGuard
 from controller.effector.port import Effects
 from controller.effector.simulated_objects import (
     JSON,
@@ -93,12 +95,19 @@ class SimulatedCluster:
         self.grace_default = grace_default
         self.startup_delay = startup_delay
         self.state = ApiServerState()
+        self.budgets = BudgetGuard()
 
     def observe(self, record: Event) -> None:
         """Keep the API server's copy of pods and nodes current (``k8s.watch`` records)."""
         if record.type == "k8s.watch":
             data = record.data
-            self.state.observe(data.get("resource"), data.get("event"), data.get("object"))
+            resource, kind, obj = data.get("resource"), data.get("event"), data.get("object")
+            self.state.observe(resource, kind, obj)
+            if resource == "poddisruptionbudgets":
+                self.budgets.observe(kind, obj)
+            elif resource == "pods" and kind == "ADDED" and isinstance(obj, dict):
+                meta = metadata(obj)
+                self.budgets.readmit(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
 
     def apply(self, decision: Event) -> Effects:
         """Answer ``decision`` from the observed state (the effector port)."""
@@ -133,6 +142,14 @@ class SimulatedCluster:
             return [_failed(decision, target, error)], []
         if metadata(pod).get("deletionTimestamp"):
             return [_failed(decision, target, f"pod {target} is already terminating")], []
+        budget = self.budgets.blocking(target, pod, pods)
+        if budget is not None:
+            error = (
+                f"429 TooManyRequests: evicting pod {target} would violate the pod's"
+                f" disruption budget {budget}"
+            )
+            return [_failed(decision, target, error)], []
+        self.budgets.grant(target, pod)
         evict_at = _time(decision.data.get("evict_at"))
         if evict_at is not None and evict_at > decision.at:
             notice = _watch(decision, decision.at, "pods", "MODIFIED", with_notice(pod, evict_at))

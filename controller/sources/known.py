@@ -1,0 +1,124 @@
+"""What the log already says about each watched object: the recorder's own small fold.
+
+Why a separate fold (not the ClusterState): a relist after a 410, a reconnect or a restart
+must append only the *differences* between the API server and the log — a DELETED for an
+object that vanished, an ADDED / MODIFIED for one whose resourceVersion changed, nothing
+for an unchanged one — and it needs every watched resource (PodDisruptionBudgets too) by
+key, with no policy semantics. Only identity is kept (namespace, name, uid,
+resourceVersion), never the whole object, so it stays small on a 150,000-pod cluster; a
+DELETED written by a relist carries that identity as its object, which is all a fold of a
+deletion reads. Metric samples are folded too: the last ``timestamp`` of each object, so
+a sample that did not advance is not written twice (also across a restart). ``versions``
+keeps the resourceVersion of each resource's last record (an event, or the BOOKMARK the
+recorder writes after a list with the list's version): a restart watches on from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from streams.events import Event
+
+__all__ = ["Identity", "KnownObjects", "identity_of", "key_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """An object as the log last saw it."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    api_version: str
+    kind: str
+
+    def stub(self) -> dict[str, Any]:
+        """The object a relist's DELETED carries: its identity and last version."""
+        meta: dict[str, Any] = {"name": self.name, "resourceVersion": self.resource_version}
+        if self.namespace:
+            meta["namespace"] = self.namespace
+        if self.uid:
+            meta["uid"] = self.uid
+        stub: dict[str, Any] = {"metadata": meta}
+        if self.api_version:
+            stub["apiVersion"] = self.api_version
+        if self.kind:
+            stub["kind"] = self.kind
+        return stub
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    """``namespace/name`` (``name`` for a cluster-scoped object), "" if it has no name."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return ""
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return ""
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+
+
+def identity_of(obj: dict[str, Any]) -> Identity:
+    """The identity of a raw object (fields it lacks are "")."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+
+    def text(source: dict[str, Any], key: str) -> str:
+        value = source.get(key)
+        return value if isinstance(value, str) else ""
+
+    return Identity(
+        namespace=text(meta, "namespace"),
+        name=text(meta, "name"),
+        uid=text(meta, "uid"),
+        resource_version=text(meta, "resourceVersion"),
+        api_version=text(obj, "apiVersion"),
+        kind=text(obj, "kind"),
+    )
+
+
+class KnownObjects:
+    """resource → key → :class:`Identity` of every object on the log, resource → the
+    version of its last record, and the last metric timestamp of every (type, key)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Identity]] = {}
+        self.versions: dict[str, str] = {}
+        self.samples: dict[tuple[str, str], str] = {}
+
+    def of(self, resource: str) -> dict[str, Identity]:
+        """The objects of one resource (a live dict: the caller must not change it)."""
+        return self.objects.setdefault(resource, {})
+
+    def fold(self, events: Iterable[Event]) -> None:
+        """Fold records of the log (``k8s.watch`` and ``metrics.*``; others are ignored)."""
+        for event in events:
+            data = event.data
+            if event.type == "k8s.watch":
+                obj = data.get("object")
+                resource = data.get("resource")
+                if isinstance(obj, dict) and isinstance(resource, str):
+                    self.note(resource, str(data.get("event")), obj)
+            elif event.type in ("metrics.node", "metrics.pod"):
+                stamp = data.get("timestamp")
+                key = key_of(data)
+                if isinstance(stamp, str) and key:
+                    self.samples[event.type, key] = stamp
+
+    def note(self, resource: str, event: str, obj: dict[str, Any]) -> None:
+        """Fold one watch event."""
+        version = identity_of(obj).resource_version
+        if version:
+            self.versions[resource] = version
+        key = key_of(obj)
+        if not key or event == "BOOKMARK":
+            return
+        known = self.of(resource)
+        if event == "DELETED":
+            known.pop(key, None)
+        else:
+            known[key] = identity_of(obj)

@@ -1,0 +1,476 @@
+"""A Kubernetes API double: a small aiohttp server with the semantics tide relies on.
+
+Why not the real thing or a generic emulator: the watch contract (resourceVersions that
+grow, list-then-watch continuity, bookmarks, 410 once history is compacted) must be exact
+and controllable, and faults must be injectable on cue (a dropped watch, 5xx, a slow
+answer). The double keeps one global resourceVersion counter and an event history per
+change, like etcd behind an API server; objects are changed through its Python methods
+(``create`` / ``update`` / ``delete``), which emit watch events, or through the
+subresources tide's effector will use (eviction honouring PodDisruptionBudgets, binding,
+node patches with a resourceVersion precondition, Leases).
+
+It FAILS LOUDLY: a request it has no route for is answered 500 and kept in
+``unexpected``; :meth:`ApiDouble.check` (called by the fixture at teardown) raises if
+there is any. Every request is kept in ``requests`` with the RBAC verb it needs, so a test
+can prove what a ClusterRole must grant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+JSONObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A collection the double serves."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+
+KINDS: dict[str, Kind] = {
+    k.plural: k
+    for k in (
+        Kind("", "v1", "nodes", "Node", False),
+        Kind("", "v1", "pods", "Pod", True),
+        Kind("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True),
+        Kind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False),
+        Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+        Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
+    )
+}
+METRICS_KINDS = {"nodes": "NodeMetrics", "pods": "PodMetrics"}
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request the double received, with the RBAC terms it needs."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    verb: str
+    group: str
+    resource: str  # plural, or plural/subresource
+
+
+@dataclass
+class Route:
+    """A request parsed against the API's URL grammar."""
+
+    group: str
+    version: str
+    plural: str
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+
+
+@dataclass
+class Faults:
+    """Faults to inject: ``fail`` the next requests whose path contains ``fail_match``
+    with ``fail_status``; ``delay`` every answer by that many seconds."""
+
+    fail: int = 0
+    fail_status: int = 500
+    fail_match: str = ""
+    delay: float = 0.0
+
+
+def _status(code: int, reason: str, message: str, **extra: Any) -> web.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
+    body |= {"reason": reason, "message": message, **extra}
+    return web.json_response(body, status=code)
+
+
+@dataclass
+class ApiDouble:
+    """The double's state (see the module docstring). Start it with :meth:`start`."""
+
+    served: set[str] = field(default_factory=lambda: set(KINDS))
+    metrics_served: bool = True
+    bookmark_interval: float = 0.2
+    faults: Faults = field(default_factory=Faults)
+    objects: dict[str, dict[str, JSONObject]] = field(default_factory=dict)
+    metrics: dict[str, dict[str, JSONObject]] = field(default_factory=dict)
+    history: list[tuple[int, str, str, JSONObject]] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    compacted_before: int = 0
+    rv: int = 0
+
+    def __post_init__(self) -> None:
+        self._uids = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._watches: dict[int, web.Request] = {}
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # ---- lifecycle --------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        """Listen on a free port of 127.0.0.1."""
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        """Close every stream and stop listening."""
+        self.drop_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def check(self) -> None:
+        """Raise if any request was not one the double expects."""
+        if self.unexpected:
+            raise AssertionError(
+                "the API double got unexpected requests: " + "; ".join(self.unexpected)
+            )
+
+    def write_kubeconfig(self, path: Path, *, context: str = "double") -> Path:
+        """A kubeconfig whose context ``context`` points at the double."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "double", "cluster": {"server": self.url}}],
+            "users": [{"name": "tide", "user": {"token": "double-token"}}],
+            "contexts": [{"name": context, "context": {"cluster": "double", "user": "tide"}}],
+            "current-context": context,
+        }
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    # ---- changing the cluster ---------------------------------------------------------
+
+    def create(self, plural: str, obj: JSONObject) -> JSONObject:
+        """Store a new object (a uid and resourceVersion are assigned) and emit ADDED."""
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", f"uid-{next(self._uids)}")
+        kind = KINDS[plural]
+        obj.setdefault("apiVersion", f"{kind.group}/{kind.version}".lstrip("/"))
+        obj.setdefault("kind", kind.kind)
+        self.objects.setdefault(plural, {})[self._key(obj)] = obj
+        return self._emit(plural, "ADDED", obj)
+
+    def update(self, plural: str, obj: JSONObject) -> JSONObject:
+        """Replace a stored object (its uid is kept) and emit MODIFIED."""
+        obj = copy.deepcopy(obj)
+        key = self._key(obj)
+        old = self.objects[plural][key]
+        obj["metadata"]["uid"] = old["metadata"]["uid"]
+        obj.setdefault("apiVersion", old.get("apiVersion"))
+        obj.setdefault("kind", old.get("kind"))
+        self.objects[plural][key] = obj
+        return self._emit(plural, "MODIFIED", obj)
+
+    def delete(self, plural: str, key: str) -> JSONObject:
+        """Remove an object and emit DELETED (its last state, at a new resourceVersion)."""
+        obj = self.objects[plural].pop(key)
+        return self._emit(plural, "DELETED", obj)
+
+    def get(self, plural: str, key: str) -> JSONObject:
+        """A stored object."""
+        return self.objects[plural][key]
+
+    def compact(self) -> None:
+        """Forget the history: a watch from any version before now gets 410 Gone."""
+        self.compacted_before = self.rv + 1
+        self.history.clear()
+
+    def drop_watches(self) -> None:
+        """Cut every open watch connection, as a load balancer or a restart would."""
+        for request in list(self._watches.values()):
+            if request.transport is not None:
+                request.transport.abort()
+        self._watches.clear()
+
+    def _key(self, obj: JSONObject) -> str:
+        meta = obj["metadata"]
+        return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+    def _emit(self, plural: str, event: str, obj: JSONObject) -> JSONObject:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.history.append((self.rv, plural, event, copy.deepcopy(obj)))
+        asyncio.get_running_loop().create_task(self._notify())
+        return obj
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # ---- serving ----------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        route = _parse(request.path)
+        verb = _verb(request, route)
+        if route is None or verb is None:
+            return self._unexpected(request, "no such route")
+        resource = route.plural + (f"/{route.subresource}" if route.subresource else "")
+        self.requests.append(
+            Request(request.method, request.path, dict(request.query), verb, route.group, resource)
+        )
+        if self.faults.delay:
+            await asyncio.sleep(self.faults.delay)
+        if self.faults.fail and self.faults.fail_match in request.path:
+            self.faults.fail -= 1
+            code = self.faults.fail_status
+            return _status(code, "InternalError", f"injected fault {code}")
+        if route.group == "metrics.k8s.io":
+            return self._metrics(request, route, verb)
+        kind = KINDS.get(route.plural)
+        if kind is None or (kind.group, kind.version) != (route.group, route.version):
+            return self._unexpected(request, "no such collection")
+        if route.plural not in self.served:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        if verb in ("list", "watch") and route.namespace is None:
+            if verb == "watch":
+                return await self._watch(request, route.plural)
+            return self._list(request, kind)
+        return await self._object(request, route, verb)
+
+    def _unexpected(self, request: web.Request, why: str) -> web.Response:
+        line = f"{request.method} {request.path_qs} ({why})"
+        self.unexpected.append(line)
+        return _status(500, "InternalError", f"kube double: unexpected request {line}")
+
+    def _list(self, request: web.Request, kind: Kind) -> web.Response:
+        items = [
+            self.objects.get(kind.plural, {})[k] for k in sorted(self.objects.get(kind.plural, {}))
+        ]
+        start = int(request.query.get("continue") or 0)
+        limit = int(request.query.get("limit") or 0) or len(items) or 1
+        page = items[start : start + limit]
+        meta: JSONObject = {"resourceVersion": str(self.rv)}
+        if start + limit < len(items):
+            meta["continue"] = str(start + limit)
+        body = {"kind": f"{kind.kind}List", "apiVersion": "v1", "metadata": meta, "items": page}
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    async def _watch(self, request: web.Request, plural: str) -> web.StreamResponse:
+        since = int(request.query.get("resourceVersion") or self.rv)
+        if since < self.compacted_before:
+            gone = {
+                "type": "ERROR",
+                "object": {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": f"too old resource version: {since} ({self.rv})",
+                },
+            }
+            return web.Response(body=orjson.dumps(gone) + b"\n", content_type="application/json")
+        response = web.StreamResponse()
+        response.content_type = "application/json"
+        await response.prepare(request)
+        timeout = float(request.query.get("timeoutSeconds") or 300)
+        bookmarks = request.query.get("allowWatchBookmarks") == "true"
+        self._watches[id(request)] = request
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            while loop.time() < deadline and request.transport is not None:
+                for rv, what, event, obj in [h for h in self.history if h[0] > since]:
+                    since = rv
+                    if what == plural:
+                        await response.write(orjson.dumps({"type": event, "object": obj}) + b"\n")
+                if bookmarks:
+                    mark = {"metadata": {"resourceVersion": str(max(since, self.rv))}}
+                    await response.write(orjson.dumps({"type": "BOOKMARK", "object": mark}) + b"\n")
+                async with self._changed:
+                    wait = min(self.bookmark_interval, max(0.0, deadline - loop.time()))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), wait)
+        except (ConnectionResetError, RuntimeError):
+            return response
+        finally:
+            self._watches.pop(id(request), None)
+        if request.transport is not None:
+            await response.write_eof()
+        return response
+
+    def _metrics(self, request: web.Request, route: Route, verb: str) -> web.Response:
+        if verb != "list" or route.plural not in METRICS_KINDS or route.namespace is not None:
+            return self._unexpected(request, "metrics: only lists are served")
+        if not self.metrics_served:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        items = [
+            self.metrics.get(route.plural, {})[k]
+            for k in sorted(self.metrics.get(route.plural, {}))
+        ]
+        body = {
+            "kind": f"{METRICS_KINDS[route.plural]}List",
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "metadata": {},
+            "items": items,
+        }
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    async def _object(self, request: web.Request, route: Route, verb: str) -> web.Response:
+        key = f"{route.namespace}/{route.name}" if route.namespace else str(route.name)
+        store = self.objects.setdefault(route.plural, {})
+        if route.subresource == "eviction" and verb == "create":
+            return self._evict(key)
+        if route.subresource == "binding" and verb == "create":
+            return self._bind(key, await request.json())
+        if route.subresource is not None:
+            return self._unexpected(request, f"subresource {route.subresource}")
+        if verb == "get":
+            if key not in store:
+                return _status(404, "NotFound", f"{route.plural} {key!r} not found")
+            return web.json_response(store[key])
+        if verb == "patch" and route.plural == "nodes":
+            return self._patch_node(key, await request.json(), request.content_type)
+        if route.plural == "leases" and verb in ("create", "update"):
+            return self._lease(route, verb, await request.json())
+        return self._unexpected(request, f"{verb} on {route.plural}")
+
+    def _evict(self, key: str) -> web.Response:
+        pod = self.objects.get("pods", {}).get(key)
+        if pod is None:
+            return _status(404, "NotFound", f"pods {key!r} not found")
+        for pdb in self._pdbs_of(pod):
+            if int(pdb.get("status", {}).get("disruptionsAllowed", 1)) <= 0:
+                name = pdb["metadata"]["name"]
+                return _status(
+                    429,
+                    "TooManyRequests",
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    details={
+                        "causes": [
+                            {
+                                "reason": "DisruptionBudget",
+                                "message": f"The disruption budget {name} needs more healthy pods",
+                            }
+                        ]
+                    },
+                )
+        self.delete("pods", key)
+        return web.json_response(
+            {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, status=201
+        )
+
+    def _pdbs_of(self, pod: JSONObject) -> list[JSONObject]:
+        labels = pod["metadata"].get("labels") or {}
+        found = []
+        for pdb in self.objects.get("poddisruptionbudgets", {}).values():
+            if pdb["metadata"].get("namespace") != pod["metadata"].get("namespace"):
+                continue
+            wanted = (pdb.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+            if all(labels.get(k) == v for k, v in wanted.items()):
+                found.append(pdb)
+        return found
+
+    def _bind(self, key: str, body: JSONObject) -> web.Response:
+        pod = self.objects.get("pods", {}).get(key)
+        if pod is None:
+            return _status(404, "NotFound", f"pods {key!r} not found")
+        if pod.get("spec", {}).get("nodeName"):
+            return _status(409, "Conflict", f"pod {key} is already assigned to a node")
+        pod = copy.deepcopy(pod)
+        pod.setdefault("spec", {})["nodeName"] = body["target"]["name"]
+        self.update("pods", pod)
+        return web.json_response(
+            {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, status=201
+        )
+
+    def _patch_node(self, key: str, patch: Any, content_type: str) -> web.Response:
+        node = self.objects.get("nodes", {}).get(key)
+        if node is None:
+            return _status(404, "NotFound", f"nodes {key!r} not found")
+        node = copy.deepcopy(node)
+        current = node["metadata"]["resourceVersion"]
+        if content_type == "application/json-patch+json":
+            for op in patch:
+                if (
+                    op["op"] == "test"
+                    and op["path"] == "/metadata/resourceVersion"
+                    and op["value"] != current
+                ):
+                    return _status(409, "Conflict", "the object has been modified")
+                if op["op"] in ("add", "replace"):
+                    *parents, last = op["path"].strip("/").split("/")
+                    target = node
+                    for part in parents:
+                        target = target.setdefault(part, {})
+                    target[last] = op["value"]
+        else:
+            wanted = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted is not None and wanted != current:
+                return _status(409, "Conflict", "the object has been modified")
+            for section, values in patch.items():
+                if section != "metadata" and isinstance(values, dict):
+                    node.setdefault(section, {}).update(values)
+        return web.json_response(self.update("nodes", node))
+
+    def _lease(self, route: Route, verb: str, body: JSONObject) -> web.Response:
+        store = self.objects.setdefault("leases", {})
+        key = f"{route.namespace}/{body['metadata']['name']}"
+        if verb == "create":
+            if key in store:
+                return _status(409, "AlreadyExists", f"leases {key!r} already exists")
+            body["metadata"]["namespace"] = route.namespace
+            return web.json_response(self.create("leases", body), status=201)
+        if key not in store:
+            return _status(404, "NotFound", f"leases {key!r} not found")
+        if body["metadata"].get("resourceVersion") != store[key]["metadata"]["resourceVersion"]:
+            return _status(409, "Conflict", "the object has been modified")
+        return web.json_response(self.update("leases", body))
+
+
+def _parse(path: str) -> Route | None:
+    """``/api/v1[/namespaces/NS]/PLURAL[/NAME[/SUB]]`` or the same under ``/apis/GROUP``."""
+    parts = path.strip("/").split("/")
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    if not 1 <= len(rest) <= 3:
+        return None
+    return Route(group, version, rest[0], namespace, *rest[1:])
+
+
+def _verb(request: web.Request, route: Route | None) -> str | None:
+    if route is None:
+        return None
+    collection = route.name is None
+    if request.method == "GET":
+        if not collection:
+            return "get"
+        return "watch" if request.query.get("watch") in ("true", "1") else "list"
+    verbs = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+    return verbs.get(request.method)
