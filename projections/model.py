@@ -157,6 +157,10 @@ class TaskInfo:
     deleting: bool = False
     affinity: JSON | None = None  # spec.affinity as raw JSON (shared, read-only)
     owner: str = ""  # "Kind/name" of the controller owner reference ("" = none)
+    # tide's to decide for (a PodGroup's pod or one of its schedulers'); see projections.ownership
+    owned: bool = True
+    # False for DaemonSet and mirror pods: never a victim of any policy
+    evictable: bool = True
 
     @property
     def key(self) -> str:
@@ -191,6 +195,8 @@ class JobInfo:
     # a JobInfo without a PodGroup and leaves it out of the session snapshot).
     placeholder: bool = False
     priority_class: str = ""  # PodGroup spec.priorityClassName
+    # the PodGroup's own volcano.sh/preemptable mark (None = unmarked); tasks fall back to it
+    preemptable_mark: bool | None = None
 
     @property
     def id(self) -> str:

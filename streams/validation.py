@@ -196,6 +196,9 @@ def _metrics_name(data: JSON, type_: str, *, namespaced: bool) -> str:
 
 def _config(data: JSON) -> None:
     _require(data, "config.applied", config=dict, source=str)
+    level = data.get("behaviour")
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool) or level < 1):
+        raise ValidationError(f"config.applied: 'behaviour' is {level!r}, not a positive integer")
 
 
 def _trigger(data: JSON) -> None:

@@ -50,7 +50,9 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
         },
     ],
 }
-TIDE_KEYS = frozenset({"timezone", "schedulerName", "sessionTick", "eviction"})
+TIDE_KEYS = frozenset(
+    {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault"}
+)
 VOLCANO_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
 
 
@@ -70,6 +72,10 @@ class TideConfig:
     )
     timezone: str = "UTC"
     scheduler_name: str = "volcano"
+    #: every scheduler name whose pods tide owns (the first is the one tide binds for)
+    scheduler_names: tuple[str, ...] = ("volcano",)
+    #: upstream Volcano's default for a task with no ``volcano.sh/preemptable`` mark
+    preemptable_by_default: bool = False
     tick: timedelta = timedelta(seconds=1)
     #: The raw ``eviction:`` section (parsed by the pressure-eviction module).
     eviction: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -140,6 +146,7 @@ def load_config(
     warnings = []
     if skipped_plugins or skipped_actions:
         warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
+    names = _scheduler_names(raw.get("schedulerName", "volcano"))
     unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
     if unknown:
         warnings.append(f"unknown top-level configuration keys ignored: {', '.join(unknown)}")
@@ -148,7 +155,9 @@ def load_config(
         tiers=tiers,
         configurations=MappingProxyType(configurations),
         timezone=_timezone(raw.get("timezone", "UTC")),
-        scheduler_name=_scheduler_name(raw.get("schedulerName", "volcano")),
+        scheduler_name=names[0],
+        scheduler_names=names,
+        preemptable_by_default=_flag("preemptableByDefault", raw.get("preemptableByDefault")),
         tick=_tick(raw.get("sessionTick", "1s")),
         eviction=MappingProxyType(_mapping("eviction", raw.get("eviction") or {})),
         raw=MappingProxyType(dict(raw)),
@@ -265,10 +274,24 @@ def _timezone(value: Any) -> str:
     return value
 
 
-def _scheduler_name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError("schedulerName", value, "must be a non-empty string")
-    return value.strip()
+def _scheduler_names(value: Any) -> tuple[str, ...]:
+    """``schedulerName``: one name or a list of names (pods of other schedulers are not
+    tide's: they form no job and are never a victim)."""
+    values = value if isinstance(value, list) and value else [value]
+    names = []
+    for item in values:
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError("schedulerName", value, "must be a name or a list of names")
+        names.append(item.strip())
+    return tuple(names)
+
+
+def _flag(key: str, value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ConfigError(key, value, "must be true or false")
+    return value
 
 
 def _tick(value: Any) -> timedelta:

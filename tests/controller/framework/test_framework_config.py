@@ -92,7 +92,7 @@ def test_no_scheduler_part_means_volcanos_default() -> None:
         ({"actions": 3}, "actions: 3: must be a comma-separated string or a list of names"),
         ({"sessionTick": "-1s"}, 'sessionTick: "-1s": must be positive'),
         ({"sessionTick": "soon"}, 'sessionTick: "soon": not a duration'),
-        ({"schedulerName": ""}, 'schedulerName: "": must be a non-empty string'),
+        ({"schedulerName": ""}, 'schedulerName: "": must be a name or a list of names'),
         (
             {"tiers": [{"plugins": [{"name": "gang", "enableJobOrder": "yes"}]}]},
             'tiers[0].plugins[0].enableJobOrder: "yes": must be true or false',
