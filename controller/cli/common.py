@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 import yaml
 
 from controller.framework.errors import ConfigError
+from controller.framework.unwrap import unwrap
 from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
 from projections.store import checkpoint_world, open_log_store, resume_world
@@ -27,22 +28,41 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def read_policy(path: Path) -> Policy:
-    """Read and load a configuration file (:func:`controller.policy.load_policy`).
+def read_policy(paths: Path | Sequence[Path]) -> Policy:
+    """Read and load one or more configuration files (:func:`controller.policy.load_policy`).
 
-    A file that cannot be read or parsed, or an invalid value, stops with the path and the
-    reason (the key and the value); each warning is printed once on stderr.
+    Each file may be a tide configuration or a ConfigMap wrapping one (a Volcano scheduler
+    ConfigMap, say, next to a file with tide's own keys). Their top-level keys are merged;
+    a key given by two files is an error naming both. A file that cannot be read or parsed,
+    or an invalid value, stops with the path and the reason (the key and the value); each
+    warning is printed once on stderr.
     """
+    files = [paths] if isinstance(paths, Path) else list(paths)
+    merged: dict[str, Any] = {}
+    origin: dict[str, Path] = {}
+    for path in files:
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            fail(f"{path}: {exc}")
+        if not isinstance(raw, dict):
+            fail(f"{path}: a configuration is a mapping")
+        try:
+            inner, notes = unwrap(raw)
+        except ConfigError as exc:
+            fail(f"{path}: {exc}")
+        for note in notes:
+            typer.echo(f"{path}: {note}", err=True)
+        for key in sorted(inner):
+            if key in origin:
+                fail(f"{path}: key {key!r} is also given by {origin[key]}")
+            origin[key] = path
+            merged[key] = inner[key]
+    label = ", ".join(str(p) for p in files)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        fail(f"{path}: {exc}")
-    if not isinstance(raw, dict):
-        fail(f"{path}: a configuration is a mapping")
-    try:
-        policy = load_policy(raw)
+        policy = load_policy(merged)
     except (ConfigError, ValueError) as exc:
-        fail(f"{path}: {exc}")
+        fail(f"{label}: {exc}")
     for warning in policy.warnings:
         typer.echo(f"warning: {warning}", err=True)
     return policy

@@ -50,7 +50,14 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
 
 def simulate(
     recording: Annotated[Path, typer.Argument(help="A JSON Lines recording or a scenario YAML.")],
-    config: Annotated[Path, typer.Option("--config", "-c", help="tide configuration YAML.")],
+    config: Annotated[
+        list[Path],
+        typer.Option(
+            "--config",
+            "-c",
+            help="tide configuration YAML (or a ConfigMap wrapping one); may be repeated.",
+        ),
+    ],
     until: Annotated[str | None, typer.Option(help="Stop at this time (RFC 3339).")] = None,
     decisions: Annotated[
         Path | None, typer.Option(help="Write decisions here (JSON Lines); default stdout.")
@@ -72,9 +79,9 @@ def simulate(
             fail(f"--until: {until!r}: {exc}")
     if is_scenario(recording) and stop is None:
         _, _, stop = load_scenario(recording)
-    result = Simulation(policy.config, eviction=policy.eviction, config_source=str(config)).run(
-        events, until=stop
-    )
+    result = Simulation(
+        policy.config, eviction=policy.eviction, config_source=",".join(str(c) for c in config)
+    ).run(events, until=stop)
     out = decisions.open("wb") if decisions else sys.stdout.buffer
     try:
         for decision in result.decisions:

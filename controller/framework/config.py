@@ -14,6 +14,7 @@ unset enable flag of a plugin entry is filled with true.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ import yaml
 from controller.framework.durations import parse_duration
 from controller.framework.errors import ConfigError
 from controller.framework.plugin import ActionSpec, PluginContext, PluginSpec
+from controller.framework.points import ALL_FLAGS, VICTIM
 from controller.framework.tiers import PluginConf, TierConf, default_flags
+from controller.framework.unwrap import unwrap
 
 PluginRegistry = Mapping[str, PluginSpec]
 ActionRegistry = Mapping[str, ActionSpec]
@@ -129,25 +132,36 @@ def load_config(
     Raises:
         ConfigError: a value is invalid; the message names the key and the value.
     """
-    raw = _read(source)
+    raw, notes = unwrap(_read(source))
     plugin_table, action_table = plugins, actions
-    scheduler = raw if ("actions" in raw or "tiers" in raw) else {**VOLCANO_DEFAULT, **raw}
+    unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
+    if "actions" in raw or "tiers" in raw:
+        scheduler = raw
+    elif unknown:
+        raise ConfigError(
+            "<configuration>",
+            ", ".join(unknown),
+            "no actions or tiers, and keys tide does not know: not running Volcano's "
+            "built-in default in its place (is it a wrapped or misspelled configuration?)",
+        )
+    else:
+        scheduler = {**VOLCANO_DEFAULT, **raw}
     skipped_plugins: list[str] = []
     skipped_actions: list[str] = []
     action_names = _actions(scheduler.get("actions", ""))
     implemented: list[str] = []
     for name in action_names:
         (implemented if name in action_table else skipped_actions).append(name)
-    tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins)
+    warnings = list(notes)
+    tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins, warnings)
     configurations = _configurations(raw.get("configurations"))
     action_args = {
         name: action_table[name].parse_args(configurations.get(name, {})) for name in implemented
     }
-    warnings = []
     if skipped_plugins or skipped_actions:
         warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
+    warnings.extend(_silent_noops(action_names, tiers))
     names = _scheduler_names(raw.get("schedulerName", "volcano"))
-    unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
     if unknown:
         warnings.append(f"unknown top-level configuration keys ignored: {', '.join(unknown)}")
     return TideConfig(
@@ -198,7 +212,23 @@ def _actions(value: Any) -> list[str]:
     return [name for name in names if name]
 
 
-def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierConf, ...]:
+def _silent_noops(action_names: list[str], tiers: tuple[TierConf, ...]) -> list[str]:
+    """Configurations that would run and quietly do nothing, one warning each."""
+    warnings = []
+    if not action_names:
+        warnings.append("no actions configured: no session will schedule or evict anything")
+    plugins = {conf.name for tier in tiers for conf in tier.plugins}
+    if "tdm" in plugins and action_names and "shuffle" not in action_names:
+        warnings.append(
+            "plugin tdm is configured but action shuffle is not in actions: its window-close "
+            "evictions will never happen (add shuffle to actions)"
+        )
+    return warnings
+
+
+def _tiers(
+    value: Any, table: PluginRegistry, skipped: list[str], warnings: list[str]
+) -> tuple[TierConf, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -211,7 +241,7 @@ def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierC
             raise ConfigError(f"{key}.plugins", entries, "must be a list of plugins")
         confs = []
         for j, entry in enumerate(entries):
-            conf = _plugin(f"{key}.plugins[{j}]", entry, table)
+            conf = _plugin(f"{key}.plugins[{j}]", entry, table, warnings)
             if conf is None:
                 skipped.append(str(_mapping(f"{key}.plugins[{j}]", entry)["name"]))
             else:
@@ -220,7 +250,11 @@ def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierC
     return tuple(tiers)
 
 
-def _plugin(key: str, entry: Any, table: PluginRegistry) -> PluginConf | None:
+#: spellings of flags that mean a known one (seed 002 writes ``enableVictim``)
+FLAG_ALIASES = {"enableVictim": VICTIM}
+
+
+def _plugin(key: str, entry: Any, table: PluginRegistry, warnings: list[str]) -> PluginConf | None:
     fields = _mapping(key, entry)
     name = fields.get("name")
     if not isinstance(name, str) or not name:
@@ -233,6 +267,13 @@ def _plugin(key: str, entry: Any, table: PluginRegistry) -> PluginConf | None:
             raise ConfigError(f"{key}.{option}", flag, f"unknown option of plugin {name}")
         if not isinstance(flag, bool):
             raise ConfigError(f"{key}.{option}", flag, "must be true or false")
+        if option in FLAG_ALIASES:
+            option = FLAG_ALIASES[option]
+        elif option not in ALL_FLAGS:
+            close = difflib.get_close_matches(option, ALL_FLAGS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            warnings.append(f"{key}.{option}: unknown flag of plugin {name}, ignored{hint}")
+            continue
         flags[option] = flag
     arguments = _mapping(f"{key}.arguments", fields.get("arguments") or {})
     spec = table.get(name)
