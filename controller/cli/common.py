@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 import yaml
@@ -19,7 +20,50 @@ from projections.world import World
 from streams.backends import open_log
 from streams.events import Event
 from streams.gcpause import paused_gc
+from streams.log import LogError
 from streams.recording import read_recording
+
+P = ParamSpec("P")
+R = TypeVar("R")
+#: errors about the user's input (a log, a file, a URL, a configuration): one line, no
+#: traceback. ConfigError, ValidationError, CheckpointError and ScenarioError are ValueErrors.
+DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
+
+
+def guarded(command: Callable[P, R]) -> Callable[P, R]:
+    """``command`` with its domain errors turned into one ``error:`` line and exit code 1."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except DOMAIN_ERRORS as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            fail(lines[0], code=1)
+
+    return run
+
+
+def guard_all(app: typer.Typer) -> None:
+    """Wrap every command of ``app`` and its groups with :func:`guarded`."""
+    for command in app.registered_commands:
+        if command.callback is not None:
+            command.callback = guarded(command.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            guard_all(group.typer_instance)
+
+
+def require_log(source: str) -> None:
+    """Reading commands never create a log: a missing SQLite file is an error."""
+    if source.startswith("sqlite:///"):
+        path = Path(source.removeprefix("sqlite:///"))
+    elif "://" not in source:
+        path = Path(source)
+    else:
+        return
+    if not path.exists():
+        fail(f"{source}: no such log ({path} does not exist)")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -76,8 +120,7 @@ def read_log_events(source: str) -> list[Event]:
             if isinstance(item, Event):
                 events.append(item)
         return [e.with_offset(i) for i, e in enumerate(events)]
-    if "://" not in source and not Path(source).exists():
-        fail(f"{source}: no such log")
+    require_log(source)
 
     async def load() -> list[Event]:
         async with await open_log(source) as log:
