@@ -155,9 +155,15 @@ def load_config(
     warnings = list(notes)
     tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins, warnings)
     configurations = _configurations(raw.get("configurations"))
-    action_args = {
-        name: action_table[name].parse_args(configurations.get(name, {})) for name in implemented
-    }
+    action_args = {}
+    for name in implemented:
+        tracked = TrackedArgs(configurations.get(name, {}))
+        action_args[name] = action_table[name].parse_args(tracked)
+        if tracked.unread():
+            warnings.append(
+                f"configurations.{name}: action {name} ignores {', '.join(tracked.unread())} "
+                "(tide does not implement them)"
+            )
     if skipped_plugins or skipped_actions:
         warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
     warnings.extend(_silent_noops(action_names, tiers))
@@ -210,6 +216,41 @@ def _actions(value: Any) -> list[str]:
     else:
         raise ConfigError("actions", value, "must be a comma-separated string or a list of names")
     return [name for name in names if name]
+
+
+class TrackedArgs(Mapping[str, Any]):
+    """Arguments that remember which keys a ``parse_args`` looked at.
+
+    A key never read (by ``[]``, ``get`` or ``in``) is one tide ignores; iterating the
+    arguments counts as reading them all (the parser saw every key).
+    """
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self._raw = raw
+        self._read: set[str] = set()
+        self._all = False
+
+    def __getitem__(self, key: str) -> Any:
+        self._read.add(key)
+        return self._raw[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._read.add(key)
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        self._all = True
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def unread(self) -> list[str]:
+        """The keys no one read, sorted."""
+        if self._all:
+            return []
+        return sorted(str(k) for k in self._raw if k not in self._read)
 
 
 def _silent_noops(action_names: list[str], tiers: tuple[TierConf, ...]) -> list[str]:
@@ -279,7 +320,14 @@ def _plugin(key: str, entry: Any, table: PluginRegistry, warnings: list[str]) ->
     spec = table.get(name)
     if spec is None:
         return None
-    args = spec.parse_args(arguments)
+    tracked = TrackedArgs(arguments)
+    args = spec.parse_args(tracked)
+    ignored = tracked.unread()
+    if ignored:
+        warnings.append(
+            f"{key}.arguments: plugin {name} ignores {', '.join(ignored)} (tide does not "
+            "implement them)"
+        )
     return PluginConf(
         name=name,
         arguments=MappingProxyType(arguments),

@@ -127,8 +127,37 @@ def test_koordinator_keys_under_eviction_are_translated(
             },
             "did you mean enableJobOrder?",
         ),
+        (
+            {
+                "actions": "allocate",
+                "tiers": [
+                    {
+                        "plugins": [
+                            {
+                                "name": "predicates",
+                                "arguments": {"predicate.GPUSharingEnable": True},
+                            }
+                        ]
+                    }
+                ],
+            },
+            "plugin predicates ignores predicate.GPUSharingEnable",
+        ),
+        (
+            {
+                "actions": "allocate",
+                "configurations": [{"name": "allocate", "arguments": {"x": 1}}],
+            },
+            "action allocate ignores x",
+        ),
     ],
-    ids=["no-actions", "tdm-without-shuffle", "misspelled-flag"],
+    ids=[
+        "no-actions",
+        "tdm-without-shuffle",
+        "misspelled-flag",
+        "ignored-plugin-argument",
+        "ignored-action-argument",
+    ],
 )
 def test_silent_noops_are_named(raw: dict[str, Any], warning: str) -> None:
     assert any(warning in w for w in load_policy(raw).warnings)

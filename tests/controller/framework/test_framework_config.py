@@ -41,14 +41,17 @@ configurations:
 """
 
 
-def test_a_pasted_volcano_configuration_loads_with_one_warning() -> None:
+def test_a_pasted_volcano_configuration_loads_with_its_warnings() -> None:
     config = load_config(VOLCANO_CONF)
     assert config.actions == ("allocate", "shuffle")
     assert [[e.name for e in t.plugins] for t in config.tiers] == [
         ["priority", "gang", "conformance"],
         ["predicates", "proportion"],
     ]
+    # one warning for what tide skips, one for an argument of an implemented plugin it ignores
     assert config.warnings == (
+        "tiers[1].plugins[2].arguments: plugin predicates ignores predicate.GPUSharingEnable "
+        "(tide does not implement them)",
         "tide does not implement plugins binpack, drf, nodeorder, overcommit "
         "and actions backfill, enqueue; they are skipped",
     )
