@@ -23,6 +23,18 @@ from streams.gcpause import paused_gc
 from streams.log import LogError
 from streams.recording import read_recording
 
+
+def _check_config(data: dict[str, Any]) -> None:
+    """A ``config.applied`` is kept only when its configuration loads (as replay will)."""
+    config = data.get("config")
+    if isinstance(config, dict):
+        load_policy(config)  # ConfigError (a ValueError) names the key and the value
+
+
+#: what the commands that read recordings (log import, simulate) hold records to beyond the
+#: log layer's own checks: a ``config.applied`` must load
+RECORD_CHECKS = {"config.applied": _check_config}
+
 P = ParamSpec("P")
 R = TypeVar("R")
 #: errors about the user's input (a log, a file, a URL, a configuration): one line, no
@@ -116,7 +128,7 @@ def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
     if source.endswith(".jsonl") and "://" not in source:
         events = []
-        for item in read_recording(Path(source)):
+        for item in read_recording(Path(source), extra=RECORD_CHECKS):
             if isinstance(item, Event):
                 events.append(item)
         return [e.with_offset(i) for i, e in enumerate(events)]

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from controller.cli.common import (
+    RECORD_CHECKS,
     fail,
     persist,
     read_log_events,
@@ -41,7 +42,7 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
             fail(str(exc))
         return events, 0
     events, bad = [], 0
-    for item in read_recording(path):
+    for item in read_recording(path, extra=RECORD_CHECKS):
         if isinstance(item, Event):
             events.append(item)
         else:

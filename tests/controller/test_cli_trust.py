@@ -161,3 +161,12 @@ def test_metrics_bind_the_address_they_print(
     assert code == 0, out
     assert bound["addr"] == host
     assert f"http://{host}:9109/metrics" in out
+
+
+def test_an_invalid_config_applied_is_set_aside_on_import(tmp_path: Path) -> None:
+    text = (EXAMPLES / "all-event-types.jsonl").read_text()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text.replace('"tdm.evict.period":"1m"', '"tdm.evict.period":"-1m"'))
+    code, out = invoke(["log", "import", str(bad), "--log", str(tmp_path / "bad.db")])
+    assert code == 1
+    assert "config.applied: tdm.evict.period" in out and "must be positive" in out
