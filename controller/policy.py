@@ -24,6 +24,7 @@ from typing import Any
 from controller.builtins import BUILTIN_ACTIONS, BUILTIN_PLUGINS
 from controller.framework import config as scheduler_config
 from controller.framework.config import ActionRegistry, PluginRegistry, TideConfig
+from controller.framework.unwrap import is_kube_object
 from controller.pressure.config import EvictionConfig, parse_eviction_config
 
 __all__ = ["Policy", "load_config", "load_policy"]
@@ -85,6 +86,9 @@ def load_policy(
     """
     config = load_config(source, plugins=plugins, actions=actions)
     eviction = parse_eviction_config(config.eviction) if config.eviction else None
-    raw = source if isinstance(source, Mapping) else config.raw
+    # a wrapped configuration (a ConfigMap) is recorded unwrapped: what runs is what
+    # config.applied records
+    plain = isinstance(source, Mapping) and not is_kube_object(source)
+    raw = source if plain and isinstance(source, Mapping) else config.raw
     warnings = (*config.warnings, *(eviction.warnings if eviction else ()))
     return Policy(config, eviction, raw, warnings)

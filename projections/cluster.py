@@ -36,6 +36,13 @@ makes the task Releasing until a watch shows it deleting, terminated or gone, or
 Binding on ``data.node`` until a watch shows ``spec.nodeName`` (or a non-Pending phase), or
 ``effect.failed`` reverts it. A watch update in between keeps the overlay on the new state.
 A later decision on the same task replaces the earlier overlay.
+
+Ownership. ``config.applied`` sets the :class:`~projections.ownership.Rules` in force (the
+configured scheduler names, ``preemptableByDefault`` and the record's behaviour level):
+a pod of another scheduler forms no job, DaemonSet and mirror pods are never victims, and
+``preemptable`` is opt-in (:mod:`projections.ownership`). Each task's ``owned``,
+``evictable`` and ``preemptable`` are derived when it is added, when its PodGroup changes
+and, for every task, when the rules change.
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ from projections.objects import (
     queue_from,
     reset_placeholder,
 )
+from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
 from streams.events import Event
 
@@ -99,6 +107,7 @@ class ClusterState(BaseProjection):
         self.priority_classes: dict[str, int] = {}
         self.overlays: dict[str, Overlay] = {}
         self._decisions: dict[str, str] = {}  # decision id -> task key
+        self.rules: Rules = LEGACY
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -134,20 +143,33 @@ class ClusterState(BaseProjection):
                 del self.nodes[node.name]
 
     def _add_task(self, task: TaskInfo, key: str) -> None:
+        rules = self.rules
         self.tasks[key] = task
-        self._place(task, key)
         job = self.jobs.get(task.job)
         if job is None:
             if task.annotations.get(GROUP_NAME):
                 namespace, _, name = task.job.partition("/")
                 job = JobInfo("", namespace, name)
                 reset_placeholder(job)
-            else:
-                job = implicit_job(task)
-            self.jobs[task.job] = job
+                self.jobs[task.job] = job
+            elif forms_job(task, rules):
+                job = self.jobs[task.job] = implicit_job(task, rules)
         elif job.implicit:
-            apply_implicit(job, task)
-        job.tasks[key] = task
+            apply_implicit(job, task, rules)
+        if rules.behaviour >= 2:
+            derive(task, rules, job)
+        self._place(task, key)
+        if job is not None:
+            job.tasks[key] = task
+
+    def _rederive(self, keys: list[str]) -> None:
+        """Re-add the tasks ``keys`` so the rules in force apply to them."""
+        for key in keys:
+            task = self.tasks[key]
+            self._remove_task(task, key)
+            self._add_task(task, key)
+            if self.rules.behaviour < 2:
+                derive(task, self.rules, None)
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
         del self.tasks[key]
@@ -252,8 +274,8 @@ class ClusterState(BaseProjection):
                 del self.jobs[job_id]
                 return True
             bare = [t for k, t in sorted(job.tasks.items()) if not t.annotations.get(GROUP_NAME)]
-            if bare:
-                apply_implicit(job, bare[0])
+            if bare and forms_job(bare[0], self.rules):
+                apply_implicit(job, bare[0], self.rules)
             else:
                 reset_placeholder(job)
             return True
@@ -261,8 +283,11 @@ class ClusterState(BaseProjection):
             namespace, _, name = job_id.partition("/")
             job = JobInfo("", namespace, name)
         priority_class = str((obj.get("spec") or {}).get("priorityClassName") or "")
-        apply_podgroup(job, obj, self.class_priority(priority_class))
+        apply_podgroup(job, obj, self.class_priority(priority_class), self.rules)
         self.jobs[job_id] = job
+        if self.rules.behaviour >= 2:
+            for task in job.tasks.values():
+                derive(task, self.rules, job)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:
@@ -278,6 +303,18 @@ class ClusterState(BaseProjection):
         "podgroups": _on_podgroup,
         "queues": _on_queue,
     }
+
+    # ---- configuration -----------------------------------------------------------------
+
+    @handles("config.applied")
+    def _on_config(self, event: Event) -> None:
+        rules = rules_of(event.data)
+        if rules == self.rules:
+            return
+        self.rules = rules
+        # rare (a configuration change): re-derive every task under the new rules
+        self._rederive(sorted(self.tasks))
+        self.version += 1
 
     # ---- decision overlays -------------------------------------------------------------
 

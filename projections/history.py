@@ -5,7 +5,8 @@ eviction timestamps); here they are a fold of the log, so replay sees exactly wh
 live run saw. Folded:
 
 * ``decision.evict``: the last eviction per TDM zone (``source == "tdm"``, zone from
-  ``evidence.zone``, else ``"*"``) and the last in any zone, and eviction times per
+  ``evidence.zone``, else ``"*"``) and the last in any zone, the TDM eviction times per
+  job (``evidence.job``; the newest :data:`KEEP_PER_JOB`), and eviction times per
   node, per namespace and overall (the newest ``keep`` of each, for rate limits);
 * any decision: the last decision time per ``source``;
 * ``decision.taint`` / ``decision.untaint``: the taints the controller holds on each node;
@@ -39,6 +40,8 @@ from streams.payloads import (
 
 #: the newest eviction times kept per node / namespace / overall
 DEFAULT_KEEP = 1024
+#: the newest TDM eviction times kept per job (a budget never counts more in one period)
+KEEP_PER_JOB = 64
 
 
 def _push(times: list[datetime], at: datetime, keep: int) -> None:
@@ -67,6 +70,7 @@ class History(BaseProjection):
         self.keep = keep
         self.last_tdm_eviction_any: datetime | None = None
         self.last_tdm_eviction_by_zone: dict[str, datetime] = {}
+        self.tdm_evictions_by_job: dict[str, list[datetime]] = {}
         self.evictions_by_node: dict[str, list[datetime]] = {}
         self.evictions_by_namespace: dict[str, list[datetime]] = {}
         self.evictions: list[datetime] = []
@@ -82,6 +86,13 @@ class History(BaseProjection):
         if zone is None:
             return self.last_tdm_eviction_any
         return self.last_tdm_eviction_by_zone.get(zone)
+
+    def tdm_evictions_of_job(self, job: str, since: datetime) -> int:
+        """TDM evictions of job ``job`` decided after ``since`` (exclusive)."""
+        times = self.tdm_evictions_by_job.get(job)
+        if not times:
+            return 0
+        return len(times) - bisect_right(times, since)
 
     def evictions_on_node(self, node: str, start: datetime, end: datetime | None = None) -> int:
         """Evictions decided on ``node`` with ``start <= at < end``."""
@@ -131,6 +142,9 @@ class History(BaseProjection):
                 self.last_tdm_eviction_by_zone[zone] = at
             if self.last_tdm_eviction_any is None or self.last_tdm_eviction_any < at:
                 self.last_tdm_eviction_any = at
+            job = tdm_evidence(data).get("job") if isinstance(evidence, dict) else None
+            if isinstance(job, str) and job:
+                _push(self.tdm_evictions_by_job.setdefault(job, []), at, KEEP_PER_JOB)
         node = data.get("node")
         if isinstance(node, str) and node:
             _push(self.evictions_by_node.setdefault(node, []), at, self.keep)
@@ -182,6 +196,7 @@ class History(BaseProjection):
             if self.last_tdm_eviction_any
             else None,
             "last_tdm_eviction_by_zone": stamps(self.last_tdm_eviction_by_zone),
+            "tdm_evictions_by_job": {k: times(v) for k, v in self.tdm_evictions_by_job.items()},
             "evictions_by_node": {k: times(v) for k, v in self.evictions_by_node.items()},
             "evictions_by_namespace": {k: times(v) for k, v in self.evictions_by_namespace.items()},
             "evictions": times(self.evictions),
@@ -205,6 +220,9 @@ class History(BaseProjection):
         fresh.position = position
         fresh.last_tdm_eviction_any = time_or_none(body.get("last_tdm_eviction_any"))
         fresh.last_tdm_eviction_by_zone = stamps(body.get("last_tdm_eviction_by_zone", {}))
+        fresh.tdm_evictions_by_job = {
+            k: times(v) for k, v in sorted(body.get("tdm_evictions_by_job", {}).items())
+        }
         fresh.evictions_by_node = {
             k: times(v) for k, v in sorted(body.get("evictions_by_node", {}).items())
         }

@@ -160,6 +160,10 @@ class TaskInfo:
     preemption_policy: str = ""  # spec.preemptionPolicy ("Never" never preempts; "" = default)
     nominated_node: str = ""  # status.nominatedNodeName ("" = none)
     k8s_qos: str = ""  # Kubernetes QoS class: BestEffort / Burstable / Guaranteed
+    # tide's to decide for (a PodGroup's pod or one of its schedulers'); see projections.ownership
+    owned: bool = True
+    # False for DaemonSet and mirror pods: never a victim of any policy
+    evictable: bool = True
 
     @property
     def key(self) -> str:
@@ -194,6 +198,8 @@ class JobInfo:
     # a JobInfo without a PodGroup and leaves it out of the session snapshot).
     placeholder: bool = False
     priority_class: str = ""  # PodGroup spec.priorityClassName
+    # the PodGroup's own volcano.sh/preemptable mark (None = unmarked); tasks fall back to it
+    preemptable_mark: bool | None = None
 
     @property
     def id(self) -> str:

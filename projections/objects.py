@@ -7,10 +7,11 @@ Job-level rules, from Volcano's ``JobInfo.SetPodGroup`` and the PodGroup control
   ``task_min_available`` = ``spec.minTaskMember``;
 * ``queue`` = ``spec.queue``, empty → ``"default"`` (Volcano's admission default);
 * ``preemptable``: annotation, then label ``volcano.sh/preemptable``, default **false**;
-* budget from annotations only: ``volcano.sh/jdb-min-available`` (alias
-  ``volcano.sh/job-disruption-budget-min-available``) wins over
-  ``volcano.sh/jdb-max-unavailable`` (alias ``...-max-unavailable``); a real key wins over
-  its alias;
+* budget from annotations only: ``volcano.sh/jdb-max-unavailable`` (alias
+  ``volcano.sh/job-disruption-budget-max-unavailable``) wins over
+  ``volcano.sh/jdb-min-available`` (alias ``...-min-available``), as the seed says; logs
+  written before that rule (:mod:`projections.ownership`, level 1) keep min-available
+  first, as upstream's JobInfo reads it; a real key wins over its alias;
 * ``priority``: the value of the PriorityClass ``spec.priorityClassName``. PriorityClasses
   are not on the log, so the value is learned from pods: Kubernetes' admission resolves a
   pod's ``spec.priorityClassName`` into ``spec.priority``, so any pod seen with that class
@@ -31,6 +32,7 @@ from dataclasses import fields
 from typing import Any
 
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.ownership import LEGACY, Rules, mark
 from projections.parsing import parse_bool, resource_from_list, time_or_none
 from projections.pods import PREEMPTABLE, QUEUE_NAME, revocable_zone
 
@@ -45,8 +47,15 @@ _IMPLICIT_KEYS = frozenset({PREEMPTABLE, QUEUE_NAME, *JDB_MIN, *JDB_MAX})
 _JOB_FIELDS = tuple(f.name for f in fields(JobInfo) if f.name not in ("namespace", "name", "tasks"))
 
 
-def budget(annotations: Mapping[str, Any]) -> tuple[str, str]:
-    """``(min_available, max_unavailable)`` of a disruption budget; min wins, real key first."""
+def budget(annotations: Mapping[str, Any], *, max_first: bool = False) -> tuple[str, str]:
+    """``(min_available, max_unavailable)`` of a disruption budget; real key first.
+
+    With ``max_first`` max-unavailable wins when both are set, else min-available does.
+    """
+    if max_first:
+        for key in JDB_MAX:
+            if key in annotations:
+                return "", str(annotations[key])
     for key in JDB_MIN:
         if key in annotations:
             return str(annotations[key]), ""
@@ -56,14 +65,9 @@ def budget(annotations: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
-def _preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    value = annotations.get(PREEMPTABLE)
-    if value is None:
-        value = labels.get(PREEMPTABLE)
-    return value is not None and parse_bool(value) is True
-
-
-def apply_podgroup(job: JobInfo, podgroup: Mapping[str, Any], priority: int) -> None:
+def apply_podgroup(
+    job: JobInfo, podgroup: Mapping[str, Any], priority: int, rules: Rules = LEGACY
+) -> None:
     """Set a job's PodGroup-derived fields in place (its tasks are kept)."""
     meta = podgroup.get("metadata") or _EMPTY
     spec = podgroup.get("spec") or _EMPTY
@@ -75,16 +79,19 @@ def apply_podgroup(job: JobInfo, podgroup: Mapping[str, Any], priority: int) -> 
     job.task_min_available = {str(k): int(v) for k, v in sorted(min_task.items())}
     job.priority_class = str(spec.get("priorityClassName") or "")
     job.priority = priority
-    job.preemptable = _preemptable(annotations, meta.get("labels") or _EMPTY)
+    job.preemptable_mark = mark(annotations, meta.get("labels") or _EMPTY)
+    job.preemptable = job.preemptable_mark is True
     job.revocable_zone = revocable_zone(annotations)
-    job.budget_min_available, job.budget_max_unavailable = budget(annotations)
+    job.budget_min_available, job.budget_max_unavailable = budget(
+        annotations, max_first=rules.max_first
+    )
     job.creation = time_or_none(meta.get("creationTimestamp"))
     job.phase = str((podgroup.get("status") or _EMPTY).get("phase") or "")
     job.implicit = False
     job.placeholder = False
 
 
-def _implicit_fields(task: TaskInfo) -> tuple[str, bool, str, str]:
+def _implicit_fields(task: TaskInfo, rules: Rules) -> tuple[str, bool, str, str]:
     """Queue, preemptable and budget of the PodGroup a bare pod would get.
 
     The controller copies the pod's ``volcano.sh/preemptable`` annotation and label, its
@@ -98,13 +105,15 @@ def _implicit_fields(task: TaskInfo) -> tuple[str, bool, str, str]:
     if value is None:
         value = labels.get(PREEMPTABLE)
     preemptable = value is not None and parse_bool(value) is True
-    budget_min, budget_max = budget(annotations) if annotations else ("", "")
+    budget_min, budget_max = (
+        budget(annotations, max_first=rules.max_first) if annotations else ("", "")
+    )
     return str(annotations.get(QUEUE_NAME) or "default"), preemptable, budget_min, budget_max
 
 
-def implicit_job(task: TaskInfo) -> JobInfo:
+def implicit_job(task: TaskInfo, rules: Rules = LEGACY) -> JobInfo:
     """The job of one for a pod without a PodGroup (see the module docstring)."""
-    queue, preemptable, budget_min, budget_max = _implicit_fields(task)
+    queue, preemptable, budget_min, budget_max = _implicit_fields(task, rules)
     return JobInfo(
         task.uid,
         task.namespace,
@@ -126,9 +135,9 @@ def implicit_job(task: TaskInfo) -> JobInfo:
     )
 
 
-def apply_implicit(job: JobInfo, task: TaskInfo) -> None:
+def apply_implicit(job: JobInfo, task: TaskInfo, rules: Rules = LEGACY) -> None:
     """Make ``job`` (in place) the implicit job of ``task``."""
-    fresh = implicit_job(task)
+    fresh = implicit_job(task, rules)
     for name in _JOB_FIELDS:
         setattr(job, name, getattr(fresh, name))
 
@@ -142,6 +151,7 @@ def reset_placeholder(job: JobInfo) -> None:
     job.priority_class = ""
     job.priority = 0
     job.preemptable = False
+    job.preemptable_mark = None
     job.revocable_zone = ""
     job.budget_min_available = job.budget_max_unavailable = ""
     job.creation = None

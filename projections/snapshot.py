@@ -25,6 +25,7 @@ from projections.model import (
     TaskInfo,
     TaskStatus,
 )
+from projections.ownership import Rules
 from projections.parsing import time_or_none
 from projections.pods import share_maps
 from streams.events import format_time
@@ -124,6 +125,11 @@ def dump_cluster(state: ClusterState) -> dict[str, Any]:
         "jobs": {job_id: encode(job) for job_id, job in state.jobs.items()},
         "queues": {name: encode(queue) for name, queue in state.queues.items()},
         "priority_classes": state.priority_classes,
+        "rules": [
+            state.rules.behaviour,
+            list(state.rules.scheduler_names),
+            state.rules.preemptable_by_default,
+        ],
         "overlays": {
             key: [o.decision, o.kind, o.node, int(o.base_status), o.base_node]
             for key, o in state.overlays.items()
@@ -151,6 +157,9 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
             if task.node_name and task.status not in COMPLETED_STATUSES:
                 target.nodes[task.node_name].tasks[key] = task
         target.priority_classes = {str(k): int(v) for k, v in body["priority_classes"].items()}
+        if "rules" in body:  # checkpoints written before the rules existed: level 1
+            behaviour, names, by_default = body["rules"]
+            target.rules = Rules(int(behaviour), tuple(str(n) for n in names), bool(by_default))
         for key in sorted(body["overlays"]):
             decision, kind, node, base_status, base_node = body["overlays"][key]
             target.overlays[key] = Overlay(decision, kind, node, TaskStatus(base_status), base_node)

@@ -220,10 +220,11 @@ class PressureEvidence(TypedDict, total=False):
 
 
 class TdmEvidence(TypedDict, total=False):
-    """The evidence keys of a TDM eviction that other modules read (its zone and window)."""
+    """The evidence keys of a TDM eviction that other modules read (zone, window, job)."""
 
     zone: str
     window: str
+    job: str
 
 
 class TaintEvidence(TypedDict):
@@ -277,10 +278,16 @@ class EffectPayload(TypedDict):
 
 
 class ConfigPayload(TypedDict):
-    """``config.applied``: the scheduler configuration in force from now, and its origin."""
+    """``config.applied``: the scheduler configuration in force from now, and its origin.
+
+    ``behaviour`` is the level of tide's rules the record was written under
+    (``projections.ownership``); a record without it was written before levels existed and
+    replays with level 1.
+    """
 
     config: dict[str, object]
     source: str
+    behaviour: NotRequired[int]
 
 
 # -- the boundary: payload <-> Event.data -----------------------------------------------------

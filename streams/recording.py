@@ -27,7 +27,7 @@ from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
 from streams.events import Event
 from streams.gcpause import paused_gc
 from streams.log import EventLog, Quarantined, quarantine_of
-from streams.validation import ValidationError, validate
+from streams.validation import Extra, ValidationError, validate
 
 Source = str | Path | IO[bytes]
 
@@ -74,7 +74,9 @@ def parse_line(raw: bytes, *, source: str, line: int) -> Event | Quarantined:
     return parsed if isinstance(parsed, Quarantined) else parsed[0]
 
 
-def _parse(raw: bytes, source: str, line: int) -> tuple[Event, bytes | None] | Quarantined:
+def _parse(
+    raw: bytes, source: str, line: int, extra: Extra | None = None
+) -> tuple[Event, bytes | None] | Quarantined:
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -83,14 +85,19 @@ def _parse(raw: bytes, source: str, line: int) -> tuple[Event, bytes | None] | Q
         return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
     try:
         event, payload = decode_record_encoded(record)
-        validate(event.type, event.data)
+        validate(event.type, event.data, extra=extra)
     except (DecodeError, ValidationError) as exc:
         return _aside(source, line, exc.reason, raw)
     return event, payload
 
 
-def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Generator[Batch, None, None]:
-    """Read a recording (a path or a binary stream) in batches of up to ``size`` events."""
+def read_batches(
+    source: Source, *, size: int = BATCH_SIZE, extra: Extra | None = None
+) -> Generator[Batch, None, None]:
+    """Read a recording (a path or a binary stream) in batches of up to ``size`` events.
+
+    ``extra`` adds a caller's validation rule per event type (a failing line is set aside).
+    """
     with ExitStack() as stack:
         if isinstance(source, str | Path):
             name = str(source)
@@ -106,7 +113,7 @@ def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Generator[Batch, 
                 raw = raw[len(_BOM) :]
             if not raw or raw.isspace():
                 continue
-            parsed = _parse(raw, name, line_no)
+            parsed = _parse(raw, name, line_no, extra)
             if isinstance(parsed, Quarantined):
                 batch.bad.append(parsed)
                 continue
@@ -120,12 +127,12 @@ def read_batches(source: Source, *, size: int = BATCH_SIZE) -> Generator[Batch, 
             yield replace(batch, position=position)
 
 
-def read_recording(source: Source) -> Iterator[Event | Quarantined]:
+def read_recording(source: Source, *, extra: Extra | None = None) -> Iterator[Event | Quarantined]:
     """Read a recording line by line: each event, or a ``Quarantined``, in line order.
 
     (An event's line number is in :attr:`Batch.lines` when :func:`read_batches` is used.)
     """
-    for batch in read_batches(source):
+    for batch in read_batches(source, extra=extra):
         if not batch.bad:
             yield from batch.events
             continue
@@ -165,6 +172,7 @@ async def import_recording(
     *,
     batch_size: int = BATCH_SIZE,
     on_progress: Callable[[int], None] | None = None,
+    extra: Extra | None = None,
 ) -> ImportSummary:
     """Append a recording to ``log``, setting bad lines aside there too.
 
@@ -181,7 +189,7 @@ async def import_recording(
     rescanning the ~200,000 containers of a batch of pods halves the parse rate.
     """
     summary = ImportSummary()
-    batches = read_batches(source, size=batch_size)
+    batches = read_batches(source, size=batch_size, extra=extra)
     sent = 0
     with paused_gc():
         ahead = asyncio.ensure_future(asyncio.to_thread(next, batches, None))

@@ -11,7 +11,7 @@ matched against the grammar (:func:`streams.quantity.is_quantity`): no models ar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams.codec import json_kind as _kind
@@ -49,14 +49,28 @@ class _FieldError(Exception):
         super().__init__(f"{path}: {problem}")
 
 
-def validate(type_: str, data: JSON) -> None:
-    """Raise :class:`ValidationError` unless ``data`` is a valid payload of ``type_``."""
+#: per event type, a rule a higher layer adds (the configuration loader for
+#: ``config.applied``) that the log layer cannot know; it raises ValueError with the reason
+Extra = Mapping[str, Callable[[JSON], None]]
+
+
+def validate(type_: str, data: JSON, *, extra: Extra | None = None) -> None:
+    """Raise :class:`ValidationError` unless ``data`` is a valid payload of ``type_``
+    (and passes ``extra``'s rule for ``type_``, when given)."""
     check = _CHECKS.get(type_)
     if check is None:
         raise ValidationError(f"unknown event type {type_!r}")
     if not isinstance(data, dict):
         raise ValidationError(f"{type_}: data is {_kind(data)}, not an object")
     check(data)
+    rule = extra.get(type_) if extra else None
+    if rule is not None:
+        try:
+            rule(data)
+        except ValidationError:
+            raise
+        except ValueError as exc:
+            raise ValidationError(f"{type_}: {exc}") from exc
 
 
 # -- k8s.watch -----------------------------------------------------------------------
@@ -230,6 +244,9 @@ def _metrics_name(data: JSON, type_: str, *, namespaced: bool) -> str:
 
 def _config(data: JSON) -> None:
     _require(data, "config.applied", config=dict, source=str)
+    level = data.get("behaviour")
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool) or level < 1):
+        raise ValidationError(f"config.applied: 'behaviour' is {level!r}, not a positive integer")
 
 
 def _trigger(data: JSON) -> None:

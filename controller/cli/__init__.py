@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
 import typer
 
 from controller.cli import log_cmd, record_cmd, report_cmd, run_cmd, state_cmd
+from controller.cli.common import guard_all
 
 app = typer.Typer(
     name="tide",
@@ -17,6 +21,26 @@ app = typer.Typer(
 
 for module in (log_cmd, state_cmd, run_cmd, report_cmd, record_cmd):
     module.register(app)
+guard_all(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"tide {version('tide')}")
+        except PackageNotFoundError:
+            typer.echo("tide (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """tide: a reactive, event-sourced Kubernetes controller for co-located clusters."""
 
 
 def main() -> None:

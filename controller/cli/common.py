@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 import yaml
 
 from controller.framework.errors import ConfigError
+from controller.framework.unwrap import unwrap
 from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
 from projections.store import checkpoint_world, open_log_store, resume_world
@@ -18,7 +20,62 @@ from projections.world import World
 from streams.backends import open_log
 from streams.events import Event
 from streams.gcpause import paused_gc
+from streams.log import LogError
 from streams.recording import read_recording
+
+
+def _check_config(data: dict[str, Any]) -> None:
+    """A ``config.applied`` is kept only when its configuration loads (as replay will)."""
+    config = data.get("config")
+    if isinstance(config, dict):
+        load_policy(config)  # ConfigError (a ValueError) names the key and the value
+
+
+#: what the commands that read recordings (log import, simulate) hold records to beyond the
+#: log layer's own checks: a ``config.applied`` must load
+RECORD_CHECKS = {"config.applied": _check_config}
+
+P = ParamSpec("P")
+R = TypeVar("R")
+#: errors about the user's input (a log, a file, a URL, a configuration): one line, no
+#: traceback. ConfigError, ValidationError, CheckpointError and ScenarioError are ValueErrors.
+DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
+
+
+def guarded(command: Callable[P, R]) -> Callable[P, R]:
+    """``command`` with its domain errors turned into one ``error:`` line and exit code 1."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except DOMAIN_ERRORS as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            fail(lines[0], code=1)
+
+    return run
+
+
+def guard_all(app: typer.Typer) -> None:
+    """Wrap every command of ``app`` and its groups with :func:`guarded`."""
+    for command in app.registered_commands:
+        if command.callback is not None:
+            command.callback = guarded(command.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            guard_all(group.typer_instance)
+
+
+def require_log(source: str) -> None:
+    """Reading commands never create a log: a missing SQLite file is an error."""
+    if source.startswith("sqlite:///"):
+        path = Path(source.removeprefix("sqlite:///"))
+    elif "://" not in source:
+        path = Path(source)
+    else:
+        return
+    if not path.exists():
+        fail(f"{source}: no such log ({path} does not exist)")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -27,22 +84,41 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def read_policy(path: Path) -> Policy:
-    """Read and load a configuration file (:func:`controller.policy.load_policy`).
+def read_policy(paths: Path | Sequence[Path]) -> Policy:
+    """Read and load one or more configuration files (:func:`controller.policy.load_policy`).
 
-    A file that cannot be read or parsed, or an invalid value, stops with the path and the
-    reason (the key and the value); each warning is printed once on stderr.
+    Each file may be a tide configuration or a ConfigMap wrapping one (a Volcano scheduler
+    ConfigMap, say, next to a file with tide's own keys). Their top-level keys are merged;
+    a key given by two files is an error naming both. A file that cannot be read or parsed,
+    or an invalid value, stops with the path and the reason (the key and the value); each
+    warning is printed once on stderr.
     """
+    files = [paths] if isinstance(paths, Path) else list(paths)
+    merged: dict[str, Any] = {}
+    origin: dict[str, Path] = {}
+    for path in files:
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            fail(f"{path}: {exc}")
+        if not isinstance(raw, dict):
+            fail(f"{path}: a configuration is a mapping")
+        try:
+            inner, notes = unwrap(raw)
+        except ConfigError as exc:
+            fail(f"{path}: {exc}")
+        for note in notes:
+            typer.echo(f"{path}: {note}", err=True)
+        for key in sorted(inner):
+            if key in origin:
+                fail(f"{path}: key {key!r} is also given by {origin[key]}")
+            origin[key] = path
+            merged[key] = inner[key]
+    label = ", ".join(str(p) for p in files)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        fail(f"{path}: {exc}")
-    if not isinstance(raw, dict):
-        fail(f"{path}: a configuration is a mapping")
-    try:
-        policy = load_policy(raw)
+        policy = load_policy(merged)
     except (ConfigError, ValueError) as exc:
-        fail(f"{path}: {exc}")
+        fail(f"{label}: {exc}")
     for warning in policy.warnings:
         typer.echo(f"warning: {warning}", err=True)
     return policy
@@ -52,12 +128,11 @@ def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
     if source.endswith(".jsonl") and "://" not in source:
         events = []
-        for item in read_recording(Path(source)):
+        for item in read_recording(Path(source), extra=RECORD_CHECKS):
             if isinstance(item, Event):
                 events.append(item)
         return [e.with_offset(i) for i, e in enumerate(events)]
-    if "://" not in source and not Path(source).exists():
-        fail(f"{source}: no such log")
+    require_log(source)
 
     async def load() -> list[Event]:
         async with await open_log(source) as log:

@@ -20,6 +20,7 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from controller.cli.common import RECORD_CHECKS
 from controller.settings import DEFAULT_LOG
 from projections.store import checkpoint_world, open_log_store
 from streams.backends import normalise_url, open_log
@@ -64,7 +65,7 @@ def import_command(
 
         async def run() -> ImportSummary:
             async with await _open(log, create=True) as target:
-                summary = await import_recording(file, target, on_progress=on)
+                summary = await import_recording(file, target, on_progress=on, extra=RECORD_CHECKS)
                 store = await open_log_store(target.url or log, create=True)
                 if store is not None:  # leave a World checkpoint for `tide state`/`replay`
                     async with store:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from controller.cli.common import (
+    RECORD_CHECKS,
     fail,
     persist,
     read_log_events,
@@ -18,6 +19,7 @@ from controller.cli.common import (
     resume_from,
     save_checkpoint,
 )
+from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
@@ -27,6 +29,7 @@ from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
 from streams.codec import decision_line
 from streams.events import Event, parse_time
+from streams.payloads import DECISION_KINDS, REASON_CODES
 from streams.recording import read_recording
 
 
@@ -40,7 +43,7 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
             fail(str(exc))
         return events, 0
     events, bad = [], 0
-    for item in read_recording(path):
+    for item in read_recording(path, extra=RECORD_CHECKS):
         if isinstance(item, Event):
             events.append(item)
         else:
@@ -51,8 +54,20 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
 
 def simulate(
     recording: Annotated[Path, typer.Argument(help="A JSON Lines recording or a scenario YAML.")],
-    config: Annotated[Path, typer.Option("--config", "-c", help="tide configuration YAML.")],
-    until: Annotated[str | None, typer.Option(help="Stop at this time (RFC 3339).")] = None,
+    config: Annotated[
+        list[Path],
+        typer.Option(
+            "--config",
+            "-c",
+            help="tide configuration YAML (or a ConfigMap wrapping one); may be repeated.",
+        ),
+    ],
+    until: Annotated[
+        str | None,
+        typer.Option(
+            help="Stop at this time: RFC 3339, or +DURATION after the first input (+6m, +1h30m)."
+        ),
+    ] = None,
     decisions: Annotated[
         Path | None, typer.Option(help="Write decisions here (JSON Lines); default stdout.")
     ] = None,
@@ -61,6 +76,9 @@ def simulate(
         int | None,
         typer.Option(help="Serve the eviction metrics on this port after the run (Ctrl-C ends)."),
     ] = None,
+    metrics_address: Annotated[
+        str, typer.Option(help="Address the metrics server binds (default: this host only).")
+    ] = "127.0.0.1",
 ) -> None:
     """Run the controller over a recording in virtual time against the simulated cluster."""
     policy = read_policy(config)
@@ -68,14 +86,18 @@ def simulate(
     stop = None
     if until:
         try:
-            stop = parse_time(until)
+            if until.startswith("+"):
+                first = min((e.at for e in events), default=None)
+                stop = first + parse_duration(until[1:]) if first is not None else None
+            else:
+                stop = parse_time(until)
         except ValueError as exc:
-            fail(f"--until: {until!r}: {exc}")
+            fail(f"--until: {until!r}: {exc} (RFC 3339, or +DURATION such as +6m)")
     if is_scenario(recording) and stop is None:
         _, _, stop = load_scenario(recording)
-    result = Simulation(policy.config, eviction=policy.eviction, config_source=str(config)).run(
-        events, until=stop
-    )
+    result = Simulation(
+        policy.config, eviction=policy.eviction, config_source=",".join(str(c) for c in config)
+    ).run(events, until=stop)
     out = decisions.open("wb") if decisions else sys.stdout.buffer
     try:
         for decision in result.decisions:
@@ -91,12 +113,12 @@ def simulate(
         err=True,
     )
     if metrics_port is not None:
-        _serve_metrics(result.log.events, metrics_port)
+        _serve_metrics(result.log.events, metrics_port, metrics_address)
     if bad:
         raise typer.Exit(1)
 
 
-def _serve_metrics(events: list[Event], port: int) -> None:
+def _serve_metrics(events: list[Event], port: int, address: str) -> None:
     """Serve ``/metrics`` (computed from the run's log) until interrupted."""
     import threading
 
@@ -105,8 +127,13 @@ def _serve_metrics(events: list[Event], port: int) -> None:
     from projections.metrics import compute_metrics
     from replay.metrics import registry
 
-    server, thread = start_http_server(port, registry=registry(compute_metrics(events)))
-    typer.echo(f"serving metrics on http://127.0.0.1:{port}/metrics (Ctrl-C to stop)", err=True)
+    server, thread = start_http_server(
+        port, addr=address, registry=registry(compute_metrics(events))
+    )
+    host, bound = server.server_address[:2]
+    name = host.decode() if isinstance(host, bytes) else str(host)
+    shown = f"[{name}]" if ":" in name else name
+    typer.echo(f"serving metrics on http://{shown}:{bound}/metrics (Ctrl-C to stop)", err=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -194,6 +221,14 @@ def audit_why(
     why(read_log_events(log), pod, as_json=as_json)
 
 
+def _known(option: str, value: str | None, valid: frozenset[str]) -> None:
+    if value is not None and value not in valid:
+        raise typer.BadParameter(
+            f"unknown {option.lstrip('-')} {value!r} (valid: {', '.join(sorted(valid))})",
+            param_hint=option,
+        )
+
+
 @audit_app.command("decisions")
 def audit_decisions(
     log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
@@ -205,6 +240,8 @@ def audit_decisions(
     until: Annotated[str | None, typer.Option("--to", help="RFC 3339")] = None,
 ) -> None:
     """Decisions by time range, reason, node, namespace or kind (JSON Lines)."""
+    _known("--reason", reason, REASON_CODES)
+    _known("--kind", kind, DECISION_KINDS)
     try:
         start = parse_time(since) if since else None
         stop = parse_time(until) if until else None

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from controller.cli.common import require_log
 from controller.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
@@ -38,6 +39,7 @@ async def fold_log(url: str, *, at: datetime | None = None, offset: int | None =
     same as a fold from offset 0. With ``at`` it always folds from 0 (records are not in
     time order, so no prefix of the log is "everything up to a time"). Nothing is written.
     """
+    require_log(url)
     async with await open_log(url) as log:
         world = None
         if at is None:

@@ -14,6 +14,7 @@ unset enable flag of a plugin entry is filled with true.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ import yaml
 from controller.framework.durations import parse_duration
 from controller.framework.errors import ConfigError
 from controller.framework.plugin import ActionSpec, PluginContext, PluginSpec
+from controller.framework.points import ALL_FLAGS, VICTIM
 from controller.framework.tiers import PluginConf, TierConf, default_flags
+from controller.framework.unwrap import unwrap
 
 PluginRegistry = Mapping[str, PluginSpec]
 ActionRegistry = Mapping[str, ActionSpec]
@@ -50,7 +53,9 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
         },
     ],
 }
-TIDE_KEYS = frozenset({"timezone", "schedulerName", "sessionTick", "eviction"})
+TIDE_KEYS = frozenset(
+    {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault"}
+)
 VOLCANO_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
 
 
@@ -70,6 +75,10 @@ class TideConfig:
     )
     timezone: str = "UTC"
     scheduler_name: str = "volcano"
+    #: every scheduler name whose pods tide owns (the first is the one tide binds for)
+    scheduler_names: tuple[str, ...] = ("volcano",)
+    #: upstream Volcano's default for a task with no ``volcano.sh/preemptable`` mark
+    preemptable_by_default: bool = False
     tick: timedelta = timedelta(seconds=1)
     #: The raw ``eviction:`` section (parsed by the pressure-eviction module).
     eviction: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -123,24 +132,42 @@ def load_config(
     Raises:
         ConfigError: a value is invalid; the message names the key and the value.
     """
-    raw = _read(source)
+    raw, notes = unwrap(_read(source))
     plugin_table, action_table = plugins, actions
-    scheduler = raw if ("actions" in raw or "tiers" in raw) else {**VOLCANO_DEFAULT, **raw}
+    unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
+    if "actions" in raw or "tiers" in raw:
+        scheduler = raw
+    elif unknown:
+        raise ConfigError(
+            "<configuration>",
+            ", ".join(unknown),
+            "no actions or tiers, and keys tide does not know: not running Volcano's "
+            "built-in default in its place (is it a wrapped or misspelled configuration?)",
+        )
+    else:
+        scheduler = {**VOLCANO_DEFAULT, **raw}
     skipped_plugins: list[str] = []
     skipped_actions: list[str] = []
     action_names = _actions(scheduler.get("actions", ""))
     implemented: list[str] = []
     for name in action_names:
         (implemented if name in action_table else skipped_actions).append(name)
-    tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins)
+    warnings = list(notes)
+    tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins, warnings)
     configurations = _configurations(raw.get("configurations"))
-    action_args = {
-        name: action_table[name].parse_args(configurations.get(name, {})) for name in implemented
-    }
-    warnings = []
+    action_args = {}
+    for name in implemented:
+        tracked = TrackedArgs(configurations.get(name, {}))
+        action_args[name] = action_table[name].parse_args(tracked)
+        if tracked.unread():
+            warnings.append(
+                f"configurations.{name}: action {name} ignores {', '.join(tracked.unread())} "
+                "(tide does not implement them)"
+            )
     if skipped_plugins or skipped_actions:
         warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
-    unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
+    warnings.extend(_silent_noops(action_names, tiers))
+    names = _scheduler_names(raw.get("schedulerName", "volcano"))
     if unknown:
         warnings.append(f"unknown top-level configuration keys ignored: {', '.join(unknown)}")
     return TideConfig(
@@ -148,7 +175,9 @@ def load_config(
         tiers=tiers,
         configurations=MappingProxyType(configurations),
         timezone=_timezone(raw.get("timezone", "UTC")),
-        scheduler_name=_scheduler_name(raw.get("schedulerName", "volcano")),
+        scheduler_name=names[0],
+        scheduler_names=names,
+        preemptable_by_default=_flag("preemptableByDefault", raw.get("preemptableByDefault")),
         tick=_tick(raw.get("sessionTick", "1s")),
         eviction=MappingProxyType(_mapping("eviction", raw.get("eviction") or {})),
         raw=MappingProxyType(dict(raw)),
@@ -189,7 +218,58 @@ def _actions(value: Any) -> list[str]:
     return [name for name in names if name]
 
 
-def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierConf, ...]:
+class TrackedArgs(Mapping[str, Any]):
+    """Arguments that remember which keys a ``parse_args`` looked at.
+
+    A key never read (by ``[]``, ``get`` or ``in``) is one tide ignores; iterating the
+    arguments counts as reading them all (the parser saw every key).
+    """
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self._raw = raw
+        self._read: set[str] = set()
+        self._all = False
+
+    def __getitem__(self, key: str) -> Any:
+        self._read.add(key)
+        return self._raw[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._read.add(key)
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        self._all = True
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def unread(self) -> list[str]:
+        """The keys no one read, sorted."""
+        if self._all:
+            return []
+        return sorted(str(k) for k in self._raw if k not in self._read)
+
+
+def _silent_noops(action_names: list[str], tiers: tuple[TierConf, ...]) -> list[str]:
+    """Configurations that would run and quietly do nothing, one warning each."""
+    warnings = []
+    if not action_names:
+        warnings.append("no actions configured: no session will schedule or evict anything")
+    plugins = {conf.name for tier in tiers for conf in tier.plugins}
+    if "tdm" in plugins and action_names and "shuffle" not in action_names:
+        warnings.append(
+            "plugin tdm is configured but action shuffle is not in actions: its window-close "
+            "evictions will never happen (add shuffle to actions)"
+        )
+    return warnings
+
+
+def _tiers(
+    value: Any, table: PluginRegistry, skipped: list[str], warnings: list[str]
+) -> tuple[TierConf, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -202,7 +282,7 @@ def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierC
             raise ConfigError(f"{key}.plugins", entries, "must be a list of plugins")
         confs = []
         for j, entry in enumerate(entries):
-            conf = _plugin(f"{key}.plugins[{j}]", entry, table)
+            conf = _plugin(f"{key}.plugins[{j}]", entry, table, warnings)
             if conf is None:
                 skipped.append(str(_mapping(f"{key}.plugins[{j}]", entry)["name"]))
             else:
@@ -211,7 +291,11 @@ def _tiers(value: Any, table: PluginRegistry, skipped: list[str]) -> tuple[TierC
     return tuple(tiers)
 
 
-def _plugin(key: str, entry: Any, table: PluginRegistry) -> PluginConf | None:
+#: spellings of flags that mean a known one (seed 002 writes ``enableVictim``)
+FLAG_ALIASES = {"enableVictim": VICTIM}
+
+
+def _plugin(key: str, entry: Any, table: PluginRegistry, warnings: list[str]) -> PluginConf | None:
     fields = _mapping(key, entry)
     name = fields.get("name")
     if not isinstance(name, str) or not name:
@@ -224,12 +308,26 @@ def _plugin(key: str, entry: Any, table: PluginRegistry) -> PluginConf | None:
             raise ConfigError(f"{key}.{option}", flag, f"unknown option of plugin {name}")
         if not isinstance(flag, bool):
             raise ConfigError(f"{key}.{option}", flag, "must be true or false")
+        if option in FLAG_ALIASES:
+            option = FLAG_ALIASES[option]
+        elif option not in ALL_FLAGS:
+            close = difflib.get_close_matches(option, ALL_FLAGS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            warnings.append(f"{key}.{option}: unknown flag of plugin {name}, ignored{hint}")
+            continue
         flags[option] = flag
     arguments = _mapping(f"{key}.arguments", fields.get("arguments") or {})
     spec = table.get(name)
     if spec is None:
         return None
-    args = spec.parse_args(arguments)
+    tracked = TrackedArgs(arguments)
+    args = spec.parse_args(tracked)
+    ignored = tracked.unread()
+    if ignored:
+        warnings.append(
+            f"{key}.arguments: plugin {name} ignores {', '.join(ignored)} (tide does not "
+            "implement them)"
+        )
     return PluginConf(
         name=name,
         arguments=MappingProxyType(arguments),
@@ -265,10 +363,24 @@ def _timezone(value: Any) -> str:
     return value
 
 
-def _scheduler_name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError("schedulerName", value, "must be a non-empty string")
-    return value.strip()
+def _scheduler_names(value: Any) -> tuple[str, ...]:
+    """``schedulerName``: one name or a list of names (pods of other schedulers are not
+    tide's: they form no job and are never a victim)."""
+    values = value if isinstance(value, list) and value else [value]
+    names = []
+    for item in values:
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError("schedulerName", value, "must be a name or a list of names")
+        names.append(item.strip())
+    return tuple(names)
+
+
+def _flag(key: str, value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ConfigError(key, value, "must be true or false")
+    return value
 
 
 def _tick(value: Any) -> timedelta:

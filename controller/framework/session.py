@@ -17,6 +17,9 @@ Differences from Volcano, on purpose (a session's outcome must depend only on th
 * Every comparison ends in a total tie-break (creation, UID, namespace, name).
 * :meth:`preemptable` intersects by UID membership: a victim matching several
   candidates is kept once (Volcano's nested loop appends it once per match).
+* Victims are only tasks tide owns and may evict (``projections.ownership``): a pod of
+  another scheduler, a DaemonSet pod and a mirror pod are dropped from the candidates of
+  :meth:`preemptable` / :meth:`reclaimable` and from :meth:`victim_tasks`' answers.
 * The rotating start index of ``predicate_nodes`` lives on the session
   (:attr:`predicate_cursor`), not in a process-global variable.
 """
@@ -40,6 +43,7 @@ from controller.framework.view import ClusterView
 from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo
 from projections.oom import OOMState
+from projections.ownership import LEGACY, Rules, may_be_victim
 from projections.pressure import PressureState
 from projections.usage import UsageState
 from projections.world import PolicyInputs
@@ -68,6 +72,8 @@ class Session(Extensions):
         super().__init__(tiers)
         #: the policy inputs, typed: what the log says beyond the cluster
         self.history: History = world.history
+        #: the ownership rules and behaviour level in force (projections.ownership)
+        self.rules: Rules = getattr(world.cluster, "rules", LEGACY)
         self.usage: UsageState = world.usage
         self.oom: OOMState = world.oom
         self.pressure: PressureState = world.pressure
@@ -125,6 +131,10 @@ class Session(Extensions):
     def _evictable(
         self, point: str, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
     ) -> list[TaskInfo]:
+        # tide's rule: a pod tide does not own, a DaemonSet pod and a mirror pod are never
+        # offered to the plugins (projections.ownership.may_be_victim)
+        if not all(map(may_be_victim, preemptees)):
+            preemptees = [task for task in preemptees if may_be_victim(task)]
         victims: list[TaskInfo] = []  # empty means "not decided yet", as upstream
         for row in self.chain(point):
             for _, fn in row:
@@ -166,7 +176,7 @@ class Session(Extensions):
             for name, fn in row:
                 for victim in fn(tasks):
                     key = victim.task.key
-                    if key not in chosen:
+                    if key not in chosen and may_be_victim(victim.task):
                         chosen[key] = (
                             victim
                             if victim.source

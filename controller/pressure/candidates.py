@@ -6,7 +6,9 @@ memoryevict/memory_evict.go), with no age or OOM-count key; the order below is t
 upstream koordlet).
 
 Candidates are the pods on the node that are running (or bound and starting), not
-already terminating, and not evicted before. Their QoS class is ``TaskInfo.qos``: the
+already terminating, not evicted before, and neither DaemonSet nor mirror pods (the
+descheduler's DefaultEvictor rule, ``TaskInfo.evictable``; such pods are named in the
+round's evidence as ``protected``). Their QoS class is ``TaskInfo.qos``: the
 ``koordinator.sh/qosClass`` label, else ``BE`` for a Kubernetes BestEffort pod, else
 ``LS``. CPU, memory and predictive eviction take only ``BE`` pods; faulty-pod eviction
 takes ``BE`` and ``LS``; ``LSR``, ``LSE`` and ``SYSTEM`` are never evicted by pressure.
@@ -66,9 +68,10 @@ class Candidate:
 
 
 def evictable(task: TaskInfo, node: str, state: PressureState) -> bool:
-    """Running or starting on ``node``, not terminating, not evicted before."""
+    """Running or starting on ``node``, not terminating, not evicted before, not a system pod."""
     return (
-        task.node_name == node
+        task.evictable
+        and task.node_name == node
         and task.status in _LIVE
         and not task.deleting
         and not (task.uid and state.is_evicted(task.uid))
@@ -107,6 +110,11 @@ def ranked(
     ]
     found.sort(key=Candidate.rank)
     return found
+
+
+def protected(node: NodeInfo, qos: frozenset[str] = PRESSURE_QOS) -> list[str]:
+    """Keys of the pods of ``qos`` on ``node`` that no policy may evict (sorted)."""
+    return sorted(key for key, task in node.tasks.items() if task.qos in qos and not task.evictable)
 
 
 def take(

@@ -43,6 +43,7 @@ from typing import Any
 
 from controller.framework.durations import parse_duration as go_duration
 from controller.framework.errors import ConfigError
+from controller.pressure.koordinator import is_koordinator, translate
 
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 
@@ -187,6 +188,8 @@ class _Section:
         return name in self.raw
 
     def flag(self, name: str, default: bool) -> bool:
+        if name == "enabled" and "enable" in self.raw and name not in self.raw:
+            name = "enable"  # Koordinator's spelling: an explicit false is never read as on
         value = self.get(name, default)
         if not isinstance(value, bool):
             raise ConfigError(self.key(name), value, "must be true or false")
@@ -198,6 +201,11 @@ class _Section:
             raise ConfigError(self.key(name), value, "must be a number in (0, 100]")
         if not 0 < value <= 100:
             raise ConfigError(self.key(name), value, "must be in (0, 100]")
+        if value < 1 and name in self.raw:
+            self.warnings.append(
+                f"{self.key(name)}: {value} looks like a fraction; thresholds are percentages "
+                f"({value} is {value}%, not {value * 100:g}%)"
+            )
         return float(value)
 
     def count(self, name: str, default: int) -> int:
@@ -247,9 +255,43 @@ def _resource(
 _SHARED = ("cooldownPeriod", "maxEvictionPerBatch", "maxEvictionPerMinute")
 
 
+#: the keys of ``eviction:`` itself
+KNOWN_KEYS = frozenset(
+    {
+        "enabled",
+        "enable",
+        "cpuEvict",
+        "memoryEvict",
+        "faultyEvict",
+        "predictiveEvict",
+        "gracefulEviction",
+        "schedulingOptimization",
+        "pressureStableThreshold",
+        "adaptiveCooldown",
+        "releaseMargin",
+        *_SHARED,
+    }
+)
+
+
 def parse_eviction_config(raw: Mapping[str, Any] | None, path: str = "eviction") -> EvictionConfig:
-    """Validate the ``eviction:`` mapping; raises ``ConfigError`` naming the key."""
+    """Validate the ``eviction:`` mapping; raises ``ConfigError`` naming the key.
+
+    Koordinator's own shapes are translated first (:mod:`controller.pressure.koordinator`);
+    a non-empty section with no key tide knows is an error, not every eviction at its
+    defaults.
+    """
     warnings: list[str] = []
+    if isinstance(raw, Mapping) and raw and is_koordinator(raw):
+        raw, notes = translate(raw, path)
+        warnings.extend(notes)
+    elif isinstance(raw, Mapping) and raw and KNOWN_KEYS.isdisjoint(str(k) for k in raw):
+        raise ConfigError(
+            path,
+            ", ".join(sorted(str(k) for k in raw)),
+            "no key tide knows (expected cpuEvict, memoryEvict, faultyEvict, predictiveEvict, "
+            "gracefulEviction, schedulingOptimization, ...)",
+        )
     top = _Section(raw, path, warnings)
     base = EvictionConfig()
     cpu = _resource(top, "cpuEvict", base.cpu, warnings)
@@ -306,7 +348,14 @@ def parse_eviction_config(raw: Mapping[str, Any] | None, path: str = "eviction")
             raise ConfigError(
                 top.key("releaseMargin"),
                 margin,
-                f"must be below {path}.{section_name}.evictThreshold ({res.evict_threshold:g})",
+                f"must be below {path}.{section_name}.evictThreshold ({res.evict_threshold:g})"
+                + (
+                    f"; {res.evict_threshold:g} looks like a fraction: thresholds are "
+                    f"percentages (write {res.evict_threshold * 100:g}, "
+                    f"not {res.evict_threshold:g})"
+                    if res.evict_threshold < 1
+                    else ""
+                ),
             )
     config = EvictionConfig(
         enabled=top.flag("enabled", True),

@@ -43,6 +43,18 @@ def owner_of(world: PolicyInputs, key: str) -> str:
     return task.owner if task is not None else ""
 
 
+def taint_start(world: PolicyInputs, *, at: datetime, evict_at: datetime) -> datetime:
+    """When an eviction taint's ``taintDuration`` starts counting.
+
+    From behaviour level 2 (``projections.ownership``) the taint lives ``taintDuration``
+    from the decision that places it (or that extends it, for a later eviction on the same
+    node), so a 300 s taint is on the node for 300 s. Logs written before that count from
+    the eviction's ``evict_at`` (the decision time plus the pre-stop delay).
+    """
+    rules = getattr(world.cluster, "rules", None)
+    return at if rules is not None and rules.behaviour >= 2 else evict_at
+
+
 def victim_evidence(
     world: PolicyInputs,
     candidate: Candidate,
@@ -66,7 +78,8 @@ def victim_evidence(
     out: dict[str, Any] = {"victim": victim, "owner": owner_of(world, task.key)}
     scheduling = config.scheduling
     if scheduling.eviction_taint:
-        out["taint_until"] = format_time(evict_at + scheduling.taint_duration)
+        start = taint_start(world, at=at, evict_at=evict_at)
+        out["taint_until"] = format_time(start + scheduling.taint_duration)
     if scheduling.resource_reservation:
         reserve: ReserveEvidence = {
             "cpu_milli": max(cpu, task.resreq.milli_cpu),

@@ -28,7 +28,13 @@ from typing import Any, NamedTuple
 
 from controller.pressure.candidates import Candidate, evictable, take, terminating_usage
 from controller.pressure.config import EvictionConfig
-from controller.pressure.decisions import evict_event, taint_event, untaint_event, victim_evidence
+from controller.pressure.decisions import (
+    evict_event,
+    taint_event,
+    taint_start,
+    untaint_event,
+    victim_evidence,
+)
 from controller.pressure.inputs import node_numbers, started, usage_value
 from controller.pressure.predictive import amount_to_free, predict_at
 from controller.pressure.ratecontrol import cooldown_evidence, minute_budget
@@ -210,7 +216,8 @@ class _Batches:
                     taint_event(
                         node=held.node,
                         at=self.now,
-                        until=self.evict_at + config.scheduling.taint_duration,
+                        until=taint_start(world, at=self.now, evict_at=self.evict_at)
+                        + config.scheduling.taint_duration,
                         cause=self.cause,
                         evictions=[c.key for c in victims],
                     )

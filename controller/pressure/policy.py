@@ -34,12 +34,18 @@ from typing import Any
 
 from controller.pressure.candidates import (
     Candidate,
+    protected,
     ranked,
     take,
     terminating_usage,
 )
 from controller.pressure.config import EvictionConfig, ResourceEvict
-from controller.pressure.decisions import evict_event, taint_event, victim_evidence
+from controller.pressure.decisions import (
+    evict_event,
+    taint_event,
+    taint_start,
+    victim_evidence,
+)
 from controller.pressure.faulty import faulty_pods, leak_check_due
 from controller.pressure.inputs import NodeNumbers, node_numbers
 from controller.pressure.predictive import amount_to_free, stable_prediction
@@ -328,6 +334,9 @@ class _Check:
                 config=config,
             ),
         }
+        shielded = protected(self.node)
+        if shielded:  # DaemonSet and mirror pods the round left alone
+            common["protected"] = shielded
         for candidate in batches[0]:
             self.emit(candidate, reason, common)
 
@@ -340,7 +349,8 @@ class _Check:
         taint = taint_event(
             node=self.node.name,
             at=self.now,
-            until=self.evict_at + scheduling.taint_duration,
+            until=taint_start(self.world, at=self.now, evict_at=self.evict_at)
+            + scheduling.taint_duration,
             cause=self.cause,
             evictions=[t.key for t in self.taken],
         )

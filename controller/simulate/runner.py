@@ -20,6 +20,7 @@ from controller.loop.step import QUIET_TICK_LIMIT, Step
 from controller.loop.virtual import VirtualLoop
 from controller.pressure.config import EvictionConfig
 from controller.triggers import TriggerSet
+from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.memory import MemoryLog
@@ -72,7 +73,11 @@ class Simulation:
             effector=self.cluster,
             triggers=TriggerSet.from_config(self.config, start=start),
         )
-        payload: ConfigPayload = {"config": dict(self.config.raw), "source": self.config_source}
+        payload: ConfigPayload = {
+            "config": dict(self.config.raw),
+            "source": self.config_source,
+            "behaviour": CURRENT_BEHAVIOUR,
+        }
         applied = make_event("config.applied", start, as_json(payload))
         self.step.fold(loop.write([applied]))
         loop.push(ordered)

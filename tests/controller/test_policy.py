@@ -79,7 +79,7 @@ def test_defaults_are_the_builtin_tables() -> None:
 
 def test_policy_of_parsed_parts() -> None:
     config = load_config({**BASE, "colour": 1})
-    eviction = parse_eviction_config({"colour": 2})
+    eviction = parse_eviction_config({"enabled": True, "colour": 2})
     policy = Policy.of(config, eviction)
     assert (policy.config, policy.eviction) == (config, eviction)
     assert policy.warnings == (*config.warnings, *eviction.warnings)

@@ -22,6 +22,25 @@ samples with units and as % of the node's capacity; ``replay-config-tdm`` (a cou
 replay) now checks every decision point and ends with the what-if summary (real vs
 evidence-only differences, counts by reason, node and hour) instead of the first point's
 raw JSON lines; ``demo`` ends by saying where it wrote its report (``demo-run.html``).
+
+Behaviour level 2 (``projections.ownership``; new runs stamp ``"behaviour": 2`` on their
+``config.applied``, the logs above carry none and replay with level 1):
+
+* ``ownership.jsonl`` (``tide simulate golden/sources/ownership.yaml --config
+  golden/sources/ownership.yaml``, then ``tide log export``) shows the new decisions.
+  Under level 1 the DaemonSet pod, the mirror pod, the default-scheduler pod and the
+  unmarked ``plain`` pod would all be TDM victims at 21:00 (every ungrouped pod was a job
+  and preemptable by default), the two system pods pressure victims at 21:03:30, job
+  ``both`` would lose two pods per period (min-available won over max-unavailable) and job
+  ``span`` would lose one pod per zone at 21:00 (the budget lived one session). Under level
+  2 none of the four is a TDM victim, the pressure round names the two system pods as
+  ``protected``, ``both`` loses one per period and ``span`` one per period across zones.
+* ``demo-level2.jsonl`` is ``tide demo``'s log now. Its decisions differ from
+  ``demo.jsonl`` only in the eviction taint: it lives ``taintDuration`` from the decision
+  that places or extends it (the untaints come 10 s earlier: level 1 counted from each
+  eviction's ``evict_at``, the decision plus the pre-stop delay). The same change moves
+  the taint times in ``outputs/demo.txt`` (and its session count by one: one untaint
+  fewer tick apart) and ``outputs/simulate-pressure.txt``, on purpose.
 """
 
 from __future__ import annotations
@@ -36,7 +55,7 @@ from typer.testing import CliRunner
 from controller.cli import app
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-LOGS = ("demo", "tdm-budgets", "allocate-gang", "pressure-graceful")
+LOGS = ("demo", "tdm-budgets", "allocate-gang", "pressure-graceful", "ownership", "demo-level2")
 COMMANDS: dict[str, list[str]] = json.loads((GOLDEN / "outputs" / "commands.json").read_text())
 
 
@@ -106,4 +125,57 @@ def test_demo_writes_the_golden_demo_log(workdir: Path, monkeypatch: pytest.Monk
     assert code == 0, out
     code, exported = invoke(["log", "export", "--log", str(db)])
     assert code == 0
-    assert exported.encode() == (GOLDEN / "demo.jsonl").read_bytes()
+    assert exported.encode() == (GOLDEN / "demo-level2.jsonl").read_bytes()
+
+
+def test_a_new_run_stamps_its_behaviour_level_and_old_logs_carry_none() -> None:
+    def levels(name: str) -> set[object]:
+        lines = (GOLDEN / f"{name}.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        return {r["data"].get("behaviour") for r in records if r["type"] == "config.applied"}
+
+    assert levels("demo") == {None}
+    assert levels("ownership") == {2}
+
+
+@pytest.mark.parametrize(
+    ("pod", "evicted"),
+    [
+        ("node-exporter-0", False),
+        ("static-proxy-0", False),
+        ("web-0", False),
+        ("plain-0", True),  # a pressure victim only: owned, BestEffort, not preemptable
+        ("batch-0", True),
+    ],
+    ids=["daemonset", "mirror", "default-scheduler", "unmarked-volcano", "marked-volcano"],
+)
+def test_ownership_log_evicts_only_what_tide_owns(pod: str, evicted: bool) -> None:
+    records = [json.loads(line) for line in (GOLDEN / "ownership.jsonl").read_text().splitlines()]
+    reasons = [
+        r["data"]["reason"]
+        for r in records
+        if r["type"] == "decision.evict" and r["data"]["pod"] == pod
+    ]
+    assert bool(reasons) == evicted
+    if pod == "plain-0":
+        assert reasons == ["cpu-pressure"]
+
+
+@pytest.mark.parametrize(
+    ("job", "times"),
+    [
+        ("both", ["21:00:00", "21:01:00", "21:02:00"]),
+        ("span", ["21:00:00", "21:01:00"]),
+    ],
+    ids=["max-unavailable-wins", "one-budget-across-zones"],
+)
+def test_ownership_log_spends_one_budget_per_job_per_period(job: str, times: list[str]) -> None:
+    records = [json.loads(line) for line in (GOLDEN / "ownership.jsonl").read_text().splitlines()]
+    evicted = [
+        r["at"][11:19]
+        for r in records
+        if r["type"] == "decision.evict"
+        and r["data"]["reason"] == "tdm-window-closed"
+        and r["data"]["pod"].startswith(f"{job}-")
+    ]
+    assert evicted == times

@@ -115,7 +115,9 @@ DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
         "Budget across zones",
         "recomputed for each closed zone in a round: a job spanning two zones can lose "
         "twice its budget",
-        "one budget per job per round, shared by all zones",
+        "one budget per job per evict period, shared by all zones and by the sessions "
+        "of zones that close together (the job's TDM evictions of the period, a fold of "
+        "the log)",
         "the budget is a per-job disruption budget",
     ),
     (

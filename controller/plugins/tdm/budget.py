@@ -13,9 +13,12 @@ Arithmetic (volcano-sh/volcano pkg/scheduler/plugins/tdm/tdm.go,
   Failed tasks, so finished tasks do not eat the budget.
 * ``min-available`` (``volcano.sh/jdb-min-available``): ``running - min`` when ``running >= min``,
   else **0** (tide's design: a job below its minimum loses nothing; upstream falls through to the
-  default 1). Min-available wins when both are present (as Volcano's JobInfo keeps only the min
-  one).
-* neither: 1 per job per round (``defaultPodEvictNum``).
+  default 1). Which one a job carries when both annotations are set is the cluster fold's
+  rule (:func:`projections.objects.budget`): max-unavailable wins for logs of behaviour
+  level 2, min-available (as Volcano's JobInfo keeps only the min one) before that.
+* neither: 1 per job per round (``defaultPodEvictNum``). From level 2 a job's budget is
+  one per evict period across sessions (the plugin subtracts the job's TDM evictions of
+  the period already on the log).
 * Values are a decimal integer or ``N%`` of ``total``, percentages rounded **up**.
 
 Deliberate differences: an invalid value (``"abc"``, ``"30.5%"``, ``" 30%"``, ``"150%"``,

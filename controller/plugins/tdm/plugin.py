@@ -39,6 +39,7 @@ from streams.events import format_time
 
 if TYPE_CHECKING:
     from controller.framework.session import Session
+    from projections.history import History
 
 NAME = "tdm"
 MAX_NODE_SCORE = 100.0
@@ -221,7 +222,9 @@ class _SessionView:
         del tasks
         self.plugin.budget_errors = []
         victims: list[Victim] = []
-        round_ = _Round()
+        history = getattr(self.ssn, "history", None)
+        across = self.ssn.rules.behaviour >= 2 and history is not None
+        round_ = _Round(history if across else None, self.now - self.plugin.args.evict_period)
         for zone in self.plugin.args.zones:
             if self.active[zone.name]:
                 continue
@@ -256,7 +259,8 @@ class _SessionView:
                 skipped.append({"job": job_id, **budget.evidence()})
                 continue
             used = spent.get(job_id, 0)
-            allowed = budget.max_evict - used
+            earlier = round_.earlier(job_id)
+            allowed = budget.max_evict - used - earlier
             if allowed <= 0:
                 spent[job_id] = used
                 continue
@@ -266,6 +270,8 @@ class _SessionView:
             budget_json = budget.evidence()
             if used:
                 budget_json["used_in_other_zones"] = used
+            if earlier:
+                budget_json["used_this_period"] = earlier
             candidates = len(group)
             for position, task in enumerate(chosen, start=1):
                 evidence: JSON = {
@@ -288,11 +294,25 @@ class _SessionView:
 
 
 class _Round:
-    """One victim round's budgets: computed once per job, spent across zones."""
+    """One victim round's budgets: computed once per job, spent across zones.
 
-    def __init__(self) -> None:
+    With ``history`` (behaviour level 2) a job's budget is also spent by the TDM evictions
+    of the same job decided after ``since`` (one evict period ago) in earlier sessions:
+    zones closing together fire one session each, and the budget is one per job per evict
+    period, not per session.
+    """
+
+    def __init__(self, history: History | None = None, since: datetime | None = None) -> None:
         self.budgets: dict[str, Budget] = {}
         self.spent: dict[str, int] = {}
+        self._history = history
+        self._since = since
+
+    def earlier(self, job_id: str) -> int:
+        """The job's TDM evictions of this evict period decided by earlier sessions."""
+        if self._history is None or self._since is None:
+            return 0
+        return self._history.tdm_evictions_of_job(job_id, self._since)
 
     def budget(self, job: JobInfo) -> Budget:
         found = self.budgets.get(job.id)

@@ -41,14 +41,17 @@ configurations:
 """
 
 
-def test_a_pasted_volcano_configuration_loads_with_one_warning() -> None:
+def test_a_pasted_volcano_configuration_loads_with_its_warnings() -> None:
     config = load_config(VOLCANO_CONF)
     assert config.actions == ("allocate", "backfill", "shuffle")
     assert [[e.name for e in t.plugins] for t in config.tiers] == [
         ["priority", "gang", "conformance"],
         ["predicates", "proportion"],
     ]
+    # one warning for what tide skips, one for an argument of an implemented plugin it ignores
     assert config.warnings == (
+        "tiers[1].plugins[2].arguments: plugin predicates ignores predicate.GPUSharingEnable "
+        "(tide does not implement them)",
         "tide does not implement plugins binpack, drf, nodeorder, overcommit "
         "and actions enqueue; they are skipped",
     )
@@ -92,7 +95,7 @@ def test_no_scheduler_part_means_volcanos_default() -> None:
         ({"actions": 3}, "actions: 3: must be a comma-separated string or a list of names"),
         ({"sessionTick": "-1s"}, 'sessionTick: "-1s": must be positive'),
         ({"sessionTick": "soon"}, 'sessionTick: "soon": not a duration'),
-        ({"schedulerName": ""}, 'schedulerName: "": must be a non-empty string'),
+        ({"schedulerName": ""}, 'schedulerName: "": must be a name or a list of names'),
         (
             {"tiers": [{"plugins": [{"name": "gang", "enableJobOrder": "yes"}]}]},
             'tiers[0].plugins[0].enableJobOrder: "yes": must be true or false',

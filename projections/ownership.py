@@ -1,0 +1,131 @@
+"""Which pods tide owns, which it may evict, and which are preemptable: the fold's rules.
+
+These rules depend on the configuration in force (``config.applied``) and on the *behaviour
+level* the record was written with, so the cluster fold keeps them as :class:`Rules` and
+re-derives its tasks when they change. A log written before the level existed carries no
+``behaviour`` in its ``config.applied`` payload and replays with level 1.
+
+Level 1 (the first tide's rules): every pod without a PodGroup is an implicit job whatever
+its scheduler; a task is preemptable unless marked otherwise (upstream Volcano's current
+default, ``GetPodPreemptable`` in volcano-sh/volcano pkg/scheduler/api/pod_info.go); every
+pod may be a victim; a PodGroup's ``jdb-min-available`` wins over ``jdb-max-unavailable``.
+
+Level 2 (:data:`CURRENT`):
+
+* **ownership** — only a pod in a PodGroup (``scheduling.k8s.io/group-name``) or whose
+  ``spec.schedulerName`` is one of the configured scheduler names forms a job (Volcano's
+  PodGroup controller makes implicit PodGroups only for its schedulers' pods,
+  volcano-sh/volcano pkg/controllers/podgroup/pg_controller.go ``addPod``). Other pods
+  still count on their node and are never a TDM, preempt or rescheduling victim
+  (``owned`` false);
+* **system pods** — a DaemonSet-owned or mirror (static, annotation
+  ``kubernetes.io/config.mirror``) pod is never a victim of any policy, pressure eviction
+  included (``evictable`` false), as the descheduler's DefaultEvictor
+  (kubernetes-sigs/descheduler pkg/framework/plugins/defaultevictor/defaultevictor.go);
+* **preemptable is opt-in** — a task is preemptable when ``volcano.sh/preemptable`` on the
+  pod (annotation, then label, Go ``ParseBool``, invalid → false), else on its PodGroup
+  (annotation, then label), says ``"true"``; with no mark it takes
+  ``preemptableByDefault`` (default false, the seeds' rule; ``true`` is upstream's);
+* **budget precedence** — ``jdb-max-unavailable`` wins when both budget annotations are
+  set (the seed's rule; upstream's JobInfo happens to read min-available first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from projections.model import JobInfo, TaskInfo
+from projections.parsing import parse_bool
+
+#: the behaviour level new runs stamp on ``config.applied`` (absent = 1)
+CURRENT = 2
+PREEMPTABLE = "volcano.sh/preemptable"
+MIRROR = "kubernetes.io/config.mirror"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+DEFAULT_SCHEDULERS = ("volcano",)
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The ownership rules in force (see the module docstring)."""
+
+    behaviour: int = 1
+    scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULERS
+    preemptable_by_default: bool = True
+
+    @property
+    def max_first(self) -> bool:
+        """Whether ``jdb-max-unavailable`` wins over ``jdb-min-available``."""
+        return self.behaviour >= 2
+
+
+LEGACY = Rules()
+
+
+def scheduler_names(value: Any) -> tuple[str, ...]:
+    """``schedulerName`` as a tuple of names: a string or a list of strings (else default)."""
+    if isinstance(value, str) and value:
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    return DEFAULT_SCHEDULERS
+
+
+def rules_of(payload: Mapping[str, Any]) -> Rules:
+    """The rules a ``config.applied`` payload sets (lenient: the loader validated it)."""
+    level = payload.get("behaviour")
+    if not isinstance(level, int) or isinstance(level, bool) or level < 2:
+        return LEGACY
+    config = payload.get("config")
+    if not isinstance(config, Mapping):
+        config = {}
+    return Rules(
+        behaviour=level,
+        scheduler_names=scheduler_names(config.get("schedulerName")),
+        preemptable_by_default=config.get("preemptableByDefault") is True,
+    )
+
+
+def mark(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool | None:
+    """``volcano.sh/preemptable``: annotation, then label; invalid → False; absent → None."""
+    value = annotations.get(PREEMPTABLE)
+    if value is None:
+        value = labels.get(PREEMPTABLE)
+        if value is None:
+            return None
+    return parse_bool(value) is True
+
+
+def is_system(task: TaskInfo) -> bool:
+    """A DaemonSet-owned or mirror (static) pod."""
+    return task.owner_kind == "DaemonSet" or MIRROR in task.annotations
+
+
+def forms_job(task: TaskInfo, rules: Rules) -> bool:
+    """Whether the pod belongs to tide: in a PodGroup or of a configured scheduler."""
+    if rules.behaviour < 2 or task.annotations.get(GROUP_NAME):
+        return True
+    return task.scheduler_name in rules.scheduler_names
+
+
+def derive(task: TaskInfo, rules: Rules, job: JobInfo | None) -> None:
+    """Set ``task.owned``, ``task.evictable`` and ``task.preemptable`` in place."""
+    own = mark(task.annotations, task.labels)
+    if rules.behaviour < 2:
+        task.owned = task.evictable = True
+        task.preemptable = own is not False
+        return
+    task.evictable = not is_system(task)
+    task.owned = forms_job(task, rules)
+    if own is None and job is not None and not job.implicit and not job.placeholder:
+        own = job.preemptable_mark
+    if own is None:
+        own = rules.preemptable_by_default
+    task.preemptable = own and task.owned and task.evictable
+
+
+def may_be_victim(task: TaskInfo) -> bool:
+    """Whether a scheduling policy (TDM, preempt, reclaim, rescheduling) may evict it."""
+    return task.owned and task.evictable
