@@ -23,6 +23,7 @@ from controller.plugins import (
     predicates,
     priority,
     proportion,
+    rescheduling,
     reservation,
     tdm,
 )
@@ -40,7 +41,14 @@ BUILTIN_PLUGINS: dict[str, PluginSpec] = {
         PluginSpec(proportion.NAME, proportion.parse_args, proportion.build),
         PluginSpec(tdm.NAME, tdm.parse_args, tdm.build, tdm.schedules),
         PluginSpec(reservation.NAME, reservation.parse_args, reservation.build),
-        # ---- register further plugins here (e.g. rescheduling, with its schedules) -----
+        PluginSpec(
+            rescheduling.NAME,
+            rescheduling.parse_args,
+            rescheduling.build,
+            rescheduling.schedules,
+            rescheduling.warnings,
+        ),
+        # ---- register further plugins here -----------------------------------------------
     )
 }
 

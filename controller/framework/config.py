@@ -140,6 +140,12 @@ def load_config(
     warnings = []
     if skipped_plugins or skipped_actions:
         warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
+    for tier in tiers:
+        for conf in tier.plugins:
+            check = plugin_table[conf.name].warnings
+            if check is not None:
+                found = check(conf.args, tuple(implemented))
+                warnings.extend(w for w in found if w not in warnings)
     unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
     if unknown:
         warnings.append(f"unknown top-level configuration keys ignored: {', '.join(unknown)}")
