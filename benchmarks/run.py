@@ -23,7 +23,14 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks import bench_fold, bench_import, bench_policy, bench_pressure, rss
+from benchmarks import (
+    bench_fold,
+    bench_import,
+    bench_policy,
+    bench_pressure,
+    bench_rescheduling,
+    rss,
+)
 from benchmarks.common import Context, Result, Skip, table
 from benchmarks.generate import OUT_DIR, SCALES, Manifest, ensure_recording
 
@@ -33,6 +40,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "rss": rss.run,
     "policy": bench_policy.run,
     "pressure": bench_pressure.run,
+    "rescheduling": bench_rescheduling.run,
 }
 
 

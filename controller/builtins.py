@@ -20,12 +20,14 @@ from controller.framework.plugin import ActionSpec, PluginSpec
 from controller.plugins import (
     conformance,
     gang,
+    nodeorder,
     predicates,
     priority,
     proportion,
     rescheduling,
     reservation,
     tdm,
+    usage,
 )
 
 PluginRegistry = Mapping[str, PluginSpec]
@@ -47,7 +49,11 @@ BUILTIN_PLUGINS: dict[str, PluginSpec] = {
             rescheduling.build,
             rescheduling.schedules,
             rescheduling.warnings,
+            since=2,
         ),
+        # since=2: configurations of older logs named them and had them skipped
+        PluginSpec(nodeorder.NAME, nodeorder.parse_args, nodeorder.build, since=2),
+        PluginSpec(usage.NAME, usage.parse_args, usage.build, since=2),
         # ---- register further plugins here -----------------------------------------------
     )
 }

@@ -50,7 +50,15 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
         },
     ],
 }
-TIDE_KEYS = frozenset({"timezone", "schedulerName", "sessionTick", "eviction"})
+#: The behaviour level key: a configuration runs with the plugins that existed at its level.
+#: Loading stamps the level in force into ``raw`` (so ``config.applied`` carries it) when the
+#: configuration names a plugin newer than :data:`LEGACY_BEHAVIOUR`; a configuration read
+#: back from an old log has none and means :data:`LEGACY_BEHAVIOUR`.
+BEHAVIOUR = "behaviour"
+#: before ``nodeorder``, ``usage`` and ``rescheduling`` existed (they were skipped)
+LEGACY_BEHAVIOUR = 1
+CURRENT_BEHAVIOUR = 2
+TIDE_KEYS = frozenset({"timezone", "schedulerName", "sessionTick", "eviction", BEHAVIOUR})
 VOLCANO_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
 
 
@@ -112,8 +120,13 @@ def load_config(
     *,
     plugins: PluginRegistry,
     actions: ActionRegistry,
+    default_behaviour: int = CURRENT_BEHAVIOUR,
 ) -> TideConfig:
     """Load and validate a configuration from a file path, YAML text or a mapping.
+
+    ``default_behaviour`` is the level of a configuration without a ``behaviour`` key
+    (replay passes :data:`LEGACY_BEHAVIOUR` for a log's own configuration); plugins whose
+    spec is ``since`` a later level are skipped as unimplemented.
 
     A ``str`` naming an existing file is read as that file; any other ``str`` is YAML
     text. ``plugins``/``actions`` are the registries that validate every plugin's and
@@ -124,7 +137,9 @@ def load_config(
         ConfigError: a value is invalid; the message names the key and the value.
     """
     raw = _read(source)
-    plugin_table, action_table = plugins, actions
+    level = _behaviour(raw.get(BEHAVIOUR, default_behaviour))
+    plugin_table = {name: spec for name, spec in plugins.items() if spec.since <= level}
+    action_table = actions
     scheduler = raw if ("actions" in raw or "tiers" in raw) else {**VOLCANO_DEFAULT, **raw}
     skipped_plugins: list[str] = []
     skipped_actions: list[str] = []
@@ -134,6 +149,10 @@ def load_config(
         (implemented if name in action_table else skipped_actions).append(name)
     tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins)
     configurations = _configurations(raw.get("configurations"))
+    if BEHAVIOUR not in raw and any(
+        plugin_table[conf.name].since > LEGACY_BEHAVIOUR for tier in tiers for conf in tier.plugins
+    ):
+        raw[BEHAVIOUR] = level  # only where the level matters: older logs stay byte-equal
     action_args = {
         name: action_table[name].parse_args(configurations.get(name, {})) for name in implemented
     }
@@ -259,6 +278,16 @@ def _configurations(value: Any) -> dict[str, Mapping[str, Any]]:
             raise ConfigError(f"configurations[{i}].name", name, "must be an action name")
         out[name] = _mapping(f"configurations[{i}].arguments", fields.get("arguments") or {})
     return out
+
+
+def _behaviour(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(BEHAVIOUR, value, "must be an integer behaviour level")
+    if not LEGACY_BEHAVIOUR <= value <= CURRENT_BEHAVIOUR:
+        raise ConfigError(
+            BEHAVIOUR, value, f"unknown level (from {LEGACY_BEHAVIOUR} to {CURRENT_BEHAVIOUR})"
+        )
+    return value
 
 
 def _timezone(value: Any) -> str:

@@ -147,6 +147,9 @@ class PluginSpec:
     ``schedules`` (optional) declares the triggers the plugin needs for given arguments;
     ``warnings`` (optional) returns startup warnings for given arguments and the
     configured action names (e.g. a victim function that no configured action calls).
+    ``since`` is the configuration behaviour level from which the plugin exists: a
+    configuration stamped with an earlier level (an old log's) treats it as
+    unimplemented, as the tide that wrote the log did.
     """
 
     name: str
@@ -154,6 +157,7 @@ class PluginSpec:
     build: Callable[[Any, PluginContext], Plugin]
     schedules: Callable[[Any, PluginContext], tuple[Schedule, ...]] | None = None
     warnings: Callable[[Any, tuple[str, ...]], tuple[str, ...]] | None = None
+    since: int = 1
 
 
 @dataclass(frozen=True)

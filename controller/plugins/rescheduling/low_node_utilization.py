@@ -156,12 +156,12 @@ def select(
     shown = result.low[:LOW_NODES_SHOWN]
     high.sort(key=lambda n: (-sum(n.percent().values()), n.name))
     for load in high:
-        if not _go_on(load, target, headroom):
+        if not _go_on(load.percent(), target, headroom):
             continue
         ordered = sorted(candidates(load.name), key=victim_order)
         for rank, task in enumerate(ordered, start=1):
             pct = load.percent()
-            if not _go_on(load, target, headroom):
+            if not _go_on(pct, target, headroom):
                 break
             if not may_evict(task):
                 continue
@@ -180,6 +180,7 @@ def select(
                 "victim_usage": {"cpu": _round2(usage.cpu), "memory": _round2(usage.memory)},
                 "usage_source": usage.source,
             }
+            evidence["why"] = sentence(load.name, pct, params, len(low), headroom, rank, usage)
             result.victims.append(Choice(task, evidence))
             load.cpu -= usage.cpu
             load.memory -= usage.memory
@@ -188,13 +189,39 @@ def select(
     return result
 
 
-def _go_on(load: NodeLoad, target: Any, headroom: dict[str, float]) -> bool:
+def _go_on(pct: dict[str, float], target: Any, headroom: dict[str, float]) -> bool:
     """Still at or above a target in some resource, and headroom left in every resource.
 
     Upstream (``isContinueEvictPods``) stops only on a headroom of exactly zero, so a
     negative headroom keeps evicting; tide stops at ``<= 0``.
     """
-    pct = load.percent()
     if not any(pct[r] >= target[r] for r in RESOURCES):
         return False
     return all(headroom[r] > 0 for r in RESOURCES)
+
+
+def _cores(milli: float) -> str:
+    return f"{milli / 1000:.1f} cores"
+
+
+def _gib(memory: float) -> str:
+    return f"{memory / 1024**3:.1f}Gi"
+
+
+def sentence(
+    node: str,
+    pct: dict[str, float],
+    params: LnuParams,
+    low: int,
+    headroom: dict[str, float],
+    rank: int,
+    usage: PodLoad,
+) -> str:
+    """The choice in one line (``tide audit why`` prints it as ``evidence.why``)."""
+    target = params.target_thresholds
+    return (
+        f"{node} averages cpu {pct['cpu']:.0f}%/mem {pct['memory']:.0f}% > target "
+        f"{target['cpu']:g}%/{target['memory']:g}%; {low} low node(s) have "
+        f"{_cores(headroom['cpu'])}/{_gib(headroom['memory'])} headroom; rank {rank}, uses "
+        f"{_cores(usage.cpu)}/{_gib(usage.memory)} ({usage.source})"
+    )

@@ -11,7 +11,10 @@ this module turns the session into those loads and hands the victims to ``shuffl
   log (``ssn.history.last_fired``, folded from ``trigger.fired`` records) is at least one
   interval ago. The firing is always written (``Schedule.always_written``), so "last run" is
   a fold of the log, not Volcano's package-global ``lastRescheduleTime``; a restart that
-  re-registers the trigger cannot run a second round inside one interval.
+  re-registers the trigger cannot run a second round inside one interval. The very first
+  firing (none before it on the log) only starts the clock, so the first round comes one
+  interval after the start, as upstream's (whose timer starts at process start), with a
+  full ``metricsPeriod`` of samples behind it.
 * **Measuring a node.** The mean of the node's ``metrics.node`` samples in ``(now −
   metricsPeriod, now]``. A node with no sample in that window is *stale* and takes no part
   (neither low nor high, and not counted in "every node is low"); one sample is enough.
@@ -121,7 +124,7 @@ class ReschedulingPlugin:
         if ssn.trigger_kind != KIND:
             return False
         last = ssn.history.last_fired.get(TRIGGER)
-        return last is None or ssn.now - last >= self.args.interval
+        return last is not None and ssn.now - last >= self.args.interval
 
     def on_session_open(self, ssn: Session) -> None:
         self.rounds = []
@@ -139,7 +142,7 @@ class ReschedulingPlugin:
         now, period = ssn.now, args.metrics_period
         nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         chosen: list[Victim] = []
-        taken: dict[str, int] = {}
+        left: dict[str, int] = {}
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
             result = select(
@@ -147,7 +150,7 @@ class ReschedulingPlugin:
                 params,
                 candidates=lambda name: _candidates(ssn, name),
                 pod_load=lambda task: _pod_load(ssn.usage, task, now, period),
-                may_evict=lambda task: _gang_allows(ssn, task, taken),
+                may_evict=lambda task: _gang_allows(ssn, task, left),
             )
             self.rounds.append(result)
             for choice in result.victims:
@@ -182,16 +185,22 @@ def _running(job: JobInfo) -> int:
     return sum(1 for task in job.tasks.values() if task.status == running)
 
 
-def _gang_allows(ssn: Session, task: TaskInfo, taken: dict[str, int]) -> bool:
-    """A PodGroup job keeps at least ``minAvailable`` Running pods; records the taking."""
+def _gang_allows(ssn: Session, task: TaskInfo, left: dict[str, int]) -> bool:
+    """A PodGroup job keeps at least ``minAvailable`` Running pods; records the taking.
+
+    ``left`` counts, per job, the Running pods the round has not taken yet.
+    """
     job = ssn.job_of(task)
     if job is None:
         return False
     if not job.implicit:
-        gone = taken.get(job.id, 0)
-        if _running(job) - gone - 1 < job.min_available:
+        count = left.get(job.id)
+        if count is None:
+            count = _running(job)
+        if count - 1 < job.min_available:
+            left[job.id] = count
             return False
-        taken[job.id] = gone + 1
+        left[job.id] = count - 1
     return True
 
 

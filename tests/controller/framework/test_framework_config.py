@@ -46,10 +46,10 @@ def test_a_pasted_volcano_configuration_loads_with_one_warning() -> None:
     assert config.actions == ("allocate", "shuffle")
     assert [[e.name for e in t.plugins] for t in config.tiers] == [
         ["priority", "gang", "conformance"],
-        ["predicates", "proportion"],
+        ["predicates", "proportion", "nodeorder"],
     ]
     assert config.warnings == (
-        "tide does not implement plugins binpack, drf, nodeorder, overcommit "
+        "tide does not implement plugins binpack, drf, overcommit "
         "and actions backfill, enqueue; they are skipped",
     )
     gang = config.tiers[0].plugins[1]
