@@ -22,11 +22,17 @@ The rule, as tide applies it:
   others), then namespace, name, uid. Before each pod the round goes on only while the
   node is still at or above a target threshold in some resource and no headroom resource
   is used up (``<= 0``); each victim's usage is taken off the node and off the headroom.
+
+Each victim's evidence: ``node``, ``node_usage`` (percent, before this victim),
+``node_samples``, ``thresholds``, ``target_thresholds``, ``low_nodes`` (the first
+:data:`LOW_NODES_SHOWN` names) and ``low_node_count``, ``headroom`` (milli-cores, bytes,
+before this victim), ``rank`` (position in the node's victim order), ``victim_usage`` and
+``usage_source``, and ``why``: the same in one sentence, which ``tide audit why`` prints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,10 +121,6 @@ def classify(
     return low, high, count
 
 
-def _round2(value: float) -> float:
-    return round(value, 2)
-
-
 def select(
     loads: Sequence[NodeLoad],
     params: LnuParams,
@@ -126,6 +128,7 @@ def select(
     candidates: Callable[[str], Iterable[TaskInfo]],
     pod_load: Callable[[TaskInfo], PodLoad],
     may_evict: Callable[[TaskInfo], bool],
+    shared: Mapping[str, Any] | None = None,
 ) -> Round:
     """One ``lowNodeUtilization`` round over ``loads`` (see the module docstring).
 
@@ -136,6 +139,10 @@ def select(
         pod_load: a candidate's usage.
         may_evict: asked once per candidate in victim order just before it would be chosen
             (e.g. a gang minimum that earlier victims have used up); False skips it.
+        shared: further evidence, the same for every victim of the round.
+
+    Every victim's evidence is a dict of its own; the values that are the same for the
+    whole round (thresholds, low nodes, ``shared``) are shared, read-only objects.
     """
     low, high, count = classify(loads, params)
     result = Round(low=sorted(n.name for n in low), high=sorted(n.name for n in high))
@@ -149,55 +156,60 @@ def select(
         result.skipped = NO_HIGH
         return result
     target = params.target_thresholds
-    headroom = {
-        "cpu": sum(target["cpu"] * n.alloc_cpu / 100.0 - n.cpu for n in low),
-        "memory": sum(target["memory"] * n.alloc_memory / 100.0 - n.memory for n in low),
+    t_cpu, t_mem = target["cpu"], target["memory"]
+    room_cpu = sum(t_cpu * n.alloc_cpu / 100.0 - n.cpu for n in low)
+    room_mem = sum(t_mem * n.alloc_memory / 100.0 - n.memory for n in low)
+    common: dict[str, Any] = {
+        "strategy": STRATEGY,
+        "thresholds": dict(params.thresholds),
+        "target_thresholds": dict(target),
+        "low_nodes": result.low[:LOW_NODES_SHOWN],
+        "low_node_count": len(low),
+        **(shared or {}),
     }
-    shown = result.low[:LOW_NODES_SHOWN]
+    n_low = len(low)
     high.sort(key=lambda n: (-sum(n.percent().values()), n.name))
+    victims = result.victims
     for load in high:
-        if not _go_on(load.percent(), target, headroom):
-            continue
-        ordered = sorted(candidates(load.name), key=victim_order)
-        for rank, task in enumerate(ordered, start=1):
-            pct = load.percent()
-            if not _go_on(pct, target, headroom):
+        a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
+        ordered: list[TaskInfo] | None = None
+        rank = 0
+        while True:
+            p_cpu = 100.0 * load.cpu / a_cpu if a_cpu > 0 else 0.0
+            p_mem = 100.0 * load.memory / a_mem if a_mem > 0 else 0.0
+            # go on while the node is at or above a target and every headroom is left;
+            # upstream (isContinueEvictPods) stops only on a headroom of exactly zero
+            if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
+            if ordered is None:
+                ordered = sorted(candidates(load.name), key=victim_order)
+            if rank >= len(ordered):
+                break
+            task = ordered[rank]
+            rank += 1
             if not may_evict(task):
                 continue
             usage = pod_load(task)
-            evidence: dict[str, Any] = {
-                "strategy": STRATEGY,
-                "node": load.name,
-                "node_usage": {r: _round2(pct[r]) for r in RESOURCES},
-                "node_samples": load.samples,
-                "thresholds": dict(params.thresholds),
-                "target_thresholds": dict(target),
-                "low_nodes": shown,
-                "low_node_count": len(low),
-                "headroom": {r: _round2(headroom[r]) for r in RESOURCES},
-                "rank": rank,
-                "victim_usage": {"cpu": _round2(usage.cpu), "memory": _round2(usage.memory)},
-                "usage_source": usage.source,
-            }
-            evidence["why"] = sentence(load.name, pct, params, len(low), headroom, rank, usage)
-            result.victims.append(Choice(task, evidence))
+            evidence = dict(common)
+            evidence["node"] = load.name
+            evidence["node_usage"] = {"cpu": round(p_cpu, 2), "memory": round(p_mem, 2)}
+            evidence["node_samples"] = load.samples
+            evidence["headroom"] = {"cpu": int(room_cpu), "memory": int(room_mem)}
+            evidence["rank"] = rank
+            evidence["victim_usage"] = {"cpu": int(usage.cpu), "memory": int(usage.memory)}
+            evidence["usage_source"] = usage.source
+            evidence["why"] = (
+                f"{load.name} averages cpu {p_cpu:.0f}%/mem {p_mem:.0f}% > target "
+                f"{t_cpu:g}%/{t_mem:g}%; {n_low} low node(s) have {_cores(room_cpu)}/"
+                f"{_gib(room_mem)} headroom; rank {rank}, uses {_cores(usage.cpu)}/"
+                f"{_gib(usage.memory)} ({usage.source})"
+            )
+            victims.append(Choice(task, evidence))
             load.cpu -= usage.cpu
             load.memory -= usage.memory
-            headroom["cpu"] -= usage.cpu
-            headroom["memory"] -= usage.memory
+            room_cpu -= usage.cpu
+            room_mem -= usage.memory
     return result
-
-
-def _go_on(pct: dict[str, float], target: Any, headroom: dict[str, float]) -> bool:
-    """Still at or above a target in some resource, and headroom left in every resource.
-
-    Upstream (``isContinueEvictPods``) stops only on a headroom of exactly zero, so a
-    negative headroom keeps evicting; tide stops at ``<= 0``.
-    """
-    if not any(pct[r] >= target[r] for r in RESOURCES):
-        return False
-    return all(headroom[r] > 0 for r in RESOURCES)
 
 
 def _cores(milli: float) -> str:
@@ -206,22 +218,3 @@ def _cores(milli: float) -> str:
 
 def _gib(memory: float) -> str:
     return f"{memory / 1024**3:.1f}Gi"
-
-
-def sentence(
-    node: str,
-    pct: dict[str, float],
-    params: LnuParams,
-    low: int,
-    headroom: dict[str, float],
-    rank: int,
-    usage: PodLoad,
-) -> str:
-    """The choice in one line (``tide audit why`` prints it as ``evidence.why``)."""
-    target = params.target_thresholds
-    return (
-        f"{node} averages cpu {pct['cpu']:.0f}%/mem {pct['memory']:.0f}% > target "
-        f"{target['cpu']:g}%/{target['memory']:g}%; {low} low node(s) have "
-        f"{_cores(headroom['cpu'])}/{_gib(headroom['memory'])} headroom; rank {rank}, uses "
-        f"{_cores(usage.cpu)}/{_gib(usage.memory)} ({usage.source})"
-    )

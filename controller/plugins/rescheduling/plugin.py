@@ -151,25 +151,23 @@ class ReschedulingPlugin:
                 candidates=lambda name: _candidates(ssn, name),
                 pod_load=lambda task: _pod_load(ssn.usage, task, now, period),
                 may_evict=lambda task: _gang_allows(ssn, task, left),
+                shared={
+                    "metrics_period": _go(period),
+                    "interval": _go(args.interval),
+                    "stale_nodes": len(stale),
+                },
             )
             self.rounds.append(result)
-            for choice in result.victims:
-                choice.evidence["metrics_period"] = _go(period)
-                choice.evidence["interval"] = _go(args.interval)
-                choice.evidence["stale_nodes"] = len(stale)
-                chosen.append(Victim(choice.task, REASON, choice.evidence, NAME))
+            chosen.extend(Victim(c.task, REASON, c.evidence, NAME) for c in result.victims)
         return chosen
 
 
 def _candidates(ssn: Session, node: str) -> Iterator[TaskInfo]:
+    """The node's Running, preemptable, not protected tasks (their job is checked later,
+    by :func:`_gang_allows`, only for the few the round reaches)."""
     running = TaskStatus.RUNNING
     for task in ssn.nodes[node].tasks.values():
-        if (
-            task.status == running
-            and task.preemptable
-            and not never_victim(task)
-            and ssn.job_of(task) is not None
-        ):
+        if task.status == running and task.preemptable and not never_victim(task):
             yield task
 
 
