@@ -155,6 +155,35 @@ def intolerable(task: TaskInfo, node: NodeInfo) -> int:
     )
 
 
+def shape(task: TaskInfo) -> tuple[float, float, str, str]:
+    """What the score reads of a task: its request, affinity and tolerations."""
+    return (
+        task.resreq.milli_cpu,
+        task.resreq.memory,
+        repr(task.affinity) if task.affinity else "",
+        repr(task.tolerations) if task.tolerations else "",
+    )
+
+
+def _resource_scores(task: TaskInfo, node: NodeInfo, least_w: int, most_w: int, bal_w: int) -> int:
+    """``least × least_w + most × most_w + balanced × bal_w`` in one pass (same arithmetic
+    as :func:`least_requested`, :func:`most_requested`, :func:`balanced_resource`)."""
+    cpu, memory = _requested(task, node)
+    alloc = node.allocatable
+    a_cpu, a_mem = alloc.milli_cpu, alloc.memory
+    total = 0
+    if least_w:
+        total += (_least(cpu, a_cpu) + _least(memory, a_mem)) // 2 * least_w
+    if most_w:
+        total += (_most(cpu, a_cpu) + _most(memory, a_mem)) // 2 * most_w
+    if bal_w:
+        f_cpu = min(cpu / a_cpu, 1.0) if a_cpu > 0 else 1.0
+        f_mem = min(memory / a_mem, 1.0) if a_mem > 0 else 1.0
+        std = abs(f_cpu - f_mem) / 2  # the standard deviation of two values
+        total += int((1 - std) * MAX_NODE_SCORE) * bal_w
+    return total
+
+
 class NodeOrderPlugin:
     """Registers one node-order function summing the weighted scores."""
 
@@ -165,33 +194,39 @@ class NodeOrderPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         args = self.args
-        most_taints: dict[str, int] = {}
+        # the most intolerable taints on any session node, per tolerations list (taints do
+        # not change within a session; the lists live as long as their tasks)
+        most_taints: dict[int, int] = {}
 
         def taint_score(task: TaskInfo, node: NodeInfo) -> int:
-            key = repr(task.tolerations)
+            key = id(task.tolerations)
             top = most_taints.get(key)
             if top is None:
                 top = max((intolerable(task, ssn.nodes[n]) for n in ssn.nodes), default=0)
                 most_taints[key] = top
-            if top == 0:
+            if top == 0 or not node.taints:
                 return MAX_NODE_SCORE
             return MAX_NODE_SCORE - intolerable(task, node) * MAX_NODE_SCORE // top
 
+        least_w, most_w, balanced_w = (
+            args.least_requested,
+            args.most_requested,
+            args.balanced_resource,
+        )
+
         def score(task: TaskInfo, node: NodeInfo) -> float:
             total = 0
-            if args.least_requested:
-                total += least_requested(task, node) * args.least_requested
-            if args.most_requested:
-                total += most_requested(task, node) * args.most_requested
-            if args.balanced_resource:
-                total += balanced_resource(task, node) * args.balanced_resource
-            if args.node_affinity:
+            if least_w or most_w or balanced_w:
+                total += _resource_scores(task, node, least_w, most_w, balanced_w)
+            if args.node_affinity and task.affinity:
                 total += node_affinity(task, node) * args.node_affinity
             if args.taint_toleration:
                 total += taint_score(task, node) * args.taint_toleration
             return float(total)
 
-        ssn.add_node_order_fn(NAME, score)
+        # the score depends on the node and only on these of the task: the session may
+        # reuse it for tasks of the same shape while the node is unchanged
+        ssn.add_node_order_fn(NAME, score, key=shape)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn

@@ -106,6 +106,12 @@ def parse_args(raw: Mapping[str, Any]) -> UsageArgs:
     )
 
 
+def _any_task(task: TaskInfo) -> int:
+    """The predicate and the score do not depend on the task."""
+    del task
+    return 0
+
+
 class UsagePlugin:
     """Registers the usage predicate and node order on session open."""
 
@@ -155,8 +161,9 @@ class UsagePlugin:
             blended = (cpu + memory) / (args.cpu_weight + args.memory_weight)
             return blended * MAX_NODE_SCORE * args.usage_weight
 
-        ssn.add_predicate_fn(NAME, predicate)
-        ssn.add_node_order_fn(NAME, score)
+        # both read only the node: one answer per node serves every task
+        ssn.add_predicate_fn(NAME, predicate, key=_any_task)
+        ssn.add_node_order_fn(NAME, score, key=_any_task)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn
