@@ -30,6 +30,7 @@ from benchmarks import (
     bench_preempt,
     bench_pressure,
     bench_record,
+    bench_rescheduling,
     rss,
 )
 from benchmarks.common import Context, Result, Skip, table
@@ -43,6 +44,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "pressure": bench_pressure.run,
     "preempt": bench_preempt.run,
     "record": bench_record.run,
+    "rescheduling": bench_rescheduling.run,
 }
 
 

@@ -20,11 +20,14 @@ from controller.framework.plugin import ActionSpec, PluginSpec
 from controller.plugins import (
     conformance,
     gang,
+    nodeorder,
     predicates,
     priority,
     proportion,
+    rescheduling,
     reservation,
     tdm,
+    usage,
 )
 
 PluginRegistry = Mapping[str, PluginSpec]
@@ -40,7 +43,18 @@ BUILTIN_PLUGINS: dict[str, PluginSpec] = {
         PluginSpec(proportion.NAME, proportion.parse_args, proportion.build),
         PluginSpec(tdm.NAME, tdm.parse_args, tdm.build, tdm.schedules),
         PluginSpec(reservation.NAME, reservation.parse_args, reservation.build),
-        # ---- register further plugins here (e.g. rescheduling, with its schedules) -----
+        PluginSpec(
+            rescheduling.NAME,
+            rescheduling.parse_args,
+            rescheduling.build,
+            rescheduling.schedules,
+            rescheduling.warnings,
+            since=2,
+        ),
+        # since=2: configurations of older logs named them and had them skipped
+        PluginSpec(nodeorder.NAME, nodeorder.parse_args, nodeorder.build, since=2),
+        PluginSpec(usage.NAME, usage.parse_args, usage.build, since=2),
+        # ---- register further plugins here -----------------------------------------------
     )
 }
 

@@ -56,16 +56,19 @@ def load_config(
     *,
     plugins: PluginRegistry = BUILTIN_PLUGINS,
     actions: ActionRegistry = BUILTIN_ACTIONS,
+    default_behaviour: int = scheduler_config.CURRENT_BEHAVIOUR,
 ) -> TideConfig:
     """The scheduler configuration alone, validated against the given tables.
 
     ``source`` is a file path, YAML text or a mapping (see
-    :func:`controller.framework.config.load_config`).
+    :func:`controller.framework.config.load_config`, also for ``default_behaviour``).
 
     Raises:
         ConfigError: a value is invalid; the message names the key and the value.
     """
-    return scheduler_config.load_config(source, plugins=plugins, actions=actions)
+    return scheduler_config.load_config(
+        source, plugins=plugins, actions=actions, default_behaviour=default_behaviour
+    )
 
 
 def load_policy(
@@ -73,6 +76,7 @@ def load_policy(
     *,
     plugins: PluginRegistry = BUILTIN_PLUGINS,
     actions: ActionRegistry = BUILTIN_ACTIONS,
+    default_behaviour: int = scheduler_config.CURRENT_BEHAVIOUR,
 ) -> Policy:
     """Load and validate both configurations of ``source`` into one :class:`Policy`.
 
@@ -80,11 +84,15 @@ def load_policy(
         source: a file path, YAML text or an already parsed mapping.
         plugins: the plugin table that validates every plugin's arguments.
         actions: the action table that validates every action's ``configurations``.
+        default_behaviour: the behaviour level of a configuration without one (an old
+            log's configuration: ``LEGACY_BEHAVIOUR``).
 
     Raises:
         ConfigError: a value is invalid; the message names the key and the value.
     """
-    config = load_config(source, plugins=plugins, actions=actions)
+    config = load_config(
+        source, plugins=plugins, actions=actions, default_behaviour=default_behaviour
+    )
     eviction = parse_eviction_config(config.eviction) if config.eviction else None
     # a wrapped configuration (a ConfigMap) is recorded unwrapped: what runs is what
     # config.applied records

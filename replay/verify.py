@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.decide import decide, is_decision_source
-from controller.framework.config import TideConfig
+from controller.framework.config import CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR, TideConfig
 from controller.policy import Policy, load_policy
 from controller.pressure.config import EvictionConfig
 from projections.world import World
@@ -81,9 +81,12 @@ class _ConfigCache:
     def get(self, raw: Mapping[str, Any] | None) -> Policy:
         if self.fixed is not None:
             return self.fixed
+        # a log's own configuration without a behaviour stamp was written before there
+        # were levels: it replays with the plugins that tide had then
+        level = CURRENT_BEHAVIOUR if self.override is not None else LEGACY_BEHAVIOUR
         source = self.override if self.override is not None else (raw or {})
         if self._parsed is None or self._key != id(source):
-            self._key, self._parsed = id(source), load_policy(source)
+            self._key, self._parsed = id(source), load_policy(source, default_behaviour=level)
         return self._parsed
 
 

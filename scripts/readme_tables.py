@@ -1,5 +1,4 @@
-"""Regenerate the README's differences tables (TDM, preempt) from the code that
-implements them.
+"""Regenerate the README's differences tables from the code that implements them.
 
 Run: .venv/bin/python scripts/readme_tables.py  (tests/test_readme.py checks it is current)
 """
@@ -12,40 +11,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.actions.preempt.differences import (  # noqa: E402
-    DIFFERENCES as PREEMPT_DIFFERENCES,
-)
-from controller.plugins.tdm import DIFFERENCES  # noqa: E402
+from controller.actions.preempt import differences as preempt  # noqa: E402
+from controller.plugins import rescheduling, tdm  # noqa: E402
 
-BEGIN = (
-    "<!-- tdm-differences: generated from controller.plugins.tdm.DIFFERENCES;"
-    " a test keeps them equal -->"
-)
-END = "<!-- /tdm-differences -->"
-
-
-PREEMPT_BEGIN = (
-    "<!-- preempt-differences: generated from"
-    " controller.actions.preempt.differences.DIFFERENCES; a test keeps them equal -->"
-)
-PREEMPT_END = "<!-- /preempt-differences -->"
+#: marker name -> (module path shown in the marker, its DIFFERENCES rows)
+TABLES: dict[str, tuple[str, tuple[tuple[str, str, str, str], ...]]] = {
+    "tdm": ("controller.plugins.tdm", tdm.DIFFERENCES),
+    "preempt": ("controller.actions.preempt.differences", preempt.DIFFERENCES),
+    "rescheduling": ("controller.plugins.rescheduling", rescheduling.DIFFERENCES),
+}
+DIFFERENCES = tdm.DIFFERENCES
 
 
-def render(table: tuple[tuple[str, ...], ...] = DIFFERENCES) -> str:
+def markers(name: str) -> tuple[str, str]:
+    module = TABLES[name][0]
+    begin = (
+        f"<!-- {name}-differences: generated from {module}.DIFFERENCES; a test keeps them equal -->"
+    )
+    return begin, f"<!-- /{name}-differences -->"
+
+
+BEGIN, END = markers("tdm")
+
+
+def render(rows_in: tuple[tuple[str, str, str, str], ...] = DIFFERENCES) -> str:
     rows = ["| topic | Volcano | tide | why |", "|---|---|---|---|"]
-    rows += [f"| {' | '.join(cell.replace('|', '/') for cell in row)} |" for row in table]
+    rows += [f"| {' | '.join(cell.replace('|', '/') for cell in row)} |" for row in rows_in]
     return "\n".join(rows)
 
 
-def _replace(readme: str, begin: str, end: str, body: str) -> str:
-    head, rest = readme.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{begin}\n{body}\n{end}{tail}"
-
-
 def updated(readme: str) -> str:
-    out = _replace(readme, BEGIN, END, render())
-    return _replace(out, PREEMPT_BEGIN, PREEMPT_END, render(PREEMPT_DIFFERENCES))
+    for name, (_, rows) in TABLES.items():
+        begin, end = markers(name)
+        head, rest = readme.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        readme = f"{head}{begin}\n{render(rows)}\n{end}{tail}"
+    return readme
 
 
 if __name__ == "__main__":

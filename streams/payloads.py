@@ -50,10 +50,17 @@ PodDecisionKind = Literal["evict", "bind"]
 NodeDecisionKind = Literal["taint", "untaint"]
 
 TriggerKind = Literal[
-    "tick", "window-start", "window-end", "evict-period", "eviction-batch", "untaint"
+    "tick",
+    "window-start",
+    "window-end",
+    "evict-period",
+    "eviction-batch",
+    "untaint",
+    "rescheduling",
 ]
 """Why the controller thought: the session tick, a TDM zone's window boundaries and evict
-period, and the pressure follow-ups (a later graceful batch, a taint's removal)."""
+period, the pressure follow-ups (a later graceful batch, a taint's removal) and the
+rescheduling plugin's interval."""
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 """The effects of a Kubernetes node taint (core/v1 ``TaintEffect``)."""

@@ -53,8 +53,16 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
         },
     ],
 }
+#: The behaviour level key: a configuration runs with the plugins that existed at its level.
+#: Loading stamps the level in force into ``raw`` (so ``config.applied`` carries it) when the
+#: configuration names a plugin newer than :data:`LEGACY_BEHAVIOUR`; a configuration read
+#: back from an old log has none and means :data:`LEGACY_BEHAVIOUR`.
+BEHAVIOUR = "behaviour"
+#: before ``nodeorder``, ``usage`` and ``rescheduling`` existed (they were skipped)
+LEGACY_BEHAVIOUR = 1
+CURRENT_BEHAVIOUR = 2
 TIDE_KEYS = frozenset(
-    {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault"}
+    {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault", BEHAVIOUR}
 )
 VOLCANO_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
 
@@ -121,8 +129,13 @@ def load_config(
     *,
     plugins: PluginRegistry,
     actions: ActionRegistry,
+    default_behaviour: int = CURRENT_BEHAVIOUR,
 ) -> TideConfig:
     """Load and validate a configuration from a file path, YAML text or a mapping.
+
+    ``default_behaviour`` is the level of a configuration without a ``behaviour`` key
+    (replay passes :data:`LEGACY_BEHAVIOUR` for a log's own configuration); plugins whose
+    spec is ``since`` a later level are skipped as unimplemented.
 
     A ``str`` naming an existing file is read as that file; any other ``str`` is YAML
     text. ``plugins``/``actions`` are the registries that validate every plugin's and
@@ -133,7 +146,9 @@ def load_config(
         ConfigError: a value is invalid; the message names the key and the value.
     """
     raw, notes = unwrap(_read(source))
-    plugin_table, action_table = plugins, actions
+    level = _behaviour(raw.get(BEHAVIOUR, default_behaviour))
+    plugin_table = {name: spec for name, spec in plugins.items() if spec.since <= level}
+    action_table = actions
     unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
     if "actions" in raw or "tiers" in raw:
         scheduler = raw
@@ -155,6 +170,10 @@ def load_config(
     warnings = list(notes)
     tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins, warnings)
     configurations = _configurations(raw.get("configurations"))
+    if BEHAVIOUR not in raw and any(
+        plugin_table[conf.name].since > LEGACY_BEHAVIOUR for tier in tiers for conf in tier.plugins
+    ):
+        raw[BEHAVIOUR] = level  # only where the level matters: older logs stay byte-equal
     action_args = {}
     for name in implemented:
         tracked = TrackedArgs(configurations.get(name, {}))
@@ -167,6 +186,12 @@ def load_config(
     if skipped_plugins or skipped_actions:
         warnings.append(_skipped_warning(skipped_plugins, skipped_actions))
     warnings.extend(_silent_noops(action_names, tiers))
+    for tier in tiers:
+        for conf in tier.plugins:
+            check = plugin_table[conf.name].warnings
+            if check is not None:
+                found = check(conf.args, tuple(implemented))
+                warnings.extend(w for w in found if w not in warnings)
     names = _scheduler_names(raw.get("schedulerName", "volcano"))
     if unknown:
         warnings.append(f"unknown top-level configuration keys ignored: {', '.join(unknown)}")
@@ -351,6 +376,16 @@ def _configurations(value: Any) -> dict[str, Mapping[str, Any]]:
             raise ConfigError(f"configurations[{i}].name", name, "must be an action name")
         out[name] = _mapping(f"configurations[{i}].arguments", fields.get("arguments") or {})
     return out
+
+
+def _behaviour(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(BEHAVIOUR, value, "must be an integer behaviour level")
+    if not LEGACY_BEHAVIOUR <= value <= CURRENT_BEHAVIOUR:
+        raise ConfigError(
+            BEHAVIOUR, value, f"unknown level (from {LEGACY_BEHAVIOUR} to {CURRENT_BEHAVIOUR})"
+        )
+    return value
 
 
 def _timezone(value: Any) -> str:

@@ -123,6 +123,9 @@ class Schedule:
     the ``trigger.fired`` records), ``kind`` (the records' ``kind``; actions select on it),
     ``zone`` (written into the records when set) and ``when``. ``rank`` orders triggers
     due at the same instant (lower first; the session tick ranks :data:`TICK_RANK`).
+    ``always_written``: the loop writes every firing, even one that decides nothing (by
+    default such a firing is dropped), so that a policy can fold "when did this last
+    fire" from the log (rescheduling's interval).
     """
 
     name: str
@@ -130,6 +133,7 @@ class Schedule:
     when: Cron | Interval
     zone: str | None = None
     rank: int = 0
+    always_written: bool = False
 
 
 #: The session tick's tie-break rank: after every plugin trigger due at the same instant.
@@ -140,13 +144,20 @@ TICK_RANK = 100
 class PluginSpec:
     """A registry entry: how to validate a plugin's arguments and build it.
 
-    ``schedules`` (optional) declares the triggers the plugin needs for given arguments.
+    ``schedules`` (optional) declares the triggers the plugin needs for given arguments;
+    ``warnings`` (optional) returns startup warnings for given arguments and the
+    configured action names (e.g. a victim function that no configured action calls).
+    ``since`` is the configuration behaviour level from which the plugin exists: a
+    configuration stamped with an earlier level (an old log's) treats it as
+    unimplemented, as the tide that wrote the log did.
     """
 
     name: str
     parse_args: Callable[[Mapping[str, Any]], Any]
     build: Callable[[Any, PluginContext], Plugin]
     schedules: Callable[[Any, PluginContext], tuple[Schedule, ...]] | None = None
+    warnings: Callable[[Any, tuple[str, ...]], tuple[str, ...]] | None = None
+    since: int = 1
 
 
 @dataclass(frozen=True)

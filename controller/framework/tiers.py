@@ -56,8 +56,20 @@ class TierConf:
     plugins: tuple[PluginConf, ...]
 
 
+#: spellings seen in pasted configurations -> the flag they mean (the rescheduling seed
+#: writes ``enableVictim``; Volcano's option is ``enabledVictim``)
+FLAG_ALIASES: Mapping[str, str] = MappingProxyType({"enableVictim": "enabledVictim"})
+
+
 def default_flags(explicit: Mapping[str, bool] | None = None) -> dict[str, bool]:
-    """Every known flag true (but the default-off ones), overridden by ``explicit``."""
+    """Every known flag true (but the default-off ones), overridden by ``explicit``.
+
+    An alias (:data:`FLAG_ALIASES`) sets its flag unless the flag itself is also given.
+    """
     flags = {flag: flag not in FLAGS_DEFAULT_OFF for flag in ALL_FLAGS}
-    flags.update(explicit or {})
+    given = dict(explicit or {})
+    for alias, flag in FLAG_ALIASES.items():
+        if alias in given and flag not in given:
+            given[flag] = given[alias]
+    flags.update(given)
     return flags

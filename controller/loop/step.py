@@ -12,7 +12,8 @@ records between the clock, the log, the step and the effector:
 * **Triggers** are decided *before* they are folded (a ``trigger.fired`` record changes no
   state, so deciding before or after is the same, and the step can then drop it): a firing
   that decides nothing is not written, except window boundaries, which always are (the
-  zone changed: audit and the next tick need them on the log).
+  zone changed: audit and the next tick need them on the log), and the firings of any
+  schedule a plugin declares ``always_written`` (a policy folds their last firing).
 * **Quiet ticks** are not run: a session tick whose cluster is unchanged since the last
   tick's session (same cluster version), with no window boundary since, and less than
   :data:`QUIET_TICK_LIMIT` after that session.
@@ -30,8 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
+from controller.builtins import BUILTIN_PLUGINS
 from controller.decide import decide
-from controller.framework.config import TideConfig
+from controller.framework.config import TideConfig, plugin_context, plugin_entries
 from controller.pressure.config import EvictionConfig
 from controller.pressure.followups import Followup, pending_followups
 from controller.triggers.events import trigger_event
@@ -70,6 +72,7 @@ class Step:
         self._last_tick_version = -1
         self._last_tick_at = _NEVER
         self._fired: set[tuple[datetime, str]] = set()
+        self._always = ALWAYS_WRITTEN | always_written_kinds(config)
 
     # ---- records written --------------------------------------------------------------
 
@@ -111,7 +114,7 @@ class Step:
         if is_tick:
             self._last_tick_version = version
             self._last_tick_at = trigger.at
-        if not decisions and kind not in ALWAYS_WRITTEN:
+        if not decisions and kind not in self._always:
             return []
         return [trigger, *decisions]
 
@@ -137,3 +140,17 @@ class Step:
 
     def _decide(self, trigger: Event) -> list[Event]:
         return decide(self.world, trigger, self.config, self.eviction)
+
+
+def always_written_kinds(config: TideConfig | None) -> frozenset[str]:
+    """The trigger kinds the configured plugins declare ``always_written``."""
+    if config is None:
+        return frozenset()
+    ctx = plugin_context(config)
+    return frozenset(
+        schedule.kind
+        for _, spec, args in plugin_entries(config, BUILTIN_PLUGINS)
+        if spec.schedules is not None
+        for schedule in spec.schedules(args, ctx)
+        if schedule.always_written
+    )

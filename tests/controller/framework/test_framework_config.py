@@ -46,13 +46,13 @@ def test_a_pasted_volcano_configuration_loads_with_its_warnings() -> None:
     assert config.actions == ("allocate", "backfill", "shuffle")
     assert [[e.name for e in t.plugins] for t in config.tiers] == [
         ["priority", "gang", "conformance"],
-        ["predicates", "proportion"],
+        ["predicates", "proportion", "nodeorder"],
     ]
     # one warning for what tide skips, one for an argument of an implemented plugin it ignores
     assert config.warnings == (
         "tiers[1].plugins[2].arguments: plugin predicates ignores predicate.GPUSharingEnable "
         "(tide does not implement them)",
-        "tide does not implement plugins binpack, drf, nodeorder, overcommit "
+        "tide does not implement plugins binpack, drf, overcommit "
         "and actions enqueue; they are skipped",
     )
     gang = config.tiers[0].plugins[1]

@@ -81,5 +81,5 @@ def test_unimplemented_plugins_are_named_in_one_warning(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1
-    for name in ("drf", "binpack", "nodeorder", "overcommit", "enqueue"):
+    for name in ("drf", "binpack", "overcommit", "enqueue"):
         assert name in warnings[0]

@@ -79,4 +79,6 @@ def test_the_binding_gives_the_role_to_the_service_account() -> None:
 def test_the_configmap_holds_a_configuration_tide_loads() -> None:
     raw = yaml.safe_load(by_kind("ConfigMap")["data"]["tide.yaml"])
     policy = load_policy(raw)
-    assert "tiers" in raw and policy.config.raw == raw
+    # loading stamps the behaviour level where the configuration names a newer plugin
+    loaded = {k: v for k, v in policy.config.raw.items() if k != "behaviour"}
+    assert "tiers" in raw and loaded == raw

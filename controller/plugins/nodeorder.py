@@ -1,0 +1,238 @@
+"""The ``nodeorder`` plugin: Kubernetes' node scores with Volcano's weights.
+
+Why: after a rescheduling round the evicted pods' replacements must land on the cold
+nodes; with no scorer allocate only breaks ties by node name. Upstream:
+volcano-sh/volcano pkg/scheduler/plugins/nodeorder/nodeorder.go (``calculateWeight``,
+``nodeOrderFn``, ``batchNodeOrderFn``), which wraps the Kubernetes score plugins
+(kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources and friends).
+
+Arguments (integers; Volcano's defaults): ``leastrequested.weight`` 1,
+``mostrequested.weight`` 0, ``balancedresource.weight`` 1, ``nodeaffinity.weight`` 2,
+``tainttoleration.weight`` 3. ``podaffinity.weight``, ``imagelocality.weight`` and
+``podtopologyspread.weight`` are accepted and not scored (tide models no pod affinity,
+images or topology spread). Each score is 0..100 times its weight, summed:
+
+* **leastrequested**: per resource ``(allocatable − requested) × 100 / allocatable``
+  (0 when the request exceeds allocatable), CPU and memory weighted equally;
+* **mostrequested**: ``requested × 100 / allocatable`` (capped at allocatable), equally;
+* **balancedresource**: ``(1 − std(cpu fraction, memory fraction)) × 100``, fractions
+  capped at 1;
+* **nodeaffinity**: the sum of the weights of the task's preferred node-affinity terms
+  the node matches (not normalised, as upstream's per-node function);
+* **tainttoleration**: the node's PreferNoSchedule taints the task does not tolerate,
+  reverse-normalised: ``100 − count × 100 / max count``, the maximum taken over the
+  session's nodes (upstream: over the nodes being scored).
+
+``requested`` is the node's requested resources plus the task's request, a zero CPU or
+memory request counting as 100m / 200Mi (Kubernetes' non-zero defaults); integer
+arithmetic as Kubernetes' ``int64``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.framework.errors import ConfigError
+from controller.framework.matching import match_term, tolerates
+from controller.framework.plugin import PluginContext
+from controller.framework.session import Session
+from projections.model import NodeInfo, TaskInfo
+
+NAME = "nodeorder"
+MAX_NODE_SCORE = 100
+DEFAULT_MILLI_CPU = 100.0
+DEFAULT_MEMORY = 200.0 * 1024 * 1024
+WEIGHTS = {
+    "leastrequested.weight": 1,
+    "mostrequested.weight": 0,
+    "balancedresource.weight": 1,
+    "nodeaffinity.weight": 2,
+    "tainttoleration.weight": 3,
+}
+UNSCORED = frozenset({"podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOrderArgs:
+    """Validated weights."""
+
+    least_requested: int = 1
+    most_requested: int = 0
+    balanced_resource: int = 1
+    node_affinity: int = 2
+    taint_toleration: int = 3
+
+
+def parse_args(raw: Mapping[str, Any]) -> NodeOrderArgs:
+    """The weights; a non-integer or negative weight stops startup.
+
+    Raises:
+        ConfigError: names the key and the value.
+    """
+    values = dict(WEIGHTS)
+    for key in (*WEIGHTS, *sorted(UNSCORED)):
+        if key not in raw:
+            continue
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{NAME}.{key}", value, "must be a non-negative integer")
+        if key in values:
+            values[key] = value
+    return NodeOrderArgs(*(values[key] for key in WEIGHTS))
+
+
+def _requested(task: TaskInfo, node: NodeInfo) -> tuple[float, float]:
+    cpu = task.resreq.milli_cpu or DEFAULT_MILLI_CPU
+    memory = task.resreq.memory or DEFAULT_MEMORY
+    return node.used.milli_cpu + cpu, node.used.memory + memory
+
+
+def least_requested(task: TaskInfo, node: NodeInfo) -> int:
+    """Kubernetes' LeastAllocated score (CPU and memory weighted equally)."""
+    cpu, memory = _requested(task, node)
+    alloc = node.allocatable
+    scores = [_least(cpu, alloc.milli_cpu), _least(memory, alloc.memory)]
+    return sum(scores) // len(scores)
+
+
+def _least(requested: float, capacity: float) -> int:
+    if capacity <= 0 or requested > capacity:
+        return 0
+    return int((capacity - requested) * MAX_NODE_SCORE // capacity)
+
+
+def most_requested(task: TaskInfo, node: NodeInfo) -> int:
+    """Kubernetes' MostAllocated score (CPU and memory weighted equally)."""
+    cpu, memory = _requested(task, node)
+    alloc = node.allocatable
+    scores = [_most(cpu, alloc.milli_cpu), _most(memory, alloc.memory)]
+    return sum(scores) // len(scores)
+
+
+def _most(requested: float, capacity: float) -> int:
+    if capacity <= 0:
+        return 0
+    return int(min(requested, capacity) * MAX_NODE_SCORE // capacity)
+
+
+def balanced_resource(task: TaskInfo, node: NodeInfo) -> int:
+    """Kubernetes' BalancedAllocation score over CPU and memory."""
+    cpu, memory = _requested(task, node)
+    alloc = node.allocatable
+    fractions = [
+        min(cpu / alloc.milli_cpu, 1.0) if alloc.milli_cpu > 0 else 1.0,
+        min(memory / alloc.memory, 1.0) if alloc.memory > 0 else 1.0,
+    ]
+    mean = sum(fractions) / len(fractions)
+    std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def node_affinity(task: TaskInfo, node: NodeInfo) -> int:
+    """The summed weights of the preferred node-affinity terms ``node`` matches."""
+    affinity = task.affinity or {}
+    preferred = (affinity.get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    total = 0
+    for term in preferred:
+        weight = term.get("weight") or 0
+        if weight and match_term(term.get("preference") or {}, node):
+            total += int(weight)
+    return total
+
+
+def intolerable(task: TaskInfo, node: NodeInfo) -> int:
+    """The node's PreferNoSchedule taints none of the task's tolerations tolerates."""
+    return sum(
+        1
+        for taint in node.taints
+        if taint.get("effect") == "PreferNoSchedule"
+        and not any(tolerates(t, taint) for t in task.tolerations)
+    )
+
+
+def shape(task: TaskInfo) -> tuple[float, float, str, str]:
+    """What the score reads of a task: its request, affinity and tolerations."""
+    return (
+        task.resreq.milli_cpu,
+        task.resreq.memory,
+        repr(task.affinity) if task.affinity else "",
+        repr(task.tolerations) if task.tolerations else "",
+    )
+
+
+def _resource_scores(task: TaskInfo, node: NodeInfo, least_w: int, most_w: int, bal_w: int) -> int:
+    """``least × least_w + most × most_w + balanced × bal_w`` in one pass (same arithmetic
+    as :func:`least_requested`, :func:`most_requested`, :func:`balanced_resource`)."""
+    cpu, memory = _requested(task, node)
+    alloc = node.allocatable
+    a_cpu, a_mem = alloc.milli_cpu, alloc.memory
+    total = 0
+    if least_w:
+        total += (_least(cpu, a_cpu) + _least(memory, a_mem)) // 2 * least_w
+    if most_w:
+        total += (_most(cpu, a_cpu) + _most(memory, a_mem)) // 2 * most_w
+    if bal_w:
+        f_cpu = min(cpu / a_cpu, 1.0) if a_cpu > 0 else 1.0
+        f_mem = min(memory / a_mem, 1.0) if a_mem > 0 else 1.0
+        std = abs(f_cpu - f_mem) / 2  # the standard deviation of two values
+        total += int((1 - std) * MAX_NODE_SCORE) * bal_w
+    return total
+
+
+class NodeOrderPlugin:
+    """Registers one node-order function summing the weighted scores."""
+
+    name = NAME
+
+    def __init__(self, args: NodeOrderArgs) -> None:
+        self.args = args
+
+    def on_session_open(self, ssn: Session) -> None:
+        args = self.args
+        # the most intolerable taints on any session node, per tolerations list (taints do
+        # not change within a session; the lists live as long as their tasks)
+        most_taints: dict[int, int] = {}
+
+        def taint_score(task: TaskInfo, node: NodeInfo) -> int:
+            key = id(task.tolerations)
+            top = most_taints.get(key)
+            if top is None:
+                top = max((intolerable(task, ssn.nodes[n]) for n in ssn.nodes), default=0)
+                most_taints[key] = top
+            if top == 0 or not node.taints:
+                return MAX_NODE_SCORE
+            return MAX_NODE_SCORE - intolerable(task, node) * MAX_NODE_SCORE // top
+
+        least_w, most_w, balanced_w = (
+            args.least_requested,
+            args.most_requested,
+            args.balanced_resource,
+        )
+
+        def score(task: TaskInfo, node: NodeInfo) -> float:
+            total = 0
+            if least_w or most_w or balanced_w:
+                total += _resource_scores(task, node, least_w, most_w, balanced_w)
+            if args.node_affinity and task.affinity:
+                total += node_affinity(task, node) * args.node_affinity
+            if args.taint_toleration:
+                total += taint_score(task, node) * args.taint_toleration
+            return float(total)
+
+        # the score depends on the node and only on these of the task: the session may
+        # reuse it for tasks of the same shape while the node is unchanged
+        ssn.add_node_order_fn(NAME, score, key=shape)
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+
+def build(args: NodeOrderArgs, ctx: PluginContext) -> NodeOrderPlugin:
+    """The plugin for validated ``args``."""
+    del ctx
+    return NodeOrderPlugin(args)

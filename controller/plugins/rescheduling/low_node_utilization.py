@@ -1,0 +1,220 @@
+"""The ``lowNodeUtilization`` strategy: move work from hot nodes towards cold ones.
+
+Why a module of its own: the arithmetic is the plugin's whole decision, and it is pure — it
+reads measured node loads and the candidate pods, never the session — so the scenario
+tables and the benchmark drive it directly. Upstream: volcano-sh/volcano
+pkg/scheduler/plugins/rescheduling/low_node_utilization.go (``victimsFnForLnu``,
+``groupNodesByUtilization``) and node_utilization_util.go (``evictPodsFromSourceNodes``,
+``sortNodes``, ``sortPods``, ``evict``, ``isContinueEvictPods``).
+
+The rule, as tide applies it:
+
+* **Utilisation** of a node is its averaged usage (see :class:`NodeLoad`) as a percentage
+  of its allocatable, per resource (``cpu``, ``memory``).
+* **Low** nodes have *every* resource strictly below ``thresholds``; **high** nodes are the
+  other nodes with *some* resource strictly above ``targetThresholds``. Only the nodes
+  handed in take part (the plugin leaves out unschedulable, NotReady and stale ones).
+* **No eviction** when there is no low node, when every node is low, or when there is no
+  high node (:data:`NO_LOW`, :data:`ALL_LOW`, :data:`NO_HIGH`).
+* **Headroom** of the low nodes, per resource: ``Σ targetThreshold% × allocatable − usage``.
+* High nodes are visited by ``cpu% + memory%`` descending, then by name. On a node, the
+  candidate pods go by priority ascending, then Kubernetes QoS (BestEffort before the
+  others), then namespace, name, uid. Before each pod the round goes on only while the
+  node is still at or above a target threshold in some resource and no headroom resource
+  is used up (``<= 0``); each victim's usage is taken off the node and off the headroom.
+
+Each victim's evidence: ``node``, ``node_usage`` (percent, before this victim),
+``node_samples``, ``thresholds``, ``target_thresholds``, ``low_nodes`` (the first
+:data:`LOW_NODES_SHOWN` names) and ``low_node_count``, ``headroom`` (milli-cores, bytes,
+before this victim), ``rank`` (position in the node's victim order), ``victim_usage`` and
+``usage_source``, and ``why``: the same in one sentence, which ``tide audit why`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.plugins.rescheduling.args import RESOURCES, LnuParams
+from projections.model import TaskInfo
+
+STRATEGY = "lowNodeUtilization"
+NO_LOW = "no node is below thresholds"
+ALL_LOW = "every node is below thresholds"
+NO_HIGH = "no node is above targetThresholds"
+#: the most low-node names written into one victim's evidence (the count is always there)
+LOW_NODES_SHOWN = 16
+
+
+@dataclass(slots=True)
+class NodeLoad:
+    """One node's measured load: averaged usage against allocatable.
+
+    ``cpu`` is in milli-cores, ``memory`` in bytes; ``samples`` counts the node samples the
+    average is made of.
+    """
+
+    name: str
+    alloc_cpu: float
+    alloc_memory: float
+    cpu: float
+    memory: float
+    samples: int = 1
+
+    def percent(self) -> dict[str, float]:
+        """Usage per resource in percent of allocatable (0 when nothing is allocatable)."""
+        return {
+            "cpu": 100.0 * self.cpu / self.alloc_cpu if self.alloc_cpu > 0 else 0.0,
+            "memory": 100.0 * self.memory / self.alloc_memory if self.alloc_memory > 0 else 0.0,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PodLoad:
+    """A candidate's usage (milli-cores, bytes) and its ``source`` (metrics / request)."""
+
+    cpu: float
+    memory: float
+    source: str
+
+
+@dataclass(slots=True)
+class Choice:
+    """One victim and the evidence of its choice."""
+
+    task: TaskInfo
+    evidence: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Round:
+    """A strategy round's outcome: the victims, or why there are none (``skipped``)."""
+
+    victims: list[Choice] = field(default_factory=list)
+    skipped: str = ""
+    low: list[str] = field(default_factory=list)
+    high: list[str] = field(default_factory=list)
+
+
+def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
+    """Lowest priority first, then BestEffort before Burstable/Guaranteed, then key."""
+    return (task.pod_priority, 0 if task.best_effort else 1, task.namespace, task.name, task.uid)
+
+
+def classify(
+    loads: Iterable[NodeLoad], params: LnuParams
+) -> tuple[list[NodeLoad], list[NodeLoad], int]:
+    """``(low, high, taking part)``: low has every resource below ``thresholds``; high has
+    some resource above ``targetThresholds`` (strict comparisons, as upstream)."""
+    low: list[NodeLoad] = []
+    high: list[NodeLoad] = []
+    count = 0
+    lo, hi = params.thresholds, params.target_thresholds
+    for load in loads:
+        count += 1
+        pct = load.percent()
+        if all(pct[r] < lo[r] for r in RESOURCES):
+            low.append(load)
+        elif any(pct[r] > hi[r] for r in RESOURCES):
+            high.append(load)
+    return low, high, count
+
+
+def select(
+    loads: Sequence[NodeLoad],
+    params: LnuParams,
+    *,
+    candidates: Callable[[str], Iterable[TaskInfo]],
+    pod_load: Callable[[TaskInfo], PodLoad],
+    may_evict: Callable[[TaskInfo], bool],
+    shared: Mapping[str, Any] | None = None,
+) -> Round:
+    """One ``lowNodeUtilization`` round over ``loads`` (see the module docstring).
+
+    Args:
+        loads: the nodes taking part, with their averaged usage.
+        params: the strategy's thresholds.
+        candidates: a node's Running pods that shuffle may evict (any order).
+        pod_load: a candidate's usage.
+        may_evict: asked once per candidate in victim order just before it would be chosen
+            (e.g. a gang minimum that earlier victims have used up); False skips it.
+        shared: further evidence, the same for every victim of the round.
+
+    Every victim's evidence is a dict of its own; the values that are the same for the
+    whole round (thresholds, low nodes, ``shared``) are shared, read-only objects.
+    """
+    low, high, count = classify(loads, params)
+    result = Round(low=sorted(n.name for n in low), high=sorted(n.name for n in high))
+    if not low:
+        result.skipped = NO_LOW
+        return result
+    if len(low) == count:
+        result.skipped = ALL_LOW
+        return result
+    if not high:
+        result.skipped = NO_HIGH
+        return result
+    target = params.target_thresholds
+    t_cpu, t_mem = target["cpu"], target["memory"]
+    room_cpu = sum(t_cpu * n.alloc_cpu / 100.0 - n.cpu for n in low)
+    room_mem = sum(t_mem * n.alloc_memory / 100.0 - n.memory for n in low)
+    common: dict[str, Any] = {
+        "strategy": STRATEGY,
+        "thresholds": dict(params.thresholds),
+        "target_thresholds": dict(target),
+        "low_nodes": result.low[:LOW_NODES_SHOWN],
+        "low_node_count": len(low),
+        **(shared or {}),
+    }
+    n_low = len(low)
+    high.sort(key=lambda n: (-sum(n.percent().values()), n.name))
+    victims = result.victims
+    for load in high:
+        a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
+        ordered: list[TaskInfo] | None = None
+        rank = 0
+        while True:
+            p_cpu = 100.0 * load.cpu / a_cpu if a_cpu > 0 else 0.0
+            p_mem = 100.0 * load.memory / a_mem if a_mem > 0 else 0.0
+            # go on while the node is at or above a target and every headroom is left;
+            # upstream (isContinueEvictPods) stops only on a headroom of exactly zero
+            if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
+                break
+            if ordered is None:
+                ordered = sorted(candidates(load.name), key=victim_order)
+            if rank >= len(ordered):
+                break
+            task = ordered[rank]
+            rank += 1
+            if not may_evict(task):
+                continue
+            usage = pod_load(task)
+            evidence = dict(common)
+            evidence["node"] = load.name
+            evidence["node_usage"] = {"cpu": round(p_cpu, 2), "memory": round(p_mem, 2)}
+            evidence["node_samples"] = load.samples
+            evidence["headroom"] = {"cpu": int(room_cpu), "memory": int(room_mem)}
+            evidence["rank"] = rank
+            evidence["victim_usage"] = {"cpu": int(usage.cpu), "memory": int(usage.memory)}
+            evidence["usage_source"] = usage.source
+            evidence["why"] = (
+                f"{load.name} averages cpu {p_cpu:.0f}%/mem {p_mem:.0f}% > target "
+                f"{t_cpu:g}%/{t_mem:g}%; {n_low} low node(s) have {_cores(room_cpu)}/"
+                f"{_gib(room_mem)} headroom; rank {rank}, uses {_cores(usage.cpu)}/"
+                f"{_gib(usage.memory)} ({usage.source})"
+            )
+            victims.append(Choice(task, evidence))
+            load.cpu -= usage.cpu
+            load.memory -= usage.memory
+            room_cpu -= usage.cpu
+            room_mem -= usage.memory
+    return result
+
+
+def _cores(milli: float) -> str:
+    return f"{milli / 1000:.1f} cores"
+
+
+def _gib(memory: float) -> str:
+    return f"{memory / 1024**3:.1f}Gi"

@@ -1,0 +1,217 @@
+"""The rescheduling plugin's session side: when a round runs and what it measures.
+
+Why it exists: the strategy (:mod:`.low_node_utilization`) is pure arithmetic over node loads;
+this module turns the session into those loads and hands the victims to ``shuffle``
+(upstream: volcano-sh/volcano pkg/scheduler/plugins/rescheduling/rescheduling.go,
+``reschedulingPlugin.OnSessionOpen``, and rescheduling_util.go, ``timeToRun``).
+
+* **When.** The plugin declares one trigger, ``rescheduling/interval`` (kind
+  ``rescheduling``), every ``interval`` from the controller's start; a round runs only in
+  a session opened by that trigger, and only when the last firing of that trigger on the
+  log (``ssn.history.last_fired``, folded from ``trigger.fired`` records) is at least one
+  interval ago. The firing is always written (``Schedule.always_written``), so "last run" is
+  a fold of the log, not Volcano's package-global ``lastRescheduleTime``; a restart that
+  re-registers the trigger cannot run a second round inside one interval. The very first
+  firing (none before it on the log) only starts the clock, so the first round comes one
+  interval after the start, as upstream's (whose timer starts at process start), with a
+  full ``metricsPeriod`` of samples behind it.
+* **Measuring a node.** The mean of the node's ``metrics.node`` samples in ``(now −
+  metricsPeriod, now]``. A node with no sample in that window is *stale* and takes no part
+  (neither low nor high, and not counted in "every node is low"); one sample is enough.
+  Unschedulable and NotReady nodes take no part either.
+* **Measuring a pod.** The mean of its ``metrics.pod`` samples over the same window; a pod
+  with none counts its request instead (the evidence says ``usage_source: request``).
+* **Who may go.** Running pods of session jobs on the hot node (shuffle's candidates)
+  whose ``task.preemptable`` is true; never a DaemonSet or mirror pod, nor a
+  ``kube-system`` / system-critical pod (conformance's rule); and never a pod whose
+  PodGroup would drop below its ``minAvailable`` (pods with no PodGroup are recreated by
+  their owner and have no gang minimum). Which tasks count as preemptable is the
+  projection's decision (:attr:`TaskInfo.preemptable`), not this plugin's.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+
+from controller.framework.plugin import Interval, PluginContext, Schedule
+from controller.framework.points import Victim
+from controller.framework.session import Session
+from controller.plugins.rescheduling.args import ReschedulingArgs
+from controller.plugins.rescheduling.low_node_utilization import (
+    NodeLoad,
+    PodLoad,
+    Round,
+    select,
+)
+from projections.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
+from projections.usage import Series, UsageState, to_seconds
+
+NAME = "rescheduling"
+REASON = "low-node-utilization"
+KIND = "rescheduling"
+TRIGGER = "rescheduling/interval"
+#: before the session tick when both are due at one instant
+RANK = 10
+CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+SYSTEM_NAMESPACE = "kube-system"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def schedules(args: ReschedulingArgs, ctx: PluginContext) -> tuple[Schedule, ...]:
+    """One interval trigger, every ``args.interval`` from the start, always written."""
+    del ctx
+    return (Schedule(TRIGGER, KIND, Interval(args.interval), rank=RANK, always_written=True),)
+
+
+def never_victim(task: TaskInfo) -> bool:
+    """Pods no rescheduling round may evict, whatever their preemptable mark."""
+    return (
+        task.owner_kind == "DaemonSet"
+        or MIRROR_ANNOTATION in task.annotations
+        or task.namespace == SYSTEM_NAMESPACE
+        or task.priority_class in CRITICAL_CLASSES
+    )
+
+
+def average(series: Series | None, now: datetime, period: timedelta) -> tuple[float, float, int]:
+    """``(cpu, memory, samples)``: the mean of the points in ``(now - period, now]``."""
+    if series is None:
+        return 0.0, 0.0, 0
+    end = to_seconds(now)
+    times = series.times
+    lo = bisect_right(times, end - period.total_seconds())
+    hi = bisect_right(times, end)
+    n = hi - lo
+    if n <= 0:
+        return 0.0, 0.0, 0
+    return sum(series.cpu[lo:hi]) / n, sum(series.memory[lo:hi]) / n, n
+
+
+def node_loads(
+    nodes: Sequence[NodeInfo], usage: UsageState, now: datetime, period: timedelta
+) -> tuple[list[NodeLoad], list[str]]:
+    """``(loads, stale)``: the nodes taking part with their averaged usage, and the names
+    of schedulable Ready nodes without a sample in the window."""
+    loads: list[NodeLoad] = []
+    stale: list[str] = []
+    series = usage.nodes
+    for node in nodes:
+        if node.unschedulable or not node.ready:
+            continue
+        cpu, memory, n = average(series.get(node.name), now, period)
+        if n == 0:
+            stale.append(node.name)
+            continue
+        alloc = node.allocatable
+        loads.append(NodeLoad(node.name, alloc.milli_cpu, alloc.memory, cpu, memory, n))
+    return loads, sorted(stale)
+
+
+class ReschedulingPlugin:
+    """Registers the victim function on the sessions of its own trigger."""
+
+    name = NAME
+
+    def __init__(self, args: ReschedulingArgs) -> None:
+        self.args = args
+        #: the rounds of the last session that ran one (for tests and audit)
+        self.rounds: list[Round] = []
+
+    def due(self, ssn: Session) -> bool:
+        """Whether this session runs a round: our trigger, and one interval since the last."""
+        if ssn.trigger_kind != KIND:
+            return False
+        last = ssn.history.last_fired.get(TRIGGER)
+        return last is not None and ssn.now - last >= self.args.interval
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.rounds = []
+        if self.due(ssn):
+            ssn.add_victim_tasks_fn(NAME, lambda tasks: self.victims(ssn, tasks))
+
+    def on_session_close(self, ssn: Session) -> None:
+        del ssn
+
+    def victims(self, ssn: Session, tasks: Sequence[TaskInfo]) -> list[Victim]:
+        """Every strategy's victims; ``tasks`` (shuffle's candidates) is not walked: the
+        same set is read off the hot nodes (Running tasks of session jobs)."""
+        del tasks
+        args = self.args
+        now, period = ssn.now, args.metrics_period
+        nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        chosen: list[Victim] = []
+        left: dict[str, int] = {}
+        for params in args.strategies:
+            loads, stale = node_loads(nodes, ssn.usage, now, period)
+            result = select(
+                loads,
+                params,
+                candidates=lambda name: _candidates(ssn, name),
+                pod_load=lambda task: _pod_load(ssn.usage, task, now, period),
+                may_evict=lambda task: _gang_allows(ssn, task, left),
+                shared={
+                    "metrics_period": _go(period),
+                    "interval": _go(args.interval),
+                    "stale_nodes": len(stale),
+                },
+            )
+            self.rounds.append(result)
+            chosen.extend(Victim(c.task, REASON, c.evidence, NAME) for c in result.victims)
+        return chosen
+
+
+def _candidates(ssn: Session, node: str) -> Iterator[TaskInfo]:
+    """The node's Running, preemptable, not protected tasks (their job is checked later,
+    by :func:`_gang_allows`, only for the few the round reaches)."""
+    running = TaskStatus.RUNNING
+    for task in ssn.nodes[node].tasks.values():
+        if task.status == running and task.preemptable and not never_victim(task):
+            yield task
+
+
+def _pod_load(usage: UsageState, task: TaskInfo, now: datetime, period: timedelta) -> PodLoad:
+    cpu, memory, n = average(usage.pods.get(task.key), now, period)
+    if n:
+        return PodLoad(cpu, memory, "metrics")
+    return PodLoad(task.resreq.milli_cpu, task.resreq.memory, "request")
+
+
+def _running(job: JobInfo) -> int:
+    running = TaskStatus.RUNNING
+    return sum(1 for task in job.tasks.values() if task.status == running)
+
+
+def _gang_allows(ssn: Session, task: TaskInfo, left: dict[str, int]) -> bool:
+    """A PodGroup job keeps at least ``minAvailable`` Running pods; records the taking.
+
+    ``left`` counts, per job, the Running pods the round has not taken yet.
+    """
+    job = ssn.job_of(task)
+    if job is None:
+        return False
+    if not job.implicit:
+        count = left.get(job.id)
+        if count is None:
+            count = _running(job)
+        if count - 1 < job.min_available:
+            left[job.id] = count
+            return False
+        left[job.id] = count - 1
+    return True
+
+
+def _go(period: timedelta) -> str:
+    seconds = int(period.total_seconds())
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60}m"
+    return f"{period.total_seconds():g}s"
+
+
+def build(args: ReschedulingArgs, ctx: PluginContext) -> ReschedulingPlugin:
+    """The plugin for validated ``args``."""
+    del ctx
+    return ReschedulingPlugin(args)
