@@ -9,8 +9,9 @@ controller saw there. Along one fold it notes, for the pod asked about:
 * each TDM trigger of its zone where other pods of its job were evicted and it was not
   (the job's budget allowed only so many, chosen lowest priority, newest first);
 * each metrics sample of its node over a pressure threshold while the node was cooling
-  down from an earlier round (no new round may start during the cooldown), and each
-  pressure round that planned it without evicting it (batch limit, or enough freed);
+  down from an earlier round (no new round may start during the cooldown), when the pod
+  was a candidate there (a live BE pod not evicted before), and each pressure round that planned it
+  without evicting it (batch limit, or enough freed);
 * at the end, if the pod is still pending: a scheduling session opened on the final
   state, whose allocate predicates are run over every node (which failed, on how many
   nodes), with the queue and gang minimum of its job.
@@ -29,6 +30,7 @@ from controller.engine import build_cycle
 from controller.framework.nodes import allocate_check, predicate_nodes
 from controller.framework.session import open_session
 from controller.policy import Policy, load_policy
+from controller.pressure.candidates import PRESSURE_QOS, evictable
 from controller.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
@@ -113,8 +115,9 @@ def _cooling(
     key = _task_key(world, pod)
     if eviction is None or key is None or not isinstance(name, str):
         return []
-    if world.cluster.tasks[key].node_name != name:
-        return []
+    task = world.cluster.tasks[key]
+    if task.qos not in PRESSURE_QOS or not evictable(task, name, world.pressure):
+        return []  # not a pressure candidate on this node (LS pods are never taken)
     node = world.cluster.nodes.get(name)
     series = world.usage.nodes.get(name)
     numbers = node_numbers(node, series) if node is not None and series is not None else None

@@ -22,6 +22,10 @@ samples with units and as % of the node's capacity; ``replay-config-tdm`` (a cou
 replay) now checks every decision point and ends with the what-if summary (real vs
 evidence-only differences, counts by reason, node and hour) instead of the first point's
 raw JSON lines; ``demo`` ends by saying where it wrote its report (``demo-run.html``).
+Later in issue 14, ``audit-why-batch-2`` lost its last "not decided" line, which said the
+pod was held back by the node's cooldown at 12:07:30 although it had already been evicted
+at 12:07:10: only a pressure *candidate* (a live BE pod not evicted before) is now said to
+be blocked by a cooldown.
 """
 
 from __future__ import annotations
