@@ -147,8 +147,26 @@ def replay_cmd(
     as_json: Annotated[
         bool, typer.Option("--json", help="With --config: the what-if summary as JSON.")
     ] = False,
+    resimulate: Annotated[
+        bool,
+        typer.Option(
+            help="With --config: re-run the log's inputs (watch events and metric samples "
+            "with no cause) through the simulator under the other configuration, so its own "
+            "triggers fire, and compare the two decision streams.",
+        ),
+    ] = False,
 ) -> None:
     """Re-derive every decision of a log deterministically."""
+    if resimulate:
+        if config is None:
+            fail("--resimulate needs --config: the configuration to re-run the inputs under")
+        from controller.cli.explain_cmd import print_resimulated
+
+        policy = read_policy(config)
+        print_resimulated(
+            read_log_events(log), policy, source=str(config), as_json=as_json, diff=diff
+        )
+        return
     override = read_policy(config).raw if config else None
     world = None
     if start is None or (log.endswith(".jsonl") and "://" not in log):
