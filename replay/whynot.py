@@ -23,7 +23,7 @@ the end; nothing is written.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from controller.engine import build_cycle
@@ -44,8 +44,13 @@ def _match(key: str, pod: str) -> bool:
     return key == pod or key.split("/", 1)[-1] == pod
 
 
-def why_not(events: Iterable[Event], pod: str) -> list[str]:
-    """Sentences saying when ``pod`` was considered and not evicted, or why it is pending."""
+def why_not(
+    events: Iterable[Event], pod: str, *, progress: Callable[[int], None] | None = None
+) -> list[str]:
+    """Sentences saying when ``pod`` was considered and not evicted, or why it is pending.
+
+    ``progress`` is called now and then with how many records were folded.
+    """
     records = list(events)
     by_cause: dict[str, list[Event]] = defaultdict(list)
     for event in records:
@@ -56,7 +61,9 @@ def why_not(events: Iterable[Event], pod: str) -> list[str]:
     policy: Policy | None = None
     policy_key: int | None = None
     cooling_said: set[tuple[str, str]] = set()
-    for event in records:
+    for i, event in enumerate(records):
+        if progress is not None and not i & 1023:
+            progress(i)
         if event.type == "trigger.fired" and as_trigger(event).get("kind") in _TDM_KINDS:
             out += _tdm_passed_over(world, event, by_cause.get(event.id, []), pod)
         world.apply(event)

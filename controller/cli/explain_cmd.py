@@ -12,6 +12,7 @@ import json
 
 import typer
 
+from controller.cli.progress import Progress
 from controller.policy import Policy
 from replay.explain import answers
 from replay.resimulate import diff_runs, horizon, select_inputs
@@ -25,7 +26,8 @@ from streams.events import DECISION_TYPES, Event
 def why(events: list[Event], pod: str, *, as_json: bool) -> None:
     """Print why ``pod`` was evicted or bound, and why not; exit 1 when nothing is known."""
     found = answers(events, pod)
-    passed = why_not(events, pod)
+    with Progress("audit why", len(events)) as bar:
+        passed = why_not(events, pod, progress=bar.callback())
     if as_json:
         typer.echo(
             json.dumps(
@@ -81,7 +83,10 @@ def resimulate(events: list[Event], policy: Policy, *, source: str) -> list[Even
     if not inputs:
         return []
     run = Simulation(policy.config, eviction=policy.eviction, config_source=source)
-    return run.run(inputs, until=horizon(events)).decisions
+    stop = horizon(events)
+    span = (stop - inputs[0].at).total_seconds() if stop else 0.0
+    with Progress("resimulate", span, size=len(inputs)) as bar:
+        return run.run(inputs, until=stop, progress=bar.callback()).decisions
 
 
 def print_resimulated(

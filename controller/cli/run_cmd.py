@@ -18,6 +18,7 @@ from controller.cli.common import (
     resume_from,
     save_checkpoint,
 )
+from controller.cli.progress import Progress
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
@@ -73,9 +74,15 @@ def simulate(
             fail(f"--until: {until!r}: {exc}")
     if is_scenario(recording) and stop is None:
         _, _, stop = load_scenario(recording)
-    result = Simulation(policy.config, eviction=policy.eviction, config_source=str(config)).run(
-        events, until=stop
+    first, last = (
+        min((e.at for e in events), default=None),
+        stop or max((e.at for e in events), default=None),
     )
+    span = (last - first).total_seconds() if first and last else 0.0
+    with Progress("simulate", span, size=len(events)) as bar:
+        result = Simulation(policy.config, eviction=policy.eviction, config_source=str(config)).run(
+            events, until=stop, progress=bar.callback()
+        )
     out = decisions.open("wb") if decisions else sys.stdout.buffer
     try:
         for decision in result.decisions:
@@ -175,13 +182,15 @@ def replay_cmd(
         if "://" not in log and not Path(log).exists():
             fail(f"{log}: no such log")
         world, events = asyncio.run(resume_from(log, start))
-    report = replay(
-        events,
-        override=override,
-        stop_at_first=not diff and override is None,
-        start=start or 0,
-        world=world,
-    )
+    with Progress("replay", len(events)) as bar:
+        report = replay(
+            events,
+            override=override,
+            stop_at_first=not diff and override is None,
+            start=start or 0,
+            world=world,
+            progress=bar.callback(),
+        )
     if override is not None:
         from controller.cli.explain_cmd import print_whatif
 

@@ -10,11 +10,12 @@ configuration's triggers registered at the first input's time, and the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from controller.effector import SimulatedCluster
+from controller.effector.port import Effector, Effects
 from controller.framework.config import TideConfig
 from controller.loop.step import QUIET_TICK_LIMIT, Step
 from controller.loop.virtual import VirtualLoop
@@ -59,17 +60,27 @@ class Simulation:
         self.world = self.step.world
         self.result = RunResult(self.log, self.world)
 
-    def run(self, inputs: Iterable[Event], *, until: datetime | None = None) -> RunResult:
+    def run(
+        self,
+        inputs: Iterable[Event],
+        *,
+        until: datetime | None = None,
+        progress: Callable[[float], None] | None = None,
+    ) -> RunResult:
         """Run over ``inputs`` (any order; sorted stably by ``at``) until ``until`` (default:
-        the last input's time)."""
+        the last input's time). ``progress``, when given, is called with the virtual
+        seconds since the first input as records are written."""
         ordered = sorted(inputs, key=lambda e: e.at)
         if not ordered:
             return self.result
         start = ordered[0].at
+        effector: Effector = self.cluster
+        if progress is not None:
+            effector = _Watched(self.cluster, start, progress)
         loop = VirtualLoop(
             self.step,
             log=self.log,
-            effector=self.cluster,
+            effector=effector,
             triggers=TriggerSet.from_config(self.config, start=start),
         )
         payload: ConfigPayload = {"config": dict(self.config.raw), "source": self.config_source}
@@ -79,6 +90,22 @@ class Simulation:
         self.result.decisions = loop.run(until=until or ordered[-1].at)
         self.result.sessions = self.step.sessions
         return self.result
+
+
+class _Watched:
+    """The cluster, plus a progress call per written record (virtual seconds so far)."""
+
+    def __init__(
+        self, cluster: SimulatedCluster, start: datetime, progress: Callable[[float], None]
+    ) -> None:
+        self.cluster, self.start, self.progress = cluster, start, progress
+
+    def observe(self, record: Event) -> None:
+        self.cluster.observe(record)
+        self.progress((record.at - self.start).total_seconds())
+
+    def apply(self, decision: Event) -> Effects:
+        return self.cluster.apply(decision)
 
 
 def save_log(url: str, events: list[Event], *, batch: int = 5000) -> int:

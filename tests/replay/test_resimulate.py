@@ -76,3 +76,37 @@ def test_moving_the_demo_day_window_moves_its_evictions(
 def test_resimulate_needs_a_configuration() -> None:
     result = CliRunner().invoke(app, ["replay", str(GOLDEN / "demo.jsonl"), "--resimulate"])
     assert result.exit_code != 0 and "--resimulate needs --config" in result.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "label", "rows"),
+    [
+        (["--against", str(GOLDEN / "tdm-budgets-altered.jsonl")], "tdm-budgets-altered", 2),
+        (["--config", str(GOLDEN / "sources" / "tdm-budgets.yaml")], "replayed under", 0),
+        (
+            ["--config", str(GOLDEN / "sources" / "tdm-budgets.yaml"), "--resimulate"],
+            "re-simulated under",
+            0,
+        ),
+    ],
+    ids=["second-log", "config-replayed", "config-resimulated"],
+)
+def test_report_has_a_whatif_view(extra: list[str], label: str, rows: int, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    args = ["report", str(GOLDEN / "tdm-budgets.jsonl"), "--out", str(out), *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert "<h2>What if: " in page and label in page
+    assert page.count("class='whatif-row") == rows
+    assert page.count("whatif-before") >= 1 and page.count("whatif-after") >= 1
+    assert f"what-if: {rows} real difference(s)" in result.stdout
+
+
+def test_report_without_whatif_options_has_no_whatif_view(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(
+        app, ["report", str(GOLDEN / "tdm-budgets.jsonl"), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "What if" not in out.read_text()
