@@ -14,7 +14,10 @@ another configuration those answers differ, and the simulator produces its own.
 Triggers, decisions, effects and ``config.applied`` are never inputs: the simulation
 writes its own. On a recording of a real cluster, a watch event the cluster produced
 because of a decision carries no cause, so it is kept as an input (a known limit: the
-new run sees that pod go even if it would not have evicted it).
+new run sees that pod go even if it would not have evicted it). Likewise node samples
+are inputs as recorded: on a real cluster, or a simulated log whose scenario had
+``evictionFreesUsage`` on, samples after an eviction already show what that run's
+eviction freed.
 
 This module only selects and compares; the CLI runs the simulator
 (``controller.simulate``, which replay may not import).

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 
 from controller.cli.common import (
     fail,
@@ -22,7 +23,7 @@ from controller.cli.progress import Progress
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
-from controller.simulate.scenario import ScenarioError, is_scenario, load_scenario
+from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario, load_scenario
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
@@ -79,10 +80,16 @@ def simulate(
         stop or max((e.at for e in events), default=None),
     )
     span = (last - first).total_seconds() if first and last else 0.0
+    relief = False
+    if is_scenario(recording):
+        try:
+            relief = frees_usage(yaml.safe_load(recording.read_text()) or {})
+        except ScenarioError as exc:
+            fail(str(exc))
     with Progress("simulate", span, size=len(events)) as bar:
-        result = Simulation(policy.config, eviction=policy.eviction, config_source=str(config)).run(
-            events, until=stop, progress=bar.callback()
-        )
+        result = Simulation(
+            policy.config, eviction=policy.eviction, config_source=str(config), relief=relief
+        ).run(events, until=stop, progress=bar.callback())
     out = decisions.open("wb") if decisions else sys.stdout.buffer
     try:
         for decision in result.decisions:

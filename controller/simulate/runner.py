@@ -20,6 +20,7 @@ from controller.framework.config import TideConfig
 from controller.loop.step import QUIET_TICK_LIMIT, Step
 from controller.loop.virtual import VirtualLoop
 from controller.pressure.config import EvictionConfig
+from controller.simulate.relief import UsageRelief
 from controller.triggers import TriggerSet
 from projections.world import World
 from streams.backends import open_log
@@ -50,8 +51,12 @@ class Simulation:
         eviction: EvictionConfig | None = None,
         cluster: SimulatedCluster | None = None,
         config_source: str = "config",
+        relief: bool = False,
     ) -> None:
+        """``relief``: node samples show the usage freed by pressure evictions
+        (:mod:`controller.simulate.relief`)."""
         self.config = config
+        self.relief = UsageRelief() if relief else None
         self.eviction = eviction
         self.cluster = cluster or SimulatedCluster()
         self.config_source = config_source
@@ -75,13 +80,14 @@ class Simulation:
             return self.result
         start = ordered[0].at
         effector: Effector = self.cluster
-        if progress is not None:
-            effector = _Watched(self.cluster, start, progress)
+        if progress is not None or self.relief is not None:
+            effector = _Watched(self.cluster, start, progress, self.relief)
         loop = VirtualLoop(
             self.step,
             log=self.log,
             effector=effector,
             triggers=TriggerSet.from_config(self.config, start=start),
+            prepare=self.relief.prepare if self.relief is not None else None,
         )
         payload: ConfigPayload = {"config": dict(self.config.raw), "source": self.config_source}
         applied = make_event("config.applied", start, as_json(payload))
@@ -93,16 +99,24 @@ class Simulation:
 
 
 class _Watched:
-    """The cluster, plus a progress call per written record (virtual seconds so far)."""
+    """The cluster, plus the run's other observers of written records: a progress call
+    (virtual seconds so far) and the usage relief."""
 
     def __init__(
-        self, cluster: SimulatedCluster, start: datetime, progress: Callable[[float], None]
+        self,
+        cluster: SimulatedCluster,
+        start: datetime,
+        progress: Callable[[float], None] | None,
+        relief: UsageRelief | None,
     ) -> None:
-        self.cluster, self.start, self.progress = cluster, start, progress
+        self.cluster, self.start, self.progress, self.relief = cluster, start, progress, relief
 
     def observe(self, record: Event) -> None:
         self.cluster.observe(record)
-        self.progress((record.at - self.start).total_seconds())
+        if self.relief is not None:
+            self.relief.observe(record)
+        if self.progress is not None:
+            self.progress((record.at - self.start).total_seconds())
 
     def apply(self, decision: Event) -> Effects:
         return self.cluster.apply(decision)

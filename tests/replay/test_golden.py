@@ -26,6 +26,21 @@ Later in issue 14, ``audit-why-batch-2`` lost its last "not decided" line, which
 pod was held back by the node's cooldown at 12:07:30 although it had already been evicted
 at 12:07:10: only a pressure *candidate* (a live BE pod not evicted before) is now said to
 be blocked by a cooldown.
+
+``demo-v2.jsonl`` is the demo log written by ``tide demo`` after issue 14 made the demo's
+pressure evictions free usage (``evictionFreesUsage: true`` in the demo scenario,
+``controller/simulate/relief.py``): the simulated node samples after a pressure eviction
+subtract what the evicted pods used (their last ``metrics.pod`` sample; the day batch pods
+now have usage profiles, so the log also holds their ``metrics.pod`` samples). Its
+decisions differ from ``demo.jsonl``'s from 16:02 on: shared-1's cpu-pressure round plans
+by the pods' sampled usage (2.5 and 2 cores, not 0), so it evicts two pods (etl-2,
+train-1) instead of three; the next sample shows the relief (97 % → 82.94 %), still
+rising fast, so predictive eviction takes train-2 at 16:03 (cpu-pressure 3 → 2,
+predicted-pressure 3 → 4); its replacement binds at 16:03:40 and the untaint comes at
+16:08:10. No policy changed (the old ``demo.jsonl`` still verifies with the same code);
+only the simulator's inputs did. The "demo writes the golden demo log" test now
+compares with ``demo-v2.jsonl``; the ``demo`` output expectation changed with it (that
+timeline and summary, 5335 records on the log, 4353 sessions).
 """
 
 from __future__ import annotations
@@ -40,7 +55,7 @@ from typer.testing import CliRunner
 from controller.cli import app
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-LOGS = ("demo", "tdm-budgets", "allocate-gang", "pressure-graceful")
+LOGS = ("demo", "demo-v2", "tdm-budgets", "allocate-gang", "pressure-graceful")
 COMMANDS: dict[str, list[str]] = json.loads((GOLDEN / "outputs" / "commands.json").read_text())
 
 
@@ -110,4 +125,4 @@ def test_demo_writes_the_golden_demo_log(workdir: Path, monkeypatch: pytest.Monk
     assert code == 0, out
     code, exported = invoke(["log", "export", "--log", str(db)])
     assert code == 0
-    assert exported.encode() == (GOLDEN / "demo.jsonl").read_bytes()
+    assert exported.encode() == (GOLDEN / "demo-v2.jsonl").read_bytes()
