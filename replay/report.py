@@ -254,8 +254,11 @@ td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;vertical-alig
 """
 
 
-def render(day: Day, records: list[Event], *, title: str = "tide report") -> str:
-    """The page: decisions per reason, then one chart and one table per node."""
+def render(
+    day: Day, records: list[Event], *, title: str = "tide report", extra: Sequence[str] = ()
+) -> str:
+    """The page: decisions per reason, ``extra`` sections (HTML: the what-if view), then
+    one chart and one table per node."""
     scale = _Scale(day)
     body = [
         f"<h1>{html.escape(title)}</h1>",
@@ -266,6 +269,7 @@ def render(day: Day, records: list[Event], *, title: str = "tide report") -> str
         "binds</b>, <b style='color:#ff7f0e'>taints</b> (hover for why).</p>",
         "<h2>Decisions per reason per hour</h2>",
         _reason_chart(day),
+        *extra,
     ]
     for node in day.nodes.values():
         zone = f" (zone {html.escape(node.zone)})" if node.zone else ""

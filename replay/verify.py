@@ -18,7 +18,7 @@ it are folded unchecked, into ``world`` when the caller resumed one from a check
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,7 @@ def replay(
     stop_at_first: bool = True,
     start: int = 0,
     world: World | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ReplayReport:
     """Re-derive and compare every decision of ``events`` (in offset order).
 
@@ -116,7 +117,9 @@ def replay(
     world = World() if world is None else world
     fixed = Policy.of(*configs) if isinstance(configs, tuple) else configs
     cache = _ConfigCache(override, fixed)
-    for event in records:
+    for i, event in enumerate(records):
+        if progress is not None and not i & 1023:
+            progress(i)
         if 0 <= event.offset < start:
             world.apply(event)
             continue

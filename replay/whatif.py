@@ -108,13 +108,30 @@ class WhatIf:
 
 
 def compare(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]) -> WhatIf:
-    """Two decision streams (decision payloads with ``at``), compared."""
+    """Two decision streams (decision payloads with ``at``), compared.
+
+    A decision of ``after`` whose action also is in ``before`` but whose whole payload is
+    not (the same eviction explained with other numbers) counts as evidence-only.
+    """
+    before, after = list(before), list(after)
     b = [action(d) for d in before]
     a = [action(d) for d in after]
     cb, ca = Counter(b), Counter(a)
     only_b = sorted((cb - ca).elements())
     only_a = sorted((ca - cb).elements())
-    return WhatIf(b, a, 0, only_b, only_a)
+    same = cb & ca
+    whole = Counter(json.dumps(d, sort_keys=True) for d in before)
+    evidence_only = 0
+    for d, act in zip(after, a, strict=True):
+        if same[act] <= 0:
+            continue
+        same[act] -= 1
+        line = json.dumps(d, sort_keys=True)
+        if whole[line] > 0:
+            whole[line] -= 1
+        else:
+            evidence_only += 1
+    return WhatIf(b, a, evidence_only, only_b, only_a)
 
 
 def from_report(report: ReplayReport, recorded: Iterable[str]) -> WhatIf:

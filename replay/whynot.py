@@ -9,8 +9,9 @@ controller saw there. Along one fold it notes, for the pod asked about:
 * each TDM trigger of its zone where other pods of its job were evicted and it was not
   (the job's budget allowed only so many, chosen lowest priority, newest first);
 * each metrics sample of its node over a pressure threshold while the node was cooling
-  down from an earlier round (no new round may start during the cooldown), and each
-  pressure round that planned it without evicting it (batch limit, or enough freed);
+  down from an earlier round (no new round may start during the cooldown), when the pod
+  was a candidate there (a live BE pod not evicted before), and each pressure round that planned it
+  without evicting it (batch limit, or enough freed);
 * at the end, if the pod is still pending: a scheduling session opened on the final
   state, whose allocate predicates are run over every node (which failed, on how many
   nodes), with the queue and gang minimum of its job.
@@ -22,13 +23,14 @@ the end; nothing is written.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from controller.engine import build_cycle
 from controller.framework.nodes import allocate_check, predicate_nodes
 from controller.framework.session import open_session
 from controller.policy import Policy, load_policy
+from controller.pressure.candidates import PRESSURE_QOS, evictable
 from controller.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
@@ -42,8 +44,13 @@ def _match(key: str, pod: str) -> bool:
     return key == pod or key.split("/", 1)[-1] == pod
 
 
-def why_not(events: Iterable[Event], pod: str) -> list[str]:
-    """Sentences saying when ``pod`` was considered and not evicted, or why it is pending."""
+def why_not(
+    events: Iterable[Event], pod: str, *, progress: Callable[[int], None] | None = None
+) -> list[str]:
+    """Sentences saying when ``pod`` was considered and not evicted, or why it is pending.
+
+    ``progress`` is called now and then with how many records were folded.
+    """
     records = list(events)
     by_cause: dict[str, list[Event]] = defaultdict(list)
     for event in records:
@@ -54,7 +61,9 @@ def why_not(events: Iterable[Event], pod: str) -> list[str]:
     policy: Policy | None = None
     policy_key: int | None = None
     cooling_said: set[tuple[str, str]] = set()
-    for event in records:
+    for i, event in enumerate(records):
+        if progress is not None and not i & 1023:
+            progress(i)
         if event.type == "trigger.fired" and as_trigger(event).get("kind") in _TDM_KINDS:
             out += _tdm_passed_over(world, event, by_cause.get(event.id, []), pod)
         world.apply(event)
@@ -113,8 +122,9 @@ def _cooling(
     key = _task_key(world, pod)
     if eviction is None or key is None or not isinstance(name, str):
         return []
-    if world.cluster.tasks[key].node_name != name:
-        return []
+    task = world.cluster.tasks[key]
+    if task.qos not in PRESSURE_QOS or not evictable(task, name, world.pressure):
+        return []  # not a pressure candidate on this node (LS pods are never taken)
     node = world.cluster.nodes.get(name)
     series = world.usage.nodes.get(name)
     numbers = node_numbers(node, series) if node is not None and series is not None else None

@@ -1,5 +1,5 @@
 """The printing side of `tide audit why` (answers, then non-decisions) and of the
-`tide replay --config` what-if summary, as text or JSON.
+`tide replay --config` what-if summary (and its ``--resimulate`` re-run), as text or JSON.
 
 Kept apart from :mod:`controller.cli.run_cmd` so the command function there stays a thin
 wrapper; the explanations themselves are built in :mod:`replay.explain` and
@@ -12,7 +12,10 @@ import json
 
 import typer
 
+from controller.cli.progress import Progress
+from controller.policy import Policy
 from replay.explain import answers
+from replay.resimulate import diff_runs, horizon, select_inputs
 from replay.verify import ReplayReport
 from replay.whatif import from_report
 from replay.whynot import why_not
@@ -23,7 +26,8 @@ from streams.events import DECISION_TYPES, Event
 def why(events: list[Event], pod: str, *, as_json: bool) -> None:
     """Print why ``pod`` was evicted or bound, and why not; exit 1 when nothing is known."""
     found = answers(events, pod)
-    passed = why_not(events, pod)
+    with Progress("audit why", len(events)) as bar:
+        passed = why_not(events, pod, progress=bar.callback())
     if as_json:
         typer.echo(
             json.dumps(
@@ -62,6 +66,44 @@ def print_whatif(
     typer.echo(
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions "
         f"under the other configuration: {len(report.differences)} point(s) differ"
+    )
+    for line in whatif.lines():
+        typer.echo(line)
+
+
+def resimulate(events: list[Event], policy: Policy, *, source: str) -> list[Event]:
+    """Re-run the log's inputs through the simulator under ``policy``; the new decisions.
+
+    The inputs are chosen by :func:`replay.resimulate.select_inputs` (watch events and
+    metric samples with no cause); the run stops at the log's last record.
+    """
+    from controller.simulate.runner import Simulation
+
+    inputs = select_inputs(events)
+    if not inputs:
+        return []
+    run = Simulation(policy.config, eviction=policy.eviction, config_source=source)
+    stop = horizon(events)
+    span = (stop - inputs[0].at).total_seconds() if stop else 0.0
+    with Progress("resimulate", span, size=len(inputs)) as bar:
+        return run.run(inputs, until=stop, progress=bar.callback()).decisions
+
+
+def print_resimulated(
+    events: list[Event], policy: Policy, *, source: str, as_json: bool, diff: bool
+) -> None:
+    """Print ``tide replay --resimulate``: the what-if of the re-run against the log."""
+    after = resimulate(events, policy, source=source)
+    whatif = diff_runs(events, after)
+    if as_json:
+        typer.echo(json.dumps(whatif.as_json(), indent=2, sort_keys=True))
+        return
+    if diff:
+        for decision in after:
+            typer.echo(decision_line(decision).decode())
+    typer.echo(
+        f"re-simulated {len(select_inputs(events))} input records under {source}: "
+        f"{len(whatif.before)} recorded decisions, {len(after)} re-simulated"
     )
     for line in whatif.lines():
         typer.echo(line)

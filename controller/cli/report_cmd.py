@@ -14,10 +14,16 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, read_log_events
+from controller.cli.common import fail, read_log_events, read_policy
+from controller.cli.progress import Progress, tracked
 from controller.settings import DEFAULT_LOG
 from replay.report import collect, render, series
-from streams.events import parse_time
+from replay.report_whatif import whatif_section
+from replay.resimulate import decision_dicts, diff_runs
+from replay.verify import replay
+from replay.whatif import WhatIf, compare, from_report
+from streams.codec import decision_line
+from streams.events import DECISION_TYPES, Event, parse_time
 
 
 def _time(text: str | None, option: str) -> datetime | None:
@@ -43,15 +49,57 @@ def report(
     since: Annotated[str | None, typer.Option("--from", help="RFC 3339")] = None,
     until: Annotated[str | None, typer.Option("--to", help="RFC 3339")] = None,
     node: Annotated[list[str] | None, typer.Option(help="Only these nodes (repeat).")] = None,
+    against: Annotated[
+        str | None, typer.Option(help="What-if view: compare with this second log's decisions.")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="What-if view: this log's decision points under another config."),
+    ] = None,
+    resimulate: Annotated[
+        bool,
+        typer.Option(help="With --config: re-run the log's inputs through the simulator."),
+    ] = False,
 ) -> None:
-    """One self-contained HTML page: pressure, thresholds, windows and decisions per node."""
+    """One self-contained HTML page: pressure, thresholds, windows and decisions per node;
+    with ``--against`` or ``--config``, a what-if view of the two decision streams."""
     start, stop = _time(since, "--from"), _time(until, "--to")
+    if against and config:
+        fail("give --against or --config, not both")
+    if resimulate and config is None:
+        fail("--resimulate needs --config: the configuration to re-run the inputs under")
     events = read_log_events(log)
-    day = collect(events, since=start, until=stop, only=tuple(node or ()))
+    day = collect(tracked(events, "report"), since=start, until=stop, only=tuple(node or ()))
     if node and not day.nodes:
         fail(f"--node: no such node in {log}: {', '.join(node)}")
-    out.write_text(render(day, events, title=f"tide report: {log}"), encoding="utf-8")
-    typer.echo(f"wrote {out}: {len(day.nodes)} node(s), {len(day.decisions)} decisions")
+    found = _whatif(events, against=against, config=config, resimulate=resimulate)
+    extra = [whatif_section(found[0], label=found[1])] if found else []
+    out.write_text(render(day, events, title=f"tide report: {log}", extra=extra), "utf-8")
+    typer.echo(
+        f"wrote {out}: {len(day.nodes)} node(s), {len(day.decisions)} decisions"
+        + (f"; what-if: {found[0].real} real difference(s)" if found else "")
+    )
+
+
+def _whatif(
+    events: list[Event], *, against: str | None, config: Path | None, resimulate: bool
+) -> tuple[WhatIf, str] | None:
+    """The what-if of this log against a second log or another configuration, and its label."""
+    if against:
+        other = read_log_events(against)
+        return compare(decision_dicts(events), decision_dicts(other)), f"{against} vs this log"
+    if config is None:
+        return None
+    policy = read_policy(config)
+    if resimulate:
+        from controller.cli.explain_cmd import resimulate as rerun
+
+        after = rerun(events, policy, source=str(config))
+        return diff_runs(events, after), f"the inputs re-simulated under {config}"
+    with Progress("replay", len(events)) as bar:
+        replayed = replay(events, override=policy.raw, stop_at_first=False, progress=bar.callback())
+    recorded = [decision_line(e).decode() for e in events if e.type in DECISION_TYPES and e.cause]
+    return from_report(replayed, recorded), f"the decision points replayed under {config}"
 
 
 def audit_series(

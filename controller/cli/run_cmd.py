@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 
 from controller.cli.common import (
     RECORD_CHECKS,
@@ -19,11 +20,12 @@ from controller.cli.common import (
     resume_from,
     save_checkpoint,
 )
+from controller.cli.progress import Progress
 from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
-from controller.simulate.scenario import ScenarioError, is_scenario, load_scenario
+from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario, load_scenario
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
@@ -95,9 +97,24 @@ def simulate(
             fail(f"--until: {until!r}: {exc} (RFC 3339, or +DURATION such as +6m)")
     if is_scenario(recording) and stop is None:
         _, _, stop = load_scenario(recording)
-    result = Simulation(
-        policy.config, eviction=policy.eviction, config_source=",".join(str(c) for c in config)
-    ).run(events, until=stop)
+    first, last = (
+        min((e.at for e in events), default=None),
+        stop or max((e.at for e in events), default=None),
+    )
+    span = (last - first).total_seconds() if first and last else 0.0
+    relief = False
+    if is_scenario(recording):
+        try:
+            relief = frees_usage(yaml.safe_load(recording.read_text()) or {})
+        except ScenarioError as exc:
+            fail(str(exc))
+    with Progress("simulate", span, size=len(events)) as bar:
+        result = Simulation(
+            policy.config,
+            eviction=policy.eviction,
+            config_source=",".join(str(c) for c in config),
+            relief=relief,
+        ).run(events, until=stop, progress=bar.callback())
     out = decisions.open("wb") if decisions else sys.stdout.buffer
     try:
         for decision in result.decisions:
@@ -174,8 +191,26 @@ def replay_cmd(
     as_json: Annotated[
         bool, typer.Option("--json", help="With --config: the what-if summary as JSON.")
     ] = False,
+    resimulate: Annotated[
+        bool,
+        typer.Option(
+            help="With --config: re-run the log's inputs (watch events and metric samples "
+            "with no cause) through the simulator under the other configuration, so its own "
+            "triggers fire, and compare the two decision streams.",
+        ),
+    ] = False,
 ) -> None:
     """Re-derive every decision of a log deterministically."""
+    if resimulate:
+        if config is None:
+            fail("--resimulate needs --config: the configuration to re-run the inputs under")
+        from controller.cli.explain_cmd import print_resimulated
+
+        policy = read_policy(config)
+        print_resimulated(
+            read_log_events(log), policy, source=str(config), as_json=as_json, diff=diff
+        )
+        return
     override = read_policy(config).raw if config else None
     world = None
     if start is None or (log.endswith(".jsonl") and "://" not in log):
@@ -184,13 +219,15 @@ def replay_cmd(
         if "://" not in log and not Path(log).exists():
             fail(f"{log}: no such log")
         world, events = asyncio.run(resume_from(log, start))
-    report = replay(
-        events,
-        override=override,
-        stop_at_first=not diff and override is None,
-        start=start or 0,
-        world=world,
-    )
+    with Progress("replay", len(events)) as bar:
+        report = replay(
+            events,
+            override=override,
+            stop_at_first=not diff and override is None,
+            start=start or 0,
+            world=world,
+            progress=bar.callback(),
+        )
     if override is not None:
         from controller.cli.explain_cmd import print_whatif
 

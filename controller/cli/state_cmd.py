@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from controller.cli.common import require_log
+from controller.cli.progress import Progress
 from controller.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
@@ -49,8 +50,12 @@ async def fold_log(url: str, *, at: datetime | None = None, offset: int | None =
                     world = await resume_world(store, upto=offset, head=await log.head())
         if world is None:
             world = World()
-        with paused_gc():
+        begin = world.position
+        bar = Progress("state", (offset if offset is not None else await log.head()) - begin)
+        with paused_gc(), bar:
             async for event in log.read(world.position, offset):
+                if bar.on:
+                    bar.update(event.offset - begin)
                 if at is None or event.at <= at:
                     world.apply(event)
     return world

@@ -13,7 +13,7 @@ time.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from controller.effector.port import Effector, NoEffector
@@ -34,6 +34,9 @@ class VirtualLoop:
         log: where records are written (offsets assigned here).
         effector: who carries out decisions (default: nobody).
         triggers: the configuration's triggers, registered at the start (default: none).
+        prepare: called on each input when it is due, before it is written; returns the
+            record to write instead, or None to drop it (a simulator's inputs that depend
+            on what the run did, e.g. usage freed by evictions). Default: inputs as given.
     """
 
     def __init__(
@@ -43,8 +46,10 @@ class VirtualLoop:
         log: MemoryLog,
         effector: Effector | None = None,
         triggers: TriggerSet | None = None,
+        prepare: Callable[[Event], Event | None] | None = None,
     ) -> None:
         self.step = step
+        self.prepare = prepare
         self.log = log
         self.effector: Effector = effector if effector is not None else NoEffector()
         self.triggers = triggers
@@ -89,7 +94,12 @@ class VirtualLoop:
                 break
             self._tick(now)
             if next_item == now:
-                _, _, _, record = heapq.heappop(self._queue)
+                _, rank, _, record = heapq.heappop(self._queue)
+                if rank == _INPUT and self.prepare is not None:
+                    prepared = self.prepare(record)
+                    if prepared is None:
+                        continue
+                    record = prepared
                 for added in self.write([record]):
                     self._emit(step.on_input(added))
             elif next_trigger == now:

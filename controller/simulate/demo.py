@@ -18,7 +18,7 @@ import yaml
 
 from controller.policy import load_policy
 from controller.simulate.runner import Simulation, save_log
-from controller.simulate.scenario import expand
+from controller.simulate.scenario import expand, frees_usage
 from streams.events import Event, format_time
 
 
@@ -51,10 +51,14 @@ def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
     raw_config = yaml.safe_load(_data("demo-config.yaml"))
     policy = load_policy(raw_config)
     config, eviction = policy.config, policy.eviction
-    events, _, until = expand(yaml.safe_load(_data("demo-scenario.yaml")))
-    result = Simulation(config, eviction=eviction, config_source="tide demo").run(
-        events, until=until
-    )
+    scenario = yaml.safe_load(_data("demo-scenario.yaml"))
+    events, _, until = expand(scenario)
+    result = Simulation(
+        config,
+        eviction=eviction,
+        config_source="tide demo",
+        relief=frees_usage(scenario),
+    ).run(events, until=until)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     save_log(f"sqlite:///{db}", result.log.events)

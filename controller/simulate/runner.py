@@ -10,15 +10,17 @@ configuration's triggers registered at the first input's time, and the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from controller.effector import SimulatedCluster
+from controller.effector.port import Effector, Effects
 from controller.framework.config import TideConfig
 from controller.loop.step import QUIET_TICK_LIMIT, Step
 from controller.loop.virtual import VirtualLoop
 from controller.pressure.config import EvictionConfig
+from controller.simulate.relief import UsageRelief
 from controller.triggers import TriggerSet
 from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from projections.world import World
@@ -50,8 +52,12 @@ class Simulation:
         eviction: EvictionConfig | None = None,
         cluster: SimulatedCluster | None = None,
         config_source: str = "config",
+        relief: bool = False,
     ) -> None:
+        """``relief``: node samples show the usage freed by pressure evictions
+        (:mod:`controller.simulate.relief`)."""
         self.config = config
+        self.relief = UsageRelief() if relief else None
         self.eviction = eviction
         self.cluster = cluster or SimulatedCluster()
         self.config_source = config_source
@@ -60,18 +66,29 @@ class Simulation:
         self.world = self.step.world
         self.result = RunResult(self.log, self.world)
 
-    def run(self, inputs: Iterable[Event], *, until: datetime | None = None) -> RunResult:
+    def run(
+        self,
+        inputs: Iterable[Event],
+        *,
+        until: datetime | None = None,
+        progress: Callable[[float], None] | None = None,
+    ) -> RunResult:
         """Run over ``inputs`` (any order; sorted stably by ``at``) until ``until`` (default:
-        the last input's time)."""
+        the last input's time). ``progress``, when given, is called with the virtual
+        seconds since the first input as records are written."""
         ordered = sorted(inputs, key=lambda e: e.at)
         if not ordered:
             return self.result
         start = ordered[0].at
+        effector: Effector = self.cluster
+        if progress is not None or self.relief is not None:
+            effector = _Watched(self.cluster, start, progress, self.relief)
         loop = VirtualLoop(
             self.step,
             log=self.log,
-            effector=self.cluster,
+            effector=effector,
             triggers=TriggerSet.from_config(self.config, start=start),
+            prepare=self.relief.prepare if self.relief is not None else None,
         )
         payload: ConfigPayload = {
             "config": dict(self.config.raw),
@@ -84,6 +101,30 @@ class Simulation:
         self.result.decisions = loop.run(until=until or ordered[-1].at)
         self.result.sessions = self.step.sessions
         return self.result
+
+
+class _Watched:
+    """The cluster, plus the run's other observers of written records: a progress call
+    (virtual seconds so far) and the usage relief."""
+
+    def __init__(
+        self,
+        cluster: SimulatedCluster,
+        start: datetime,
+        progress: Callable[[float], None] | None,
+        relief: UsageRelief | None,
+    ) -> None:
+        self.cluster, self.start, self.progress, self.relief = cluster, start, progress, relief
+
+    def observe(self, record: Event) -> None:
+        self.cluster.observe(record)
+        if self.relief is not None:
+            self.relief.observe(record)
+        if self.progress is not None:
+            self.progress((record.at - self.start).total_seconds())
+
+    def apply(self, decision: Event) -> Effects:
+        return self.cluster.apply(decision)
 
 
 def save_log(url: str, events: list[Event], *, batch: int = 5000) -> int:

@@ -311,6 +311,15 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
     return events, start, until
 
 
+def frees_usage(doc: Mapping[str, Any]) -> bool:
+    """The scenario's ``evictionFreesUsage`` (default false): whether the simulated node
+    samples show the usage freed by pressure evictions (see controller/simulate/relief.py)."""
+    value = doc.get("evictionFreesUsage", False)
+    if not isinstance(value, bool):
+        raise ScenarioError(f"evictionFreesUsage: {value!r}: expected true or false")
+    return value
+
+
 def load_scenario(path: Path) -> tuple[list[Event], datetime, datetime | None]:
     """Read and expand a scenario file."""
     try:

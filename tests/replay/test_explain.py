@@ -232,6 +232,64 @@ def test_budget_blocked_tdm_candidate_says_why_not() -> None:
     ), lines
 
 
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        (
+            "batch/batch-4",
+            [
+                "batch/batch-4 was not evicted at 2026-11-21T12:07:30Z although hot-0's cpu was"
+                " 96.19 % of capacity, above the 90 % threshold: the node was cooling down after"
+                " the last cpu round until 2026-11-21T12:08:10Z, and no new round may start"
+                " before then"
+            ],
+        ),
+        ("shop/svc-0", []),  # an LS pod is never a CPU-pressure candidate: nothing to explain
+    ],
+    ids=["be-candidate-cooling", "ls-pod-not-a-candidate"],
+)
+def test_cooldown_blocked_pressure_candidate_says_why_not(pod: str, expected: list[str]) -> None:
+    lines = why_not(_golden("pressure-graceful"), pod)
+    assert [line for line in lines if "cooling down" in line] == expected
+
+
+@pytest.mark.parametrize(
+    ("log", "pod", "parts"),
+    [
+        (
+            "allocate-gang",
+            "hpc/big-0",
+            [
+                "hpc/big-0 is pending at 2026-11-21T08:02:05Z: 3 of 4 node(s) fail the predicates",
+                "Insufficient resources on 2 node(s)",
+                "untolerated taint {maintenance: true} on 1 node(s)",
+                "1 would fit",
+                "job hpc/big in queue default needs at least 3 pod(s) placed together",
+            ],
+        ),
+        (
+            "demo",
+            "batch/nightly-0-wqdq7",
+            [
+                "batch/nightly-0-wqdq7 is pending at 2026-11-22T05:00:00Z: 7 of 7 node(s) fail",
+                "beyond revocable zone night:22:00-04:00 on 2 node(s)",
+                "job batch/nightly in queue default needs at least 3 pod(s)",
+            ],
+        ),
+    ],
+    ids=["gang-taint-and-resources", "demo-zone-closed"],
+)
+def test_pending_pod_names_failed_predicates(log: str, pod: str, parts: list[str]) -> None:
+    lines = [line for line in why_not(_golden(log), pod) if "is pending" in line]
+    assert len(lines) == 1, lines
+    for part in parts:
+        assert part in lines[0]
+
+
+def test_running_pod_is_not_called_pending() -> None:
+    assert not any("is pending" in line for line in why_not(_golden("demo"), "shop/web-0"))
+
+
 def test_node_timeline_names_pods_shows_percent_and_zone_triggers() -> None:
     from replay.timeline import timeline, timeline_summary
 

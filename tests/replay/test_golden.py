@@ -51,6 +51,33 @@ Behaviour level 2 (``projections.ownership``; new runs stamp ``"behaviour": 2`` 
   eviction's ``evict_at``, the decision plus the pre-stop delay). The same change moves
   the taint times in ``outputs/demo.txt`` (and its session count by one: one untaint
   fewer tick apart) and ``outputs/simulate-pressure.txt``, on purpose.
+
+Later in issue 14, ``audit-why-batch-2`` lost its last "not decided" line, which said the
+pod was held back by the node's cooldown at 12:07:30 although it had already been evicted
+at 12:07:10: only a pressure *candidate* (a live BE pod not evicted before) is now said to
+be blocked by a cooldown.
+
+``demo-v2.jsonl`` is the demo log written by ``tide demo`` after issue 14 made the demo's
+pressure evictions free usage (``evictionFreesUsage: true`` in the demo scenario,
+``controller/simulate/relief.py``): the simulated node samples after a pressure eviction
+subtract what the evicted pods used (their last ``metrics.pod`` sample; the day batch pods
+now have usage profiles, so the log also holds their ``metrics.pod`` samples). Its
+decisions differ from ``demo.jsonl``'s from 16:02 on: shared-1's cpu-pressure round plans
+by the pods' sampled usage (2.5 and 2 cores, not 0), so it evicts two pods (etl-2,
+train-1) instead of three; the next sample shows the relief (97 % → 82.94 %), still
+rising fast, so predictive eviction takes train-2 at 16:03 (cpu-pressure 3 → 2,
+predicted-pressure 3 → 4); its replacement binds at 16:03:40 and the untaint comes at
+16:08:10. No policy changed (the old ``demo.jsonl`` still verifies with the same code);
+only the simulator's inputs did. The "demo writes the golden demo log" test now
+compares with ``demo-v2.jsonl``; the ``demo`` output expectation changed with it (that
+timeline and summary, 5335 records on the log, 4353 sessions).
+
+``demo-v3.jsonl`` is the demo log once both changes above hold (behaviour level 2 and the
+demo's evictions freeing usage), written by ``tide demo`` when the two were merged: its
+decisions are ``demo-v2.jsonl``'s with the eviction taint counted from the decision that
+places or extends it (level 2), as ``demo-level2.jsonl`` differs from ``demo.jsonl``. The
+"demo writes the golden demo log" test compares with it, and ``outputs/demo.txt`` is that
+run's output (both changes' reasons above).
 """
 
 from __future__ import annotations
@@ -67,6 +94,8 @@ from controller.cli import app
 GOLDEN = Path(__file__).resolve().parent / "golden"
 LOGS = (
     "demo",
+    "demo-v2",
+    "demo-v3",
     "tdm-budgets",
     "allocate-gang",
     "pressure-graceful",
@@ -143,7 +172,7 @@ def test_demo_writes_the_golden_demo_log(workdir: Path, monkeypatch: pytest.Monk
     assert code == 0, out
     code, exported = invoke(["log", "export", "--log", str(db)])
     assert code == 0
-    assert exported.encode() == (GOLDEN / "demo-level2.jsonl").read_bytes()
+    assert exported.encode() == (GOLDEN / "demo-v3.jsonl").read_bytes()
 
 
 def test_a_new_run_stamps_its_behaviour_level_and_old_logs_carry_none() -> None:
