@@ -48,6 +48,7 @@ from typing import Any
 import orjson
 
 from controller.framework.errors import ConfigError
+from controller.framework.matching import match_term, tolerates
 from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
@@ -81,22 +82,6 @@ def parse_args(raw: Mapping[str, Any]) -> PredicatesArgs:
     return PredicatesArgs(**values)
 
 
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """Kubernetes' ``Toleration.ToleratesTaint``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
 def untolerated_taint(tolerations: list[JSON], taints: list[JSON]) -> JSON | None:
     """The first NoSchedule/NoExecute taint none of ``tolerations`` tolerates."""
     for taint in taints:
@@ -105,41 +90,6 @@ def untolerated_taint(tolerations: list[JSON], taints: list[JSON]) -> JSON | Non
         if not any(tolerates(t, taint) for t in tolerations):
             return taint
     return None
-
-
-def _match_expression(expr: Mapping[str, Any], value: str | None) -> bool:
-    operator = expr.get("operator")
-    values = expr.get("values") or []
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
-
-
-def _match_term(term: Mapping[str, Any], node: NodeInfo) -> bool:
-    exprs = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not exprs and not fields:
-        return False  # an empty term matches nothing (Kubernetes)
-    for expr in exprs:
-        if not _match_expression(expr, node.labels.get(str(expr.get("key")))):
-            return False
-    for expr in fields:
-        value = node.name if expr.get("key") == "metadata.name" else None
-        if not _match_expression(expr, value):
-            return False
-    return True
 
 
 def matches_node_affinity(task: TaskInfo, node: NodeInfo) -> bool:
@@ -157,7 +107,7 @@ def matches_node_affinity(task: TaskInfo, node: NodeInfo) -> bool:
     if not required:
         return True
     terms = required.get("nodeSelectorTerms") or []
-    return any(_match_term(term, node) for term in terms)
+    return any(match_term(term, node) for term in terms)
 
 
 def _unschedulable(reason: str, status: FitStatus = FitStatus.UNSCHEDULABLE) -> FitError:

@@ -8,11 +8,12 @@ import pytest
 
 from controller.framework import points as p
 from controller.framework.errors import ConfigError
+from controller.framework.matching import tolerates
 from controller.framework.points import FitError, FitStatus
 from controller.framework.simulate import Scratch
 from controller.framework.tiers import PluginConf
 from controller.plugins import predicates
-from controller.plugins.predicates import PredicatesArgs, PredicatesPlugin, tolerates
+from controller.plugins.predicates import PredicatesArgs, PredicatesPlugin
 from projections.model import NodeInfo, TaskInfo, TaskStatus
 from tests.controller.framework.scenario import cluster, ctx, node, session, task, tiers
 
