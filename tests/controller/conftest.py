@@ -1,4 +1,4 @@
-"""The API double and a client of it, for the sources' tests."""
+"""The API double and a client of it, for the Kubernetes adapter's and the sources' tests."""
 
 from __future__ import annotations
 
