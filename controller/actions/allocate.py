@@ -37,11 +37,12 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from controller.framework import jobs as j
 from controller.framework.errors import ConfigError
 from controller.framework.nodes import Gradients, best_node, fitting_nodes
+from controller.framework.ordering import Ordered
 from controller.framework.points import FitError
 from controller.framework.session import Session
 from controller.framework.statement import Statement
@@ -50,7 +51,6 @@ from projections.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 
 NAME = "allocate"
 REASON = "allocate"
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,19 +69,6 @@ def parse_args(raw: Mapping[str, Any]) -> AllocateArgs:
     return AllocateArgs(predicate_error_cache=value)
 
 
-class _Ordered(Generic[T]):
-    """A heap entry ordered by a session comparison (ties are total by construction)."""
-
-    __slots__ = ("cmp", "item")
-
-    def __init__(self, item: T, cmp: Callable[[T, T], int]) -> None:
-        self.item = item
-        self.cmp = cmp
-
-    def __lt__(self, other: _Ordered[T]) -> bool:
-        return self.cmp(self.item, other.item) < 0
-
-
 class AllocateAction:
     name = NAME
     #: Placement runs on the session tick only: a TDM trigger at the same instant is
@@ -96,18 +83,18 @@ class AllocateAction:
         if not by_job:
             return
         reservations = reserve_nominated(ssn, by_job)
-        jobs_by_queue: dict[str, list[_Ordered[str]]] = {}
+        jobs_by_queue: dict[str, list[Ordered[str]]] = {}
         for job_id in sorted(by_job):
             job = ssn.jobs[job_id]
             if ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
             heap = jobs_by_queue.setdefault(job.queue, [])
-            heapq.heappush(heap, _Ordered(job_id, _job_cmp(ssn)))
+            heapq.heappush(heap, Ordered(job_id, _job_cmp(ssn)))
         queues = [
-            _Ordered(ssn.queues[name], ssn.queue_order_compare) for name in sorted(jobs_by_queue)
+            Ordered(ssn.queues[name], ssn.queue_order_compare) for name in sorted(jobs_by_queue)
         ]
         heapq.heapify(queues)
-        task_heaps: dict[str, list[_Ordered[TaskInfo]]] = {}
+        task_heaps: dict[str, list[Ordered[TaskInfo]]] = {}
         run = _Run(ssn, self.args, reservations)
         while queues:
             queue = heapq.heappop(queues).item
@@ -119,12 +106,12 @@ class AllocateAction:
             job = ssn.jobs[heapq.heappop(job_heap).item]
             tasks = task_heaps.get(job.id)
             if tasks is None:
-                tasks = [_Ordered(t, ssn.task_order_compare) for t in by_job[job.id]]
+                tasks = [Ordered(t, ssn.task_order_compare) for t in by_job[job.id]]
                 heapq.heapify(tasks)
                 task_heaps[job.id] = tasks
             if tasks:
                 run.allocate_job(queue, job, tasks, job_heap)
-            heapq.heappush(queues, _Ordered(queue, ssn.queue_order_compare))
+            heapq.heappush(queues, Ordered(queue, ssn.queue_order_compare))
 
 
 def _job_cmp(ssn: Session) -> Callable[[str, str], int]:
@@ -184,8 +171,8 @@ class _Run:
         self,
         queue: QueueInfo,
         job: JobInfo,
-        tasks: list[_Ordered[TaskInfo]],
-        job_heap: list[_Ordered[str]],
+        tasks: list[Ordered[TaskInfo]],
+        job_heap: list[Ordered[str]],
     ) -> None:
         ssn = self.ssn
         stmt = ssn.statement()
@@ -212,7 +199,7 @@ class _Run:
             self._place(stmt, queue, job, task, found)
             current = ssn.jobs[job.id]
             if ssn.job_ready(current) and tasks:
-                heapq.heappush(job_heap, _Ordered(job.id, _job_cmp(ssn)))
+                heapq.heappush(job_heap, Ordered(job.id, _job_cmp(ssn)))
                 break
         current = ssn.jobs[job.id]
         if ssn.job_ready(current):

@@ -12,8 +12,9 @@ deterministic tie-break).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from projections.model import JobInfo, QueueInfo, TaskInfo
 
@@ -68,3 +69,20 @@ def task_fallback(left: TaskInfo, right: TaskInfo) -> int:
         (_created(left.creation), left.uid, left.namespace, left.name),
         (_created(right.creation), right.uid, right.namespace, right.name),
     )
+
+
+T = TypeVar("T")
+
+
+class Ordered(Generic[T]):
+    """A heap entry ordered by a session comparison (ties are total by construction), so
+    allocate's and preempt's queues pop in the session's job / task order."""
+
+    __slots__ = ("cmp", "item")
+
+    def __init__(self, item: T, cmp: Callable[[T, T], int]) -> None:
+        self.item = item
+        self.cmp = cmp
+
+    def __lt__(self, other: Ordered[T]) -> bool:
+        return self.cmp(self.item, other.item) < 0

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from controller.actions.preempt.args import NAME, PreemptArgs, parse_args
 from controller.actions.preempt.normal import normal_preempt
 from controller.actions.preempt.topology import topology_aware_preempt
 from controller.actions.preempt.victims import Filter, eligible, inter_job, intra_job
 from controller.framework.nodes import predicate_nodes, preempt_check_memo
+from controller.framework.ordering import Ordered
 from controller.framework.points import FitError
 from controller.framework.session import Session
 from controller.framework.statement import Statement
@@ -52,22 +53,8 @@ from projections.model import JobInfo, TaskInfo, TaskStatus
 
 __all__ = ["NAME", "PreemptAction", "PreemptArgs", "build", "parse_args"]
 
-T = TypeVar("T")
 REASON = "preempt"
 TDM_REASON = "tdm-preempt"
-
-
-class _Ordered(Generic[T]):
-    """A heap entry ordered by a session comparison (ties are total by construction)."""
-
-    __slots__ = ("cmp", "item")
-
-    def __init__(self, item: T, cmp: Callable[[T, T], int]) -> None:
-        self.item = item
-        self.cmp = cmp
-
-    def __lt__(self, other: _Ordered[T]) -> bool:
-        return self.cmp(self.item, other.item) < 0
 
 
 def nominations_of(ssn: Session) -> dict[str, str]:
@@ -111,21 +98,21 @@ class _Run:
 
     def execute(self) -> None:
         ssn = self.ssn
-        by_queue: dict[str, list[_Ordered[str]]] = {}
+        by_queue: dict[str, list[Ordered[str]]] = {}
         under_request: dict[str, list[str]] = {}
-        tasks: dict[str, list[_Ordered[TaskInfo]]] = {}
+        tasks: dict[str, list[Ordered[TaskInfo]]] = {}
         for job_id in ssn.jobs:
             job = ssn.jobs[job_id]
             if ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
             if not ssn.job_starving(job):
                 continue
-            heapq.heappush(by_queue.setdefault(job.queue, []), _Ordered(job_id, self._job_cmp()))
+            heapq.heappush(by_queue.setdefault(job.queue, []), Ordered(job_id, self._job_cmp()))
             under_request.setdefault(job.queue, []).append(job_id)
-            heap = [_Ordered(t, ssn.task_order_compare) for t in self._pending(job)]
+            heap = [Ordered(t, ssn.task_order_compare) for t in self._pending(job)]
             heapq.heapify(heap)
             tasks[job_id] = heap
-        queues = [_Ordered(ssn.queues[q], ssn.queue_order_compare) for q in sorted(by_queue)]
+        queues = [Ordered(ssn.queues[q], ssn.queue_order_compare) for q in sorted(by_queue)]
         heapq.heapify(queues)
         while queues:
             queue = heapq.heappop(queues).item
@@ -134,7 +121,7 @@ class _Run:
                 self._intra_job(job_id)
 
     def _inter_job(
-        self, jobs: list[_Ordered[str]], tasks: dict[str, list[_Ordered[TaskInfo]]]
+        self, jobs: list[Ordered[str]], tasks: dict[str, list[Ordered[TaskInfo]]]
     ) -> None:
         ssn = self.ssn
         while jobs:
@@ -155,7 +142,7 @@ class _Run:
             if job is not None and ssn.job_pipelined(job):
                 stmt.commit()
                 if assigned:
-                    heapq.heappush(jobs, _Ordered(job_id, self._job_cmp()))
+                    heapq.heappush(jobs, Ordered(job_id, self._job_cmp()))
             else:
                 stmt.discard()
 
@@ -164,7 +151,7 @@ class _Run:
         job = ssn.jobs.lookup(job_id)
         if job is None:
             return
-        heap = [_Ordered(t, ssn.task_order_compare) for t in self._pending(job)]
+        heap = [Ordered(t, ssn.task_order_compare) for t in self._pending(job)]
         heapq.heapify(heap)
         while heap:
             task = heapq.heappop(heap).item

@@ -46,6 +46,7 @@ from controller.plugins.rescheduling.low_node_utilization import (
     select,
 )
 from projections.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
+from projections.ownership import is_system
 from projections.usage import Series, UsageState, to_seconds
 
 NAME = "rescheduling"
@@ -56,7 +57,6 @@ TRIGGER = "rescheduling/interval"
 RANK = 10
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 SYSTEM_NAMESPACE = "kube-system"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def schedules(args: ReschedulingArgs, ctx: PluginContext) -> tuple[Schedule, ...]:
@@ -67,9 +67,9 @@ def schedules(args: ReschedulingArgs, ctx: PluginContext) -> tuple[Schedule, ...
 
 def never_victim(task: TaskInfo) -> bool:
     """Pods no rescheduling round may evict, whatever their preemptable mark."""
+    # DaemonSet and mirror pods: the projection's one rule (projections.ownership)
     return (
-        task.owner_kind == "DaemonSet"
-        or MIRROR_ANNOTATION in task.annotations
+        is_system(task)
         or task.namespace == SYSTEM_NAMESPACE
         or task.priority_class in CRITICAL_CLASSES
     )
