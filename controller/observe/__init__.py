@@ -1,0 +1,12 @@
+"""What a live controller tells its operators: counters, health, leadership.
+
+Why a seam: the live loop (:mod:`controller.loop.live`) and the Kubernetes effector report
+what happens as it happens, and the Prometheus endpoint, the health probes and the structured
+logs turn that into something an operator reads. The loop codes against the
+:class:`~controller.observe.hooks.LiveObserver` protocol only; :class:`NoObserver` is the
+default when nothing listens (tests, ``tide run`` without ``--metrics-address``).
+"""
+
+from controller.observe.hooks import LiveObserver, NoObserver
+
+__all__ = ["LiveObserver", "NoObserver"]
