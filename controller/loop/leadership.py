@@ -2,8 +2,8 @@
 
 Why a protocol: with two replicas only the leader decides and acts; a standby records and
 folds and takes over within one lease duration. The Lease-based implementation lives with
-the Kubernetes adapter (``controller.kube.lease.LeaseElector``); a single replica without
-leader election uses :class:`AlwaysLeader`.
+the Kubernetes adapter (the only importer of the client); a single replica without leader
+election uses :class:`AlwaysLeader`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a live controller tells its operators: counters, health, leadership.
 
-Why a seam: the live loop (:mod:`controller.loop.live`) and the Kubernetes effector report
+Why a seam: the live loop of ``tide run`` and the Kubernetes effector report
 what happens as it happens, and the Prometheus endpoint, the health probes and the structured
 logs turn that into something an operator reads. The loop codes against the
 :class:`~controller.observe.hooks.LiveObserver` protocol only; :class:`NoObserver` is the
