@@ -75,18 +75,24 @@ class _ConfigCache:
     def __init__(self, override: Mapping[str, Any] | None, parsed: Policy | None) -> None:
         self.override = override
         self.fixed = parsed
-        self._key: int | None = None
+        self._key: tuple[int, int] | None = None
         self._parsed: Policy | None = None
 
-    def get(self, raw: Mapping[str, Any] | None) -> Policy:
+    def get(self, raw: Mapping[str, Any] | None, stamped: int = LEGACY_BEHAVIOUR) -> Policy:
+        """The policy in force: ``stamped`` is the ``config.applied`` record's own level.
+
+        A log's own configuration replays at the level its record was stamped with (one
+        without a stamp was written before there were levels: the plugins tide had then); a
+        ``behaviour`` key inside the configuration still wins (logs of the first level-2
+        writers carry it there).
+        """
         if self.fixed is not None:
             return self.fixed
-        # a log's own configuration without a behaviour stamp was written before there
-        # were levels: it replays with the plugins that tide had then
-        level = CURRENT_BEHAVIOUR if self.override is not None else LEGACY_BEHAVIOUR
+        level = CURRENT_BEHAVIOUR if self.override is not None else stamped
         source = self.override if self.override is not None else (raw or {})
-        if self._parsed is None or self._key != id(source):
-            self._key, self._parsed = id(source), load_policy(source, default_behaviour=level)
+        if self._parsed is None or self._key != (id(source), level):
+            self._key = (id(source), level)
+            self._parsed = load_policy(source, default_behaviour=level)
         return self._parsed
 
 
@@ -124,14 +130,14 @@ def replay(
             world.apply(event)
             continue
         if event.type == "trigger.fired":
-            policy = cache.get(world.config)
+            policy = cache.get(world.config, world.cluster.rules.behaviour)
             replayed = decide(world, event, policy.config, policy.eviction)
             world.apply(event)
         else:
             world.apply(event)
             if not is_decision_source(event):
                 continue
-            policy = cache.get(world.config)
+            policy = cache.get(world.config, world.cluster.rules.behaviour)
             replayed = decide(world, event, policy.config, policy.eviction)
         report.checked += 1
         expected = [decision_line(e).decode() for e in recorded.get(event.id, [])]

@@ -32,6 +32,7 @@ from controller.framework.plugin import ActionSpec, PluginContext, PluginSpec
 from controller.framework.points import ALL_FLAGS, VICTIM
 from controller.framework.tiers import PluginConf, TierConf, default_flags
 from controller.framework.unwrap import unwrap
+from projections.ownership import CURRENT
 
 PluginRegistry = Mapping[str, PluginSpec]
 ActionRegistry = Mapping[str, ActionSpec]
@@ -60,7 +61,8 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
 BEHAVIOUR = "behaviour"
 #: before ``nodeorder``, ``usage`` and ``rescheduling`` existed (they were skipped)
 LEGACY_BEHAVIOUR = 1
-CURRENT_BEHAVIOUR = 2
+#: one level for every rule that changed (also ``projections.ownership.CURRENT``)
+CURRENT_BEHAVIOUR = CURRENT
 TIDE_KEYS = frozenset(
     {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault", BEHAVIOUR}
 )

@@ -13,7 +13,7 @@ from controller.cli import app
 from controller.policy import load_config
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import load_scenario
-from replay.verify import replay
+from replay.verify import _ConfigCache, replay
 from streams.events import Event
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -155,3 +155,27 @@ def replay_output(events: list[Event]) -> str:
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
         "identical\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("raw_stamp", "record_stamp", "has_nodeorder"),
+    [
+        pytest.param(None, 1, False, id="unstamped-record-is-legacy"),
+        pytest.param(None, 2, True, id="record-stamp-sets-the-level"),
+        pytest.param(2, 1, True, id="stamp-inside-the-config-wins"),
+        pytest.param(1, 2, False, id="legacy-stamp-inside-the-config-wins"),
+    ],
+)
+def test_a_logs_configuration_runs_at_its_records_level(
+    raw_stamp: int | None, record_stamp: int, has_nodeorder: bool
+) -> None:
+    raw: dict[str, object] = {
+        "actions": "allocate",
+        "tiers": [{"plugins": [{"name": "priority"}, {"name": "nodeorder"}]}],
+    }
+    if raw_stamp is not None:
+        raw["behaviour"] = raw_stamp
+    policy = _ConfigCache(None, None).get(raw, record_stamp)
+    names = {p.name for tier in policy.config.tiers for p in tier.plugins}
+    assert ("nodeorder" in names) is has_nodeorder
+    assert "priority" in names
