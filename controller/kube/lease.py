@@ -123,6 +123,7 @@ class LeaseElector:
         self._released = False
         self._other_holder = False
         self._valid_until = datetime.min.replace(tzinfo=UTC)
+        self._won_at = self._valid_until  # when the last successful attempt started
         self._lock = asyncio.Lock()
 
     @property
@@ -142,7 +143,7 @@ class LeaseElector:
                 await self._campaign()
                 if self._released:
                     break
-                self._valid_until = self._clock.now() + timedelta(seconds=self.renew_deadline)
+                self._valid_until = self._won_at + timedelta(seconds=self.renew_deadline)
                 self._leading = True
                 started = True
                 log.info("lease %s/%s: %s leads", self.namespace, self.name, self.identity)
@@ -231,6 +232,7 @@ class LeaseElector:
             await self._client.replace_lease(self.namespace, self.name, lease)
         except Conflict:
             return False  # someone wrote it since we read it: lost the race
+        self._won_at = now
         return True
 
     async def _create(self, now: datetime) -> bool:
@@ -250,6 +252,7 @@ class LeaseElector:
             await self._client.create_lease(self.namespace, lease)
         except Conflict:
             return False  # another candidate created it first
+        self._won_at = now
         return True
 
     async def _campaign(self) -> None:
@@ -266,7 +269,6 @@ class LeaseElector:
         """Renew every ``retry_period`` until no renewal succeeded for ``renew_deadline``,
         another holder shows, or the Lease is released."""
         deadline = timedelta(seconds=self.renew_deadline)
-        self._valid_until = self._clock.now() + deadline
         pause = self.retry_period
         while not self._released:
             await asyncio.sleep(pause)
@@ -277,7 +279,7 @@ class LeaseElector:
             with contextlib.suppress(KubeError, TimeoutError):
                 renewed = await asyncio.wait_for(self.try_acquire_or_renew(), left)
             if renewed:
-                self._valid_until = self._clock.now() + deadline
+                self._valid_until = self._won_at + deadline
                 pause = self.retry_period
             elif self._other_holder:
                 return

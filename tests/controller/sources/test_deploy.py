@@ -36,12 +36,8 @@ def test_every_manifest_validates_against_the_kubernetes_schema(
     kubernetes_validate.validate(doc, KUBERNETES, strict=True)
 
 
-def by_kind(kind: str, name: str = "tide-record") -> dict[str, Any]:
-    """The one manifest of ``kind`` (of several, the one named ``name``: the recorder's)."""
-    found = [doc for _, doc in DOCS if doc["kind"] == kind]
-    if len(found) > 1:
-        found = [doc for doc in found if doc["metadata"]["name"] == name]
-    [doc] = found
+def by_kind(kind: str) -> dict[str, Any]:
+    [doc] = [doc for _, doc in DOCS if doc["kind"] == kind]
     return doc
 
 

@@ -1,4 +1,4 @@
-"""deploy/ for `tide run`: the second ClusterRole grants exactly the run code path's calls
+"""deploy/run/ for `tide run`: the second ClusterRole grants exactly the run code path's calls
 (least privilege), and the Deployment runs two replicas with leader election and the
 metrics endpoint on every interface.
 
@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -21,6 +22,8 @@ from controller.kube.lease import LeaseElector
 from tests.kubedouble import ApiDouble
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+RUN = DEPLOY / "run"
+KUBERNETES = "1.33"
 Grant = tuple[str, str, str]  # (API group, resource, verb)
 
 #: the effector's writes: Eviction API, Binding subresource, node taints by patch, the
@@ -35,11 +38,11 @@ EFFECTOR: set[Grant] = {
 
 
 def docs(name: str) -> list[dict[str, Any]]:
-    return list(yaml.safe_load_all((DEPLOY / name).read_text()))
+    return list(yaml.safe_load_all((RUN / name).read_text()))
 
 
 def role(name: str) -> set[Grant]:
-    found = [d for f in ("rbac-record.yaml", "rbac-run.yaml") for d in docs(f)]
+    found = [*docs("rbac.yaml"), *yaml.safe_load_all((DEPLOY / "rbac-record.yaml").read_text())]
     [doc] = [d for d in found if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
     return {
         (group, resource, verb)
@@ -48,6 +51,34 @@ def role(name: str) -> set[Grant]:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
+
+
+MANIFESTS = [
+    pytest.param(doc, id=f"{path.name}:{doc['kind']}/{doc['metadata']['name']}")
+    for path in sorted(RUN.glob("*.yaml"))
+    if path.name != "kustomization.yaml"
+    for doc in yaml.safe_load_all(path.read_text())
+]
+
+
+@pytest.mark.parametrize("doc", MANIFESTS)
+def test_every_run_manifest_validates_against_the_kubernetes_schema(doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+
+
+def test_the_run_kustomization_lists_every_manifest() -> None:
+    listed = yaml.safe_load((RUN / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(
+        p.name for p in RUN.glob("*.yaml") if p.name != "kustomization.yaml"
+    )
+
+
+def test_the_run_deployment_uses_the_shared_configuration() -> None:
+    [deployment] = docs("deployment.yaml")
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    config = yaml.safe_load((DEPLOY / "configmap.yaml").read_text())
+    assert {"name": "config", "configMap": {"name": config["metadata"]["name"]}} in volumes
+    assert deployment["metadata"]["namespace"] == config["metadata"]["namespace"]
 
 
 async def lease_calls(double: ApiDouble) -> set[Grant]:
@@ -101,10 +132,10 @@ def test_the_run_role_adds_only_writes_to_the_record_role() -> None:
 
 @pytest.mark.parametrize("role_name", ["tide-record", "tide-run"])
 def test_the_run_account_holds_both_roles(role_name: str) -> None:
-    bindings = [d for d in docs("rbac-run.yaml") if d["kind"] == "ClusterRoleBinding"]
+    bindings = [d for d in docs("rbac.yaml") if d["kind"] == "ClusterRoleBinding"]
     [binding] = [b for b in bindings if b["roleRef"]["name"] == role_name]
     [subject] = binding["subjects"]
-    [account] = [d for d in docs("rbac-run.yaml") if d["kind"] == "ServiceAccount"]
+    [account] = [d for d in docs("rbac.yaml") if d["kind"] == "ServiceAccount"]
     assert (subject["name"], subject["namespace"]) == (
         account["metadata"]["name"],
         account["metadata"]["namespace"],
@@ -112,7 +143,7 @@ def test_the_run_account_holds_both_roles(role_name: str) -> None:
 
 
 def test_the_run_deployment_elects_a_leader_among_two_replicas() -> None:
-    [deployment] = docs("deployment-run.yaml")
+    [deployment] = docs("deployment.yaml")
     assert deployment["spec"]["replicas"] == 2
     spec = deployment["spec"]["template"]["spec"]
     [container] = spec["containers"]
