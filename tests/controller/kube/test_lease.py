@@ -15,7 +15,7 @@ from controller.kube.client import KubeClient
 from controller.kube.errors import TransportError
 from controller.kube.lease import LeaseElector, lease_expired
 from controller.loop.leadership import Leadership
-from controller.triggers.clock import VirtualClock
+from controller.triggers.clock import SystemClock, VirtualClock
 from tests.kubedouble import ApiDouble
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -175,14 +175,14 @@ class Flaky(KubeClient):
 class Replica:
     """An elector running in a task, with what its callbacks saw."""
 
-    def __init__(self, client: KubeClient, identity: str) -> None:
+    def __init__(self, client: KubeClient, identity: str, *, lease: float = LEASE) -> None:
         self.elector = LeaseElector(
             client,
             name=NAME,
             namespace=NS,
             identity=identity,
-            lease_duration=LEASE,
-            renew_deadline=DEADLINE,
+            lease_duration=lease,
+            renew_deadline=DEADLINE if lease == LEASE else lease - 1,
             retry_period=RETRY,
         )
         self.events: list[tuple[str, bool]] = []
@@ -235,7 +235,8 @@ async def test_a_leader_whose_renewals_fail_past_the_deadline_stops_first(
 async def test_release_lets_the_standby_take_over_within_one_lease_duration(
     double: ApiDouble, client: KubeClient
 ) -> None:
-    a, b = Replica(client, "a"), Replica(client, "b")
+    lease = 4.0  # long, so a takeover at the next retry is told apart from one at expiry
+    a, b = Replica(client, "a", lease=lease), Replica(client, "b", lease=lease)
     a.start()
     await until(lambda: a.elector.is_leader, 2)
     b.start()
@@ -243,8 +244,8 @@ async def test_release_lets_the_standby_take_over_within_one_lease_duration(
     assert not b.elector.is_leader
     await a.elector.release()
     assert not a.elector.is_leader
-    took = await until(lambda: b.elector.is_leader, LEASE)
-    assert took <= RETRY + 0.3  # at its next retry, not after expiry
+    took = await until(lambda: b.elector.is_leader, lease)
+    assert took < lease / 2  # at its next retry, not after expiry
     spec = double.get("leases", KEY)["spec"]
     assert (spec["holderIdentity"], spec["leaderTransitions"]) == ("b", 1)
     await a.stop()
@@ -287,3 +288,20 @@ async def test_two_electors_never_lead_together(double: ApiDouble) -> None:
         await b.stop()
     assert both == 0
     assert leaders == [first.elector.identity, second.elector.identity]
+
+
+async def test_a_leader_that_sees_another_holder_stops_at_once(
+    double: ApiDouble, client: KubeClient
+) -> None:
+    replica = Replica(client, "a")
+    replica.start()
+    await until(lambda: replica.elector.is_leader, 2)
+    stolen = lease("x", 0, transitions=9)
+    stolen["metadata"] = dict(double.get("leases", KEY)["metadata"])
+    stolen["spec"]["renewTime"] = stamp(SystemClock().now() + timedelta(hours=1))
+    double.update("leases", stolen)  # e.g. an operator handed the Lease over
+    waited = await until(lambda: not replica.elector.is_leader, 2)
+    await replica.stop()
+    assert waited < DEADLINE  # at the next renewal, not after the deadline
+    assert replica.events == [("started", True), ("stopped", False)]
+    assert double.get("leases", KEY)["spec"]["holderIdentity"] == "x"
