@@ -14,12 +14,21 @@ Unknown keys are errors: a misspelt setting must not be silently ignored.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from controller.framework.errors import ConfigError
 
@@ -31,7 +40,9 @@ __all__ = [
     "CheckpointSettings",
     "EffectorSettings",
     "KubeSettings",
+    "LeaderElectionSettings",
     "LogSettings",
+    "ObserveSettings",
     "Settings",
     "TriggerSettings",
     "load_settings",
@@ -105,6 +116,56 @@ class TriggerSettings(BaseModel):
         return value
 
 
+def _pod_identity() -> str:
+    """This replica's name: ``$POD_NAME`` (the downward API), else the host name (a pod's
+    host name is its name)."""
+    return os.environ.get("POD_NAME") or socket.gethostname() or "tide"
+
+
+class LeaderElectionSettings(BaseModel):
+    """Leader election among the replicas of ``tide run`` (one leads and acts)."""
+
+    model_config = _FROZEN
+
+    enabled: bool = False
+    """Campaign for a Lease before acting; False: this replica always leads."""
+    lease_name: str = Field(default="tide-leader", min_length=1)
+    """The ``coordination.k8s.io/v1`` Lease the replicas share."""
+    lease_namespace: str = Field(default="tide", min_length=1)
+    """The Lease's namespace (tide's own)."""
+    identity: str = Field(default_factory=_pod_identity, min_length=1)
+    """This replica's ``holderIdentity``; default ``$POD_NAME``, else the host name."""
+    lease_duration_seconds: float = Field(default=15.0, gt=0)
+    """How long after the leader's last renewal a standby may take over."""
+    renew_deadline_seconds: float = Field(default=10.0, gt=0)
+    """How long the leader retries renewing before it stops acting."""
+    retry_period_seconds: float = Field(default=2.0, gt=0)
+    """Time between two attempts to acquire or renew."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if not (
+            self.lease_duration_seconds > self.renew_deadline_seconds > self.retry_period_seconds
+        ):
+            raise ValueError(
+                "need lease_duration_seconds > renew_deadline_seconds > retry_period_seconds"
+            )
+        return self
+
+
+class ObserveSettings(BaseModel):
+    """What ``tide run`` tells its operators: the metrics/health endpoint and the logs."""
+
+    model_config = _FROZEN
+
+    metrics_address: str = "127.0.0.1"
+    """Address ``/metrics``, ``/healthz`` and ``/readyz`` listen on (``0.0.0.0`` in a pod)."""
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+    """Their port (0: any free port)."""
+    json_logs: bool = False
+    """Log one JSON object per line (for a log collector) instead of plain text."""
+
+
 class Settings(BaseModel):
     """Every process setting, grouped; build once with :func:`load_settings`."""
 
@@ -120,6 +181,10 @@ class Settings(BaseModel):
     """How effects are applied."""
     triggers: TriggerSettings = TriggerSettings()
     """Trigger overrides."""
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    """Leader election of ``tide run``."""
+    observe: ObserveSettings = ObserveSettings()
+    """The metrics endpoint and the logs of ``tide run``."""
 
 
 def load_settings(raw: Mapping[str, Any] | None = None) -> Settings:

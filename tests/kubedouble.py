@@ -440,6 +440,8 @@ class ApiDouble:
                 return _status(409, "AlreadyExists", f"leases {key!r} already exists")
             body["metadata"]["namespace"] = route.namespace
             return web.json_response(self.create("leases", body), status=201)
+        if route.name != body["metadata"]["name"]:
+            return _status(400, "BadRequest", f"leases {key!r}: the name does not match the URL")
         if key not in store:
             return _status(404, "NotFound", f"leases {key!r} not found")
         if body["metadata"].get("resourceVersion") != store[key]["metadata"]["resourceVersion"]:

@@ -35,6 +35,7 @@ JSONObject = dict[str, Any]
 #: the page size of a list (the API server's chunking, ``limit`` + ``continue``)
 PAGE = 500
 _TRANSPORT = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+_LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 
 class KubeConfigError(Exception):
@@ -190,6 +191,48 @@ class KubeClient:
                 yield _event(line, what)
         finally:
             response.release()
+
+    # ---- coordination.k8s.io/v1 Leases (leader election) ------------------------------
+
+    async def get_lease(self, namespace: str, name: str) -> JSONObject:
+        """The Lease ``namespace/name`` (:class:`~controller.kube.errors.NotFound` if absent)."""
+        return await self.get(f"{_LEASES.format(namespace=namespace)}/{name}")
+
+    async def create_lease(self, namespace: str, lease: JSONObject) -> JSONObject:
+        """Create a Lease (a :class:`~controller.kube.errors.Conflict` when it exists)."""
+        path = _LEASES.format(namespace=namespace)
+        return await _json(await self._send("POST", path, lease), f"POST {path}")
+
+    async def replace_lease(self, namespace: str, name: str, lease: JSONObject) -> JSONObject:
+        """Replace a Lease; its ``metadata.resourceVersion`` is the precondition (a
+        :class:`~controller.kube.errors.Conflict` when someone changed it first)."""
+        path = f"{_LEASES.format(namespace=namespace)}/{name}"
+        return await _json(await self._send("PUT", path, lease), f"PUT {path}")
+
+    async def _send(self, method: str, path: str, body: JSONObject) -> aiohttp.ClientResponse:
+        """A write with a JSON body (the answer's status mapped like :meth:`_open`'s)."""
+        what = f"{method} {path}"
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+        except _TRANSPORT as exc:
+            raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
+        if 200 <= response.status < 300:
+            return response
+        try:
+            answer = await response.read()
+        except _TRANSPORT:
+            answer = b""
+        finally:
+            response.release()
+        raise error_for(what, response.status, _message(answer))
 
     async def _open(
         self,

@@ -4,7 +4,9 @@ Why a seam: the live loop of ``tide run`` and the Kubernetes effector report
 what happens as it happens, and the Prometheus endpoint, the health probes and the structured
 logs turn that into something an operator reads. The loop codes against the
 :class:`~controller.observe.hooks.LiveObserver` protocol only; :class:`NoObserver` is the
-default when nothing listens (tests, ``tide run`` without ``--metrics-address``).
+default when nothing listens (tests, ``tide run`` without ``--metrics-address``);
+:class:`controller.observe.metrics.PrometheusObserver` counts, :func:`controller.observe.http.serve`
+serves it, :mod:`controller.observe.logs` sets up the (JSON) logs.
 """
 
 from controller.observe.hooks import LiveObserver, NoObserver
