@@ -150,9 +150,7 @@ class DayGenerator(Generator):
             actions = [("heartbeat", i) for i in range(n) if i % 5 == minute % 5]
             live = [i for i, st in enumerate(self.pods) if st is not None and st.node >= 0]
             actions += [("restart", i) for i in rng.sample(live, _count(rng, per_minute_restart))]
-            actions += [
-                ("recreate", i) for i in rng.sample(live, _count(rng, per_minute_recreate))
-            ]
+            actions += [("recreate", i) for i in rng.sample(live, _count(rng, per_minute_recreate))]
             seen: set[int] = set()
             for k, (what, i) in enumerate(actions):
                 if what != "heartbeat" and i in seen:

@@ -79,13 +79,10 @@ def day_runs(day: DayScale, work: Path, repeat: int) -> dict[str, Any]:
     for i in range(repeat):
         db = work / f"{day.name}-{i}.db"
         db.unlink(missing_ok=True)
-        sim = timed(
-            TIDE
-            + ["simulate", manifest.path, "--config", str(config), "--log", f"sqlite:///{db}"]
-            + ["--decisions", str(work / "decisions.jsonl")]
-        )
+        args = ["simulate", manifest.path, "--config", str(config), "--log", f"sqlite:///{db}"]
+        sim = timed([*TIDE, *args, "--decisions", str(work / "decisions.jsonl")])
         runs["simulate"].append(sim)
-        runs["replay"].append(timed(TIDE + ["replay", str(db), "--verify"]))
+        runs["replay"].append(timed([*TIDE, "replay", str(db), "--verify"]))
         records = _count(db)
         db.unlink(missing_ok=True)
     out: dict[str, Any] = {"scale": day.name, "inputs": manifest.lines, "records": records}

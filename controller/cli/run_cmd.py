@@ -21,6 +21,7 @@ from controller.cli.common import (
     save_checkpoint,
 )
 from controller.cli.progress import Progress
+from controller.cli.reading import is_recording, replay_log
 from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
@@ -28,7 +29,7 @@ from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario, load_scenario
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
-from replay.verify import replay
+from replay.verify import ReplayReport, replay
 from streams.codec import decision_line
 from streams.events import Event, parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES
@@ -212,6 +213,11 @@ def replay_cmd(
         )
         return
     override = read_policy(config).raw if config else None
+    if override is None and not is_recording(log):
+        if "://" not in log and not Path(log).exists():
+            fail(f"{log}: no such log")
+        _print_replay(replay_log(log, start=start, stop_at_first=not diff), verify=verify)
+        return
     world = None
     if start is None or (log.endswith(".jsonl") and "://" not in log):
         events = read_log_events(log)
@@ -233,6 +239,10 @@ def replay_cmd(
 
         print_whatif(events, report, start=start or 0, as_json=as_json, diff=diff)
         return
+    _print_replay(report, verify=verify)
+
+
+def _print_replay(report: ReplayReport, *, verify: bool) -> None:
     for difference in report.differences:
         typer.echo(difference.describe())
     typer.echo(
