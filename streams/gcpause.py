@@ -17,7 +17,7 @@ heap, so the folded cluster is never walked again.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -38,7 +38,7 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def paced(items: Iterable[T], *, every: int = EVERY) -> Iterator[T]:
+def paced(items: Iterable[T], *, every: int = EVERY) -> Generator[T, None, None]:
     """Yield ``items`` with the cyclic collector paced (see the module docstring).
 
     The heap alive when the first item is asked for is collected once and frozen; then
