@@ -31,6 +31,7 @@ from benchmarks import (
     bench_pressure,
     bench_record,
     bench_rescheduling,
+    e2e,
     rss,
 )
 from benchmarks.common import Context, Result, Skip, table
@@ -45,6 +46,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "preempt": bench_preempt.run,
     "record": bench_record.run,
     "rescheduling": bench_rescheduling.run,
+    "e2e": e2e.rows,
 }
 
 

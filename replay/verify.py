@@ -18,7 +18,7 @@ it are folded unchecked, into ``world`` when the caller resumed one from a check
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +105,7 @@ def replay(
     start: int = 0,
     world: World | None = None,
     progress: Callable[[int], None] | None = None,
+    recorded: Mapping[str, Sequence[Event]] | None = None,
 ) -> ReplayReport:
     """Re-derive and compare every decision of ``events`` (in offset order).
 
@@ -113,12 +114,16 @@ def replay(
     :class:`~controller.policy.Policy` or a (scheduler, eviction) pair) is given.
     Only decision points with offset ≥ ``start`` are checked (and only their decisions
     counted); ``world`` is the World to fold into (a fresh one by default).
+
+    ``recorded``: the recorded decisions by cause (:func:`recorded_decisions`), when the
+    caller read them apart (a narrow query); ``events`` is then iterated once, lazily, so
+    a paged reader keeps only a page in memory. Without it ``events`` is read into a list
+    and indexed first.
     """
-    records = list(events)
-    recorded: dict[str, list[Event]] = defaultdict(list)
-    for event in records:
-        if event.type in DECISION_TYPES and event.cause is not None and event.offset >= start:
-            recorded[event.cause].append(event)
+    records: Iterable[Event] = events
+    if recorded is None:
+        records = list(events)
+        recorded = recorded_decisions(records, start=start)
     report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
     world = World() if world is None else world
     fixed = Policy.of(*configs) if isinstance(configs, tuple) else configs
@@ -156,3 +161,12 @@ def replay(
             if stop_at_first:
                 break
     return report
+
+
+def recorded_decisions(events: Iterable[Event], *, start: int = 0) -> dict[str, list[Event]]:
+    """The decisions among ``events`` with offset ≥ ``start``, by the id of their cause."""
+    found: dict[str, list[Event]] = defaultdict(list)
+    for event in events:
+        if event.type in DECISION_TYPES and event.cause is not None and event.offset >= start:
+            found[event.cause].append(event)
+    return dict(found)

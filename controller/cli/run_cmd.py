@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 import typer
 import yaml
 
@@ -21,14 +25,16 @@ from controller.cli.common import (
     save_checkpoint,
 )
 from controller.cli.progress import Progress
+from controller.cli.reading import is_recording, records, replay_log
 from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario, load_scenario
+from controller.simulate.spool import Spool
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
-from replay.verify import replay
+from replay.verify import ReplayReport, replay
 from streams.codec import decision_line
 from streams.events import Event, parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES
@@ -52,6 +58,29 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
             bad += 1
             typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
     return events, bad
+
+
+def _lazy_inputs(path: Path, bad: list[int]) -> Iterator[Event]:
+    """The recording's events as they are read; each line set aside is reported on
+    stderr when reached and counted in ``bad``."""
+    for item in read_recording(path, extra=RECORD_CHECKS):
+        if isinstance(item, Event):
+            yield item
+        else:
+            bad.append(1)
+            typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
+
+
+def _last_at(path: Path) -> datetime | None:
+    """The time of a recording's last line (for the progress line), read from its tail;
+    None when it cannot be read cheaply."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, 2) - 65536))
+            line = f.read().rstrip().rsplit(b"\n", 1)[-1]
+        return parse_time(orjson.loads(line)["at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def simulate(
@@ -84,36 +113,50 @@ def simulate(
 ) -> None:
     """Run the controller over a recording in virtual time against the simulated cluster."""
     policy = read_policy(config)
-    events, bad = _inputs(recording)
+    scenario = is_scenario(recording)
+    bad: list[int] = []
+    events: Iterable[Event]
+    if scenario or not recording.exists():
+        eager, count = _inputs(recording)
+        events, bad = eager, [count]
+        first = min((e.at for e in eager), default=None)
+        last = max((e.at for e in eager), default=None)
+    else:
+        lazy = _lazy_inputs(recording, bad)
+        head = next(lazy, None)
+        events = itertools.chain([head], lazy) if head is not None else iter(())
+        first, last = (head.at if head is not None else None), _last_at(recording)
     stop = None
     if until:
         try:
             if until.startswith("+"):
-                first = min((e.at for e in events), default=None)
                 stop = first + parse_duration(until[1:]) if first is not None else None
             else:
                 stop = parse_time(until)
         except ValueError as exc:
             fail(f"--until: {until!r}: {exc} (RFC 3339, or +DURATION such as +6m)")
-    if is_scenario(recording) and stop is None:
+    if scenario and stop is None:
         _, _, stop = load_scenario(recording)
-    first, last = (
-        min((e.at for e in events), default=None),
-        stop or max((e.at for e in events), default=None),
-    )
+    last = stop or last
     span = (last - first).total_seconds() if first and last else 0.0
     relief = False
-    if is_scenario(recording):
+    if scenario:
         try:
             relief = frees_usage(yaml.safe_load(recording.read_text()) or {})
         except ScenarioError as exc:
             fail(str(exc))
-    with Progress("simulate", span, size=len(events)) as bar:
+    size = len(events) if isinstance(events, list) else recording.stat().st_size // 4096
+    keep_all = metrics_port is not None and not log
+    with (
+        Spool(None if keep_all else log) as spool,
+        Progress("simulate", span, size=size) as bar,
+    ):
         result = Simulation(
             policy.config,
             eviction=policy.eviction,
             config_source=",".join(str(c) for c in config),
             relief=relief,
+            spool=None if keep_all else spool,
         ).run(events, until=stop, progress=bar.callback())
     out = decisions.open("wb") if decisions else sys.stdout.buffer
     try:
@@ -123,19 +166,23 @@ def simulate(
         if decisions:
             out.close()
     if log:
-        persist(log, result.log.events)
+        if keep_all:
+            persist(log, result.log.events)
+        else:
+            save_checkpoint(log)
     typer.echo(
-        f"simulated {len(result.log.events)} records, {len(result.decisions)} decisions"
+        f"simulated {result.records} records, {len(result.decisions)} decisions"
         + (f"; log kept in {log}" if log else ""),
         err=True,
     )
     if metrics_port is not None:
-        _serve_metrics(result.log.events, metrics_port, metrics_address)
-    if bad:
+        kept = result.log.events if keep_all else records(str(log))
+        _serve_metrics(kept, metrics_port, metrics_address)
+    if sum(bad):
         raise typer.Exit(1)
 
 
-def _serve_metrics(events: list[Event], port: int, address: str) -> None:
+def _serve_metrics(events: Iterable[Event], port: int, address: str) -> None:
     """Serve ``/metrics`` (computed from the run's log) until interrupted."""
     import threading
 
@@ -212,6 +259,11 @@ def replay_cmd(
         )
         return
     override = read_policy(config).raw if config else None
+    if override is None and not is_recording(log):
+        if "://" not in log and not Path(log).exists():
+            fail(f"{log}: no such log")
+        _print_replay(replay_log(log, start=start, stop_at_first=not diff), verify=verify)
+        return
     world = None
     if start is None or (log.endswith(".jsonl") and "://" not in log):
         events = read_log_events(log)
@@ -233,6 +285,10 @@ def replay_cmd(
 
         print_whatif(events, report, start=start or 0, as_json=as_json, diff=diff)
         return
+    _print_replay(report, verify=verify)
+
+
+def _print_replay(report: ReplayReport, *, verify: bool) -> None:
     for difference in report.differences:
         typer.echo(difference.describe())
     typer.echo(

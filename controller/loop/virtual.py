@@ -8,25 +8,47 @@ write is appended to the log (one batch per trigger with its decisions) and fold
 every written decision goes to the effector once, whose immediate outcome is written at
 once and whose later effects join the heap. The clock only moves forward, to each item's
 time.
+
+Inputs may also be *fed* lazily (:meth:`VirtualLoop.feed`) from an iterator in time
+order: the loop reads ahead only until the inputs it holds reach ``slack`` past the
+current time, so a day's recording is never all in memory. Every input due is in the heap
+before its time comes, so the order is the one a stable sort of all inputs would give;
+an input more than ``slack`` out of time order cannot be placed and stops the run
+(:class:`OutOfOrderError`).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
-from datetime import datetime
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Generic, Protocol, TypeVar
 
 from controller.effector.port import Effector, NoEffector
 from controller.loop.step import Step
 from controller.triggers.clock import VirtualClock
 from controller.triggers.cursor import TriggerSet, firing_event
-from streams.backends.memory import MemoryLog
-from streams.events import DECISION_TYPES, Event
+from streams.events import DECISION_TYPES, Event, format_time
 
 _INPUT, _EFFECT = 0, 1
 
 
-class VirtualLoop:
+class SyncLog(Protocol):
+    """Where the loop writes: a synchronous append that assigns offsets
+    (:class:`streams.backends.memory.MemoryLog`, :class:`controller.simulate.spool.Spool`)."""
+
+    def append_now(self, events: Sequence[Event]) -> list[Event]:
+        """Append a batch; return the records added, with offsets."""
+
+
+L = TypeVar("L", bound=SyncLog)
+
+
+class OutOfOrderError(ValueError):
+    """A fed input came more than the loop's slack after a later one."""
+
+
+class VirtualLoop(Generic[L]):
     """Runs a step over inputs on a virtual clock, writing to an in-memory log.
 
     Args:
@@ -43,7 +65,7 @@ class VirtualLoop:
         self,
         step: Step,
         *,
-        log: MemoryLog,
+        log: L,
         effector: Effector | None = None,
         triggers: TriggerSet | None = None,
         prepare: Callable[[Event], Event | None] | None = None,
@@ -58,6 +80,42 @@ class VirtualLoop:
         self.decisions: list[Event] = []
         self._queue: list[tuple[datetime, int, int, Event]] = []
         self._seq = 0
+        self._feed: Iterator[Event] | None = None
+        self._slack = timedelta(0)
+        self._horizon: datetime | None = None  # the latest ``at`` fed so far
+        self._fed = 0
+
+    def feed(self, inputs: Iterator[Event], *, slack: timedelta) -> datetime | None:
+        """Take inputs lazily from ``inputs`` (in time order, at most ``slack`` out of
+        it); returns the earliest input's time (None if there is none). Reads ahead to
+        ``slack`` past the first input's time."""
+        self._feed, self._slack = inputs, slack
+        self._pull(None)
+        return self._queue[0][0] if self._queue else None
+
+    def _pull(self, now: datetime | None) -> None:
+        """Read fed inputs until one lies more than ``slack`` past ``now`` (default: the
+        earliest input held), or none is left."""
+        while self._feed is not None:
+            if now is None and self._queue:
+                now = self._queue[0][0]
+            horizon = self._horizon
+            if now is not None and horizon is not None and horizon > now + self._slack:
+                return
+            record = next(self._feed, None)
+            if record is None:
+                self._feed = None
+                return
+            self._fed += 1
+            if self.clock is not None and record.at <= self.clock.now():
+                raise OutOfOrderError(
+                    f"input {self._fed} ({record.type} at {format_time(record.at)}) comes after "
+                    f"inputs up to {format_time(horizon or record.at)}: more than "
+                    f"{self._slack} out of time order (sort the recording)"
+                )
+            if horizon is None or record.at > horizon:
+                self._horizon = record.at
+            self.push([record])
 
     def push(self, records: Iterable[Event], *, rank: int = _INPUT) -> None:
         """Queue records for their ``at`` (inputs by default)."""
@@ -74,13 +132,19 @@ class VirtualLoop:
         return added
 
     def run(self, *, until: datetime | None) -> list[Event]:
-        """Process everything due up to ``until`` (None: until nothing is left; only
-        without triggers). Returns the decisions written."""
+        """Process everything due up to ``until`` (None: until nothing is left, only
+        without triggers; or, with fed inputs, the last input's time). Returns the
+        decisions written."""
         step = self.step
         triggers = self.triggers
-        if until is None and triggers is not None:
+        fed = self._horizon is not None
+        if until is None and triggers is not None and not fed:
             raise ValueError("a loop with triggers needs an end: they fire forever")
         while True:
+            if self._feed is not None:
+                self._pull(None)
+            if until is None and fed and self._feed is None:
+                until = self._horizon  # fed to the end: stop at the last input
             next_trigger = triggers.peek() if triggers is not None else None
             next_item = self._queue[0][0] if self._queue else None
             followup = step.next_followup()

@@ -10,36 +10,44 @@ configuration's triggers registered at the first input's time, and the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from controller.effector import SimulatedCluster
 from controller.effector.port import Effector, Effects
 from controller.framework.config import TideConfig
 from controller.loop.step import QUIET_TICK_LIMIT, Step
-from controller.loop.virtual import VirtualLoop
+from controller.loop.virtual import SyncLog, VirtualLoop
 from controller.pressure.config import EvictionConfig
 from controller.simulate.relief import UsageRelief
+from controller.simulate.spool import Spool
 from controller.triggers import TriggerSet
 from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.memory import MemoryLog
 from streams.events import Event, make_event
+from streams.gcpause import paced
 from streams.payloads import ConfigPayload, as_json
 
-__all__ = ["QUIET_TICK_LIMIT", "RunResult", "Simulation", "save_log"]
+__all__ = ["QUIET_TICK_LIMIT", "SLACK", "RunResult", "Simulation", "save_log"]
+
+#: how far out of time order a lazily read input may be (see :meth:`Simulation.run`)
+SLACK = timedelta(minutes=2)
 
 
 @dataclass
 class RunResult:
-    """What a run produced: the whole log (in memory) and its decisions in order."""
+    """What a run produced: the whole log (in memory; empty when the run wrote to a
+    :class:`~controller.simulate.spool.Spool`), its decisions in order, how many
+    records it wrote."""
 
     log: MemoryLog
     world: World
     decisions: list[Event] = field(default_factory=list)
     sessions: int = 0
+    records: int = 0
 
 
 class Simulation:
@@ -53,15 +61,18 @@ class Simulation:
         cluster: SimulatedCluster | None = None,
         config_source: str = "config",
         relief: bool = False,
+        spool: Spool | None = None,
     ) -> None:
         """``relief``: node samples show the usage freed by pressure evictions
-        (:mod:`controller.simulate.relief`)."""
+        (:mod:`controller.simulate.relief`). ``spool``: write the records there as the
+        run goes instead of keeping them in :attr:`log`."""
         self.config = config
         self.relief = UsageRelief() if relief else None
         self.eviction = eviction
         self.cluster = cluster or SimulatedCluster()
         self.config_source = config_source
         self.log = MemoryLog()
+        self.spool = spool
         self.step = Step(config=config, eviction=eviction)
         self.world = self.step.world
         self.result = RunResult(self.log, self.world)
@@ -73,23 +84,45 @@ class Simulation:
         until: datetime | None = None,
         progress: Callable[[float], None] | None = None,
     ) -> RunResult:
-        """Run over ``inputs`` (any order; sorted stably by ``at``) until ``until`` (default:
-        the last input's time). ``progress``, when given, is called with the virtual
-        seconds since the first input as records are written."""
-        ordered = sorted(inputs, key=lambda e: e.at)
-        if not ordered:
+        """Run over ``inputs`` until ``until`` (default: the last input's time).
+
+        A sequence is sorted stably by ``at`` first. Any other iterable is read lazily
+        (a day's recording is never all in memory): it must be in time order, at most
+        :data:`SLACK` out of it (:class:`~controller.loop.virtual.OutOfOrderError`), and
+        the run is the one its stable sort would give; the cyclic collector is then
+        paced (:func:`streams.gcpause.paced`). ``progress``, when given, is called with
+        the virtual seconds since the first input as records are written."""
+        target: SyncLog = self.spool if self.spool is not None else self.log
+        lazy = not isinstance(inputs, Sequence)
+        ordered: list[Event] = [] if lazy else sorted(inputs, key=lambda e: e.at)
+        loop = VirtualLoop(self.step, log=target)
+        feed: Generator[Event, None, None] | None = paced(iter(inputs)) if lazy else None
+        try:
+            return self._run(loop, feed, ordered, until, progress)
+        finally:
+            if feed is not None:
+                feed.close()  # ends the pacing even when ``until`` came first
+
+    def _run(
+        self,
+        loop: VirtualLoop[SyncLog],
+        feed: Iterator[Event] | None,
+        ordered: list[Event],
+        until: datetime | None,
+        progress: Callable[[float], None] | None,
+    ) -> RunResult:
+        first = loop.feed(feed, slack=SLACK) if feed is not None else None
+        if feed is None and ordered:
+            first = ordered[0].at
+        if first is None:
             return self.result
-        start = ordered[0].at
+        start = first
         effector: Effector = self.cluster
         if progress is not None or self.relief is not None:
             effector = _Watched(self.cluster, start, progress, self.relief)
-        loop = VirtualLoop(
-            self.step,
-            log=self.log,
-            effector=effector,
-            triggers=TriggerSet.from_config(self.config, start=start),
-            prepare=self.relief.prepare if self.relief is not None else None,
-        )
+        loop.effector = effector
+        loop.triggers = TriggerSet.from_config(self.config, start=start)
+        loop.prepare = self.relief.prepare if self.relief is not None else None
         payload: ConfigPayload = {
             "config": dict(self.config.raw),
             "source": self.config_source,
@@ -98,8 +131,9 @@ class Simulation:
         applied = make_event("config.applied", start, as_json(payload))
         self.step.fold(loop.write([applied]))
         loop.push(ordered)
-        self.result.decisions = loop.run(until=until or ordered[-1].at)
+        self.result.decisions = loop.run(until=until or (ordered[-1].at if ordered else None))
         self.result.sessions = self.step.sessions
+        self.result.records = len(self.log.events) if self.spool is None else self.spool.count
         return self.result
 
 

@@ -68,6 +68,10 @@ _PAGE = (
     'SELECT "offset", id, at, type, cause, v, data FROM events '
     'WHERE "offset" >= ? ORDER BY "offset" LIMIT ?'
 )
+_TYPE_PAGE = (
+    'SELECT "offset", id, at, type, cause, v, data FROM events '
+    'WHERE type = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
+)
 _CONTAINS = "SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?))"
 _SET_ASIDE = "INSERT OR IGNORE INTO quarantine (source, line, reason, raw) VALUES (?, ?, ?, ?)"
 _QUARANTINE = "SELECT source, line, reason, raw FROM quarantine ORDER BY seq"
@@ -221,6 +225,18 @@ class SQLiteLog(EventLog):
         async with self._lock:
             rows = await self._fetch(_QUARANTINE, ())
         return [Quarantined(source=s, line=n, reason=r, raw=raw) for s, n, r, raw in rows]
+
+    async def read_page(
+        self, offset: int, limit: int, *, type_: str | None = None
+    ) -> list[StoredRow]:
+        """Up to ``limit`` stored rows from ``offset`` on (of one ``type_`` if given), still
+        encoded: :func:`streams.codec.from_stored` decodes one. For readers that page
+        through the log themselves (:mod:`streams.paging`); ``type_`` walks the type
+        index, so a narrow query (the decisions of a day) never reads the samples."""
+        if type_ is None:
+            return await self._rows(max(offset, 0), limit)
+        async with self._lock:
+            return await self._fetch(_TYPE_PAGE, (type_, max(offset, 0), limit))
 
     async def _rows(self, offset: int, limit: int) -> list[StoredRow]:
         """Up to ``limit`` stored rows from ``offset`` on, still encoded.

@@ -1,0 +1,90 @@
+"""How the reading commands read a log: a page at a time, with the collector paced.
+
+``tide replay``, ``tide audit decisions|metrics|summary`` read a log URL or ``.db`` path
+through a :class:`streams.paging.LogReader` instead of a list of every record, so their
+memory is what their answer needs (the folded cluster, the recorded decisions), not the
+log's length. A ``.jsonl`` recording is still read whole (it is an input file, and its
+offsets are its line order). Folds run under :func:`streams.gcpause.paced`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from controller.cli.common import read_log_events, require_log
+from controller.cli.progress import Progress
+from projections.store import open_log_store, resume_world
+from projections.world import World
+from replay.verify import ReplayReport, recorded_decisions, replay
+from streams.backends import open_log
+from streams.events import DECISION_TYPES, Event
+from streams.gcpause import paced
+from streams.paging import LogReader
+
+
+def is_recording(source: str) -> bool:
+    """A plain ``.jsonl`` path (read whole), not a log."""
+    return source.endswith(".jsonl") and "://" not in source
+
+
+@contextmanager
+def reader(source: str) -> Iterator[LogReader]:
+    """The log at ``source`` (URL or ``.db`` path; never created) opened for paging."""
+    require_log(source)
+    with LogReader(lambda: open_log(source)) as opened:
+        yield opened
+
+
+def records(source: str) -> Iterator[Event]:
+    """Every record of ``source`` in offset order: paged from a log, whole from a
+    ``.jsonl`` recording."""
+    if is_recording(source):
+        yield from read_log_events(source)
+        return
+    with reader(source) as log:
+        yield from log.records()
+
+
+def decisions(source: str) -> Iterator[Event]:
+    """The decision records of ``source`` in offset order (a narrow query on SQLite)."""
+    if is_recording(source):
+        yield from (e for e in read_log_events(source) if e.type in DECISION_TYPES)
+        return
+    with reader(source) as log:
+        yield from log.of_types(DECISION_TYPES)
+
+
+def replay_log(
+    source: str,
+    *,
+    start: int | None,
+    stop_at_first: bool = True,
+) -> ReplayReport:
+    """:func:`replay.verify.replay` of the log at ``source``, streamed: the recorded
+    decisions first (narrow query), then every record a page at a time from the
+    checkpoint nearest before ``start`` (when ``start`` is given and one is usable),
+    with the progress line of :class:`controller.cli.progress.Progress`."""
+    with reader(source) as log:
+        world: World | None = None
+        if start is not None:
+            world = log.run(_resume(log, source, start))
+        begin = world.position if world is not None else 0
+        recorded = recorded_decisions(log.of_types(DECISION_TYPES, start or 0), start=start or 0)
+        with Progress("replay", log.head() - begin) as bar:
+            return replay(
+                paced(log.records(begin)),
+                stop_at_first=stop_at_first,
+                start=start or 0,
+                world=world,
+                progress=bar.callback(),
+                recorded=recorded,
+            )
+
+
+async def _resume(log: LogReader, source: str, start: int) -> World | None:
+    store = await open_log_store(log.log.url or source, create=False)
+    if store is None:
+        return None
+    async with store:
+        return await resume_world(store, upto=start, head=await log.log.head())
