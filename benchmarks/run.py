@@ -26,6 +26,7 @@ import orjson
 from benchmarks import (
     bench_fold,
     bench_import,
+    bench_kafka,
     bench_policy,
     bench_preempt,
     bench_pressure,
@@ -45,6 +46,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "preempt": bench_preempt.run,
     "record": bench_record.run,
     "rescheduling": bench_rescheduling.run,
+    "kafka": bench_kafka.run,
 }
 
 

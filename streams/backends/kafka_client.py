@@ -25,6 +25,7 @@ from streams.log import BackendUnavailableError, LogError
 
 #: how long a fetch waits on the broker for new records
 POLL_MS = 100
+FETCH_WAIT_MS = 500
 #: room above ``max_batch_bytes`` for the request and batch headers
 OVERHEAD = 64 * 1024
 
@@ -96,7 +97,7 @@ def consumer(target: KafkaTarget, options: dict[str, Any]) -> Any:
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        fetch_max_wait_ms=POLL_MS,
+        fetch_max_wait_ms=FETCH_WAIT_MS,
         fetch_max_bytes=max(fetch, 50 * 1024 * 1024),
         max_partition_fetch_bytes=fetch,
     )

@@ -122,7 +122,10 @@ def decode_value(topic: str, record: Record) -> Event:
 
 def record_id(record: Record) -> str:
     """The event id of a record: its ``id`` header, else the value's ``id``, else ""."""
-    for key, value in record.headers:
+    headers = record.headers
+    if headers and headers[0][0] == "id":  # where this log puts it
+        return bytes(headers[0][1]).decode()
+    for key, value in headers:
         if key == "id":
             return bytes(value).decode()
     try:  # written by something else: the id is in the value, if anywhere

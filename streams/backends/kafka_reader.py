@@ -18,6 +18,8 @@ from streams.log import BackendUnavailableError
 
 #: records one fetch may hand back
 FETCH_RECORDS = 10_000
+#: how long one wait for a page may take (an empty page only means nothing came yet)
+READ_WAIT_MS = 1_000
 
 Record = Any  # aiokafka's ConsumerRecord
 
@@ -34,11 +36,12 @@ async def records(
         reader.seek(tp, start)
         while True:
             fetched = await guard(
-                reader.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
+                reader.getmany(tp, timeout_ms=READ_WAIT_MS, max_records=FETCH_RECORDS),
                 f"read {tp.topic}",
             )
             page = fetched.get(tp, [])
-            if stop_at is not None and page and page[-1].offset >= stop_at:
+            if stop_at is not None and page and page[-1].offset >= stop_at - 1:
+                # the last record wanted is here: no fetch that would wait for more
                 yield [record for record in page if record.offset < stop_at]
                 return
             yield page
