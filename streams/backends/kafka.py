@@ -164,6 +164,7 @@ class KafkaLog(EventLog):
             )
             added: list[Event] = []
             done = 0
+            self._at_end = False  # until the produce answers: a lost ack leaves it unknown
             for batch, count in batches:
                 base = await self._send(batch, self.target.topic)
                 self._last_batch = (base, base + count)
