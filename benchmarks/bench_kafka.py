@@ -1,18 +1,24 @@
 """Append and read rates of the Kafka log against raw aiokafka on the same bytes (tansu).
 
 One tansu broker (memory storage) is started for the run (``tests/streams/tansu.py``).
-Events: the golden demo log's records, repeated with fresh ids up to ``--events``.
+Events: the first ``--events`` records of the benchmark recording (``benchmarks.run``)
+or, run alone, the golden demo log's records repeated with fresh ids.
 
 * append: ``KafkaLog.append`` in batches of ``--batch`` events (encode, id index,
   one record batch per append, acks=all) against a raw ``AIOKafkaProducer`` sending the
-  *same canonical lines* as the same record batches (``create_batch`` / ``send_batch``).
-* read: ``KafkaLog.read_all()`` on a fresh handle (rebuilding its id index, deduping,
-  decoding every event) against a raw ``AIOKafkaConsumer`` (``assign`` + ``seek``,
-  ``getmany``) fetching the same records without decoding them.
+  *same records* — the canonical lines, the ``id``/``type`` headers and the timestamps,
+  computed before the clock starts — as the same record batches (``create_batch`` /
+  ``send_batch``).
+* read: ``KafkaLog.read_all()`` on a fresh handle (its head, its id index, dropping
+  duplicates, decoding every event) against a raw ``AIOKafkaConsumer`` (``assign`` +
+  ``seek``, ``getmany``) fetching the same records and ``orjson.loads``-ing each value —
+  the least a reader that hands out events must do (as the fold benchmark's baseline).
 * index rebuild: a fresh handle's first ``contains`` (the id index read from the topic's
   headers), the cost of "rebuilt on start" per event.
 
-Baseline and subject alternate, best of ``--repeat``. Run::
+Baseline and subject alternate, best of ``--repeat``, the cyclic collector paused for
+both (as ``controller.cli.common`` pauses it around bulk reads); wall and CPU (process)
+time are both reported, since the machines are shared. Run alone::
 
     .venv/bin/python -m benchmarks.bench_kafka --events 100000 --repeat 3
 """
@@ -22,17 +28,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from benchmarks.common import Context, Result, rate_row, read_lines
 from streams.backends.kafka import KafkaLog
 from streams.codec import decode, encode
 from streams.events import Event
+from streams.gcpause import paused_gc
 from tests.streams.tansu import Broker, start_broker
 
 GOLDEN = Path(__file__).parents[1] / "tests" / "replay" / "golden" / "demo.jsonl"
+TARGET = 0.7
+Timing = tuple[float, float]  # (wall, cpu) seconds
 
 
 def workload(count: int) -> list[Event]:
@@ -40,7 +53,26 @@ def workload(count: int) -> list[Event]:
     return [replace(base[i % len(base)], id=f"e{i}") for i in range(count)]
 
 
-async def raw_append(broker: Broker, topic: str, lines: list[bytes], batch: int) -> float:
+async def _timed(call: Callable[[], Awaitable[Any]]) -> Timing:
+    with paused_gc():  # as the commands that append or read in bulk pause it
+        wall, cpu = time.perf_counter(), time.process_time()
+        await call()
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _records(events: list[Event]) -> list[tuple[int, bytes, list[tuple[str, bytes]]]]:
+    return [
+        (
+            int(e.at.timestamp() * 1000),
+            encode(e),
+            [("id", e.id.encode()), ("type", e.type.encode())],
+        )
+        for e in events
+    ]
+
+
+async def raw_append(broker: Broker, topic: str, events: list[Event], batch: int) -> Timing:
+    records = _records(events)
     producer = AIOKafkaProducer(
         bootstrap_servers=broker.bootstrap,
         acks="all",
@@ -48,20 +80,22 @@ async def raw_append(broker: Broker, topic: str, lines: list[bytes], batch: int)
         max_request_size=17 << 20,
     )
     await producer.start()
-    try:
-        start = time.perf_counter()
-        for k in range(0, len(lines), batch):
+
+    async def send() -> None:
+        for k in range(0, len(records), batch):
             builder = producer.create_batch()
-            for line in lines[k : k + batch]:
-                builder.append(timestamp=None, key=None, value=line, headers=[])
+            for timestamp, value, headers in records[k : k + batch]:
+                builder.append(timestamp=timestamp, key=None, value=value, headers=headers)
             builder.close()
             await (await producer.send_batch(builder, topic, partition=0))
-        return time.perf_counter() - start
+
+    try:
+        return await _timed(send)
     finally:
         await producer.stop()
 
 
-async def raw_read(broker: Broker, topic: str, count: int) -> float:
+async def raw_read(broker: Broker, topic: str, count: int) -> Timing:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=broker.bootstrap,
         enable_auto_commit=False,
@@ -69,66 +103,105 @@ async def raw_read(broker: Broker, topic: str, count: int) -> float:
         max_partition_fetch_bytes=17 << 20,
     )
     await consumer.start()
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        start = time.perf_counter()
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+
+    async def fetch() -> None:
         consumer.seek(tp, 0)
         seen = 0
         while seen < count:
             fetched = await consumer.getmany(tp, timeout_ms=1000, max_records=10_000)
-            seen += len(fetched.get(tp, []))
-        return time.perf_counter() - start
+            for record in fetched.get(tp, []):
+                orjson.loads(record.value)
+                seen += 1
+
+    try:
+        return await _timed(fetch)
     finally:
         await consumer.stop()
 
 
-async def log_append(url: str, events: list[Event], batch: int) -> float:
+async def log_append(url: str, events: list[Event], batch: int) -> Timing:
     async with await KafkaLog.open(url) as log:
-        start = time.perf_counter()
-        for k in range(0, len(events), batch):
-            await log.append(events[k : k + batch])
-        return time.perf_counter() - start
+
+        async def append() -> None:
+            for k in range(0, len(events), batch):
+                await log.append(events[k : k + batch])
+
+        return await _timed(append)
 
 
-async def log_read(url: str, count: int) -> tuple[float, float]:
+async def log_read(url: str, count: int) -> tuple[Timing, Timing]:
     async with await KafkaLog.open(url) as log:
-        start = time.perf_counter()
-        assert len(await log.read_all()) == count
-        read = time.perf_counter() - start
+
+        async def read() -> None:
+            assert len(await log.read_all()) == count
+
+        read_time = await _timed(read)
     fresh = await KafkaLog.open(url)
     try:
-        start = time.perf_counter()
-        await fresh.contains(["none"])
-        return read, time.perf_counter() - start
+        return read_time, await _timed(lambda: fresh.contains(["none"]))
     finally:
         await fresh.close()
 
 
-async def main(events: int, batch: int, repeat: int) -> None:
-    data = workload(events)
-    lines = [encode(e) for e in data]
-    size = sum(map(len, lines)) / len(lines)
+async def measure(events: list[Event], batch: int, repeat: int) -> dict[str, Timing]:
+    """Best (wall, cpu) of each figure over ``repeat`` interleaved runs."""
     broker = start_broker()
-    best: dict[str, float] = {}
+    best: dict[str, Timing] = {}
     try:
         for r in range(repeat):
             raw_topic, url = f"raw{r}", broker.url(f"log{r}")
             timings = {
-                "raw append": await raw_append(broker, raw_topic, lines, batch),
-                "KafkaLog append": await log_append(url, data, batch),
-                "raw read": await raw_read(broker, raw_topic, events),
+                "raw append": await raw_append(broker, raw_topic, events, batch),
+                "KafkaLog append": await log_append(url, events, batch),
+                "raw read": await raw_read(broker, raw_topic, len(events)),
             }
-            timings["KafkaLog read"], timings["index rebuild"] = await log_read(url, events)
-            for name, seconds in timings.items():
-                best[name] = min(best.get(name, seconds), seconds)
+            timings["KafkaLog read"], timings["index rebuild"] = await log_read(url, len(events))
+            for name, timing in timings.items():
+                best[name] = min(best.get(name, timing), timing)
     finally:
         broker.stop()
+    return best
+
+
+def run(ctx: Context) -> list[Result]:
+    """The append and read rows of ``benchmarks.run`` (the recording's first events)."""
+    count = 6_000 if ctx.quick else 30_000
+    events = [decode(line) for line in read_lines(ctx.recording, count)]
+    best = asyncio.run(measure(events, 1_000, ctx.repeat))
+    size = sum(len(encode(e)) for e in events) / len(events)
+    rows = []
+    for what, baseline in (("append", "AIOKafkaProducer.send_batch"), ("read", "getmany")):
+        subject, raw = best[f"KafkaLog {what}"], best[f"raw {what}"]
+        rows.append(
+            rate_row(
+                "kafka",
+                f"KafkaLog {what}, {count:,} events of {size:,.0f} B, batches of 1,000",
+                count,
+                subject[0],
+                count,
+                raw[0],
+                f"raw aiokafka {baseline}, same records",
+                TARGET,
+                notes=f"CPU s: {subject[1]:.3f} vs raw {raw[1]:.3f}",
+            )
+        )
+    return rows
+
+
+async def main(events: int, batch: int, repeat: int) -> None:
+    data = workload(events)
+    size = sum(len(encode(e)) for e in data) / len(data)
+    best = await measure(data, batch, repeat)
     print(f"{events:,} events of {size:,.0f} B on average, batches of {batch}, best of {repeat}")
-    for name, seconds in best.items():
-        print(f"{name:16s} {events / seconds:>12,.0f} events/s")
-    print(f"append ratio {best['raw append'] / best['KafkaLog append']:.2f} (target >= 0.7)")
-    print(f"read ratio   {best['raw read'] / best['KafkaLog read']:.2f} (target >= 0.7)")
+    for name, (wall, cpu) in best.items():
+        per_event = cpu / events * 1e6
+        print(f"{name:16s} {events / wall:>12,.0f} events/s   CPU {per_event:6.1f} µs/event")
+    for what in ("append", "read"):
+        wall = best[f"raw {what}"][0] / best[f"KafkaLog {what}"][0]
+        cpu = best[f"raw {what}"][1] / best[f"KafkaLog {what}"][1]
+        print(f"{what} ratio {wall:.2f} wall, {cpu:.2f} CPU (target >= {TARGET})")
 
 
 if __name__ == "__main__":

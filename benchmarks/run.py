@@ -26,6 +26,7 @@ import orjson
 from benchmarks import (
     bench_fold,
     bench_import,
+    bench_kafka,
     bench_policy,
     bench_preempt,
     bench_pressure,
@@ -47,6 +48,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "record": bench_record.run,
     "rescheduling": bench_rescheduling.run,
     "e2e": e2e.rows,
+    "kafka": bench_kafka.run,
 }
 
 

@@ -1,12 +1,12 @@
 """The streaming log: one single-partition Kafka topic per log, through aiokafka.
 
-Why it looks the way it does (the broker in CI is ``tansu``; see ``tests/streams/tansu.py``):
+Why it looks the way it does (the broker in CI is ``tansu``; see ``tests/streams/tansu.py``;
+the record format is ``streams.backends.kafka_codec``, the clients and the URL's security
+settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_reader``):
 
 * **One partition**, so the order is total; the topic and its companion
-  ``<topic>.quarantine`` are created when missing. A record's value is the event's
-  canonical line (``streams.codec.encode``), its headers carry ``id`` and ``type``, its
-  timestamp is the event's ``at``; the offset is the Kafka offset (strictly increasing,
-  not necessarily dense).
+  ``<topic>.quarantine`` are created when missing. The offset is the Kafka offset
+  (strictly increasing, not necessarily dense).
 * **Atomic batches without transactions.** aiokafka's idempotent and transactional
   producers cannot start against tansu (aiokafka speaks only InitProducerId v0), so an
   append is produced as *one record batch* to the one partition, which the broker writes
@@ -17,59 +17,56 @@ Why it looks the way it does (the broker in CI is ``tansu``; see ``tests/streams
   because a re-import skips what an interrupted one already wrote.
 * **Idempotent by event id.** The log keeps an id index (id → first offset), rebuilt
   from the topic's headers as far as it is needed and extended by every append and read
-  of this process; an append first catches the index up to the head and skips known ids.
-  Two writers racing on one id (or a produce retried after a lost ack) can still put it
-  on the topic twice: readers drop every record whose id appeared at a lower offset, so
-  each reader sees each id once, at its first offset.
-* **No consumer groups.** Every read and subscription has its own consumer with
-  ``assign`` + ``seek`` (instant and deterministic; group joins take seconds); one
-  long-lived consumer answers ``head()`` (the high watermark) and feeds the index.
-* Errors: every aiokafka error becomes a :class:`~streams.log.LogError`,
-  :class:`~streams.log.BackendUnavailableError` when aiokafka marks it retriable.
-
-This is the only module that imports aiokafka.
+  of this process. The first append of a handle catches the index up to the head and
+  skips known ids. After that, while this process is the only writer, the index *is* the
+  topic: an append skips known ids without asking the broker, and the produce answer
+  verifies it (the batch's base offset is where the index ends). When it is not, another
+  writer got in between: the index catches up to the batch, the batch's records whose id
+  was already there are not reported as added (readers drop them), and from then on
+  every append catches up first. Two writers racing on one id (or a produce retried
+  after a lost ack) can thus put it on the topic twice: readers drop every record whose
+  id appeared at a lower offset, so each reader sees each id once, at its first offset.
+* **No consumer groups** (see ``kafka_reader``); one long-lived consumer answers
+  ``head()`` and feeds the index.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from streams.backends.kafka_url import KafkaTarget, parse_kafka_url
-from streams.codec import DecodeError, check_appendable, decode_record, encode
+from streams.backends import kafka_client as client
+from streams.backends.kafka_client import BatchTooLargeError
+from streams.backends.kafka_codec import (
+    Record,
+    decode_value,
+    fill_batches,
+    record_id,
+    record_value,
+)
+from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, records
+from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
+from streams.codec import check_appendable
 from streams.events import Event
-from streams.log import BackendUnavailableError, EventLog, LogError, Quarantined
+from streams.log import EventLog, LogError, Quarantined
 
-#: records one fetch may hand back
-FETCH_RECORDS = 10_000
-#: how long a subscription's fetch waits on the broker for new records
-POLL_MS = 100
-#: room above ``max_batch_bytes`` for the request and batch headers
-_OVERHEAD = 64 * 1024
-
-T = TypeVar("T")
-Record = Any  # aiokafka's ConsumerRecord (aiokafka ships no type information)
-
-
-class BatchTooLargeError(LogError):
-    """An append whose record batch would exceed ``max_batch_bytes``; retrying cannot help."""
-
-    retriable = False
+__all__ = ["BatchTooLargeError", "KafkaLog", "open_url"]
 
 
 class KafkaLog(EventLog):
     """An :class:`~streams.log.EventLog` on one Kafka partition (see the module docstring)."""
 
-    def __init__(self, target: KafkaTarget, producer: Any, control: Any) -> None:
+    def __init__(
+        self, target: KafkaTarget, producer: Any, control: Any, options: dict[str, Any]
+    ) -> None:
         self.target = target
         self.url = target.url
+        self._options = options
         self._tp = TopicPartition(target.topic, 0)
         self._qtp = TopicPartition(target.quarantine_topic, 0)
         self._producer = producer
@@ -82,38 +79,38 @@ class KafkaLog(EventLog):
         self._indexed = 0
         #: (base offset, end) of the last record batch this handle appended
         self._last_batch = (-1, -1)
+        #: whether the index is known to reach the end of the topic (only writer so far)
+        self._at_end = False
+        #: whether another writer was seen: every append catches up first
+        self._shared = False
 
     @classmethod
     async def open(cls, url: str) -> KafkaLog:
         """Connect to the topic ``url`` names, creating it (and its quarantine) if missing.
 
         Raises:
-            ValueError: the URL is malformed (a one-line reason).
+            ValueError: the URL is malformed, or its password or TLS files cannot be read
+                (a one-line reason that never shows a secret).
             BackendUnavailableError: the broker cannot be reached.
             LogError: the topic exists with more than one partition, or the broker refused.
         """
         target = parse_kafka_url(url)
+        options = client.client_options(target)
         clients: list[Any] = []
         try:
-            await _ensure_topics(target)
-            producer = AIOKafkaProducer(
-                **_client(target),
-                acks="all",
-                linger_ms=0,
-                max_batch_size=target.max_batch_bytes,
-                max_request_size=target.max_batch_bytes + _OVERHEAD,
-            )
+            await client.ensure_topics(target, options)
+            producer = client.producer(target, options)
             clients.append(producer)
-            control = _consumer(target)
+            control = client.consumer(target, options)
             clients.append(control)
-            for client in clients:
-                await client.start()
+            for started in clients:
+                await started.start()
             partitions = await producer.partitions_for(target.topic)
         except KafkaError as exc:
-            await _stop(clients)
-            raise _wrap(exc, f"cannot open the Kafka log {url}") from exc
+            await client.stop(clients)
+            raise client.wrap(exc, f"cannot open the Kafka log {redact(url)}") from exc
         if partitions != {0}:
-            await _stop(clients)
+            await client.stop(clients)
             raise LogError(
                 f"topic {target.topic!r} has partitions {sorted(partitions or ())}: "
                 "a log needs exactly one"
@@ -121,89 +118,65 @@ class KafkaLog(EventLog):
         control.assign(
             [TopicPartition(target.topic, 0), TopicPartition(target.quarantine_topic, 0)]
         )
-        return cls(target, producer, control)
+        return cls(target, producer, control, options)
 
     async def close(self) -> None:
-        await _stop([self._producer, self._control])
+        await client.stop([self._producer, self._control])
 
     # -- appending ---------------------------------------------------------------------
 
     async def append(self, events: Sequence[Event]) -> list[Event]:
-        return await self._append(events, split=False)
+        return await self._append(events, (), split=False)
 
     async def append_encoded(
         self, events: Sequence[Event], payloads: Sequence[bytes | None]
     ) -> list[Event]:
-        """The bulk append of ``tide log import``: like :meth:`append`, but a batch above
-        ``max_batch_bytes`` goes out as several atomic record batches, in order.
-        (``payloads`` are not used: the record value is the canonical line.)"""
-        del payloads
-        return await self._append(events, split=True)
+        """The bulk append of ``tide log import``: like :meth:`append`, reusing
+        ``payloads[i]`` (``events[i].data`` serialised canonically, or None) in the record
+        value, and a batch above ``max_batch_bytes`` goes out as several atomic record
+        batches, in order."""
+        return await self._append(events, payloads, split=True)
 
-    async def _append(self, events: Sequence[Event], *, split: bool) -> list[Event]:
+    async def _append(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
+    ) -> list[Event]:
         check_appendable(events)
-        unique: dict[str, Event] = {}
-        for event in events:
-            unique.setdefault(event.id, event)
+        unique: dict[str, tuple[Event, bytes]] = {}
+        for i, event in enumerate(events):  # encoded once, before taking the lock
+            if event.id not in unique:
+                payload = payloads[i] if i < len(payloads) else None
+                unique[event.id] = (event, record_value(event, payload))  # may raise TypeError
         if not unique:
             return []
-        lines = {id_: encode(event) for id_, event in unique.items()}  # may raise TypeError
         async with self._append_lock:
-            await self._index_to(None)
-            fresh = [event for id_, event in unique.items() if id_ not in self._ids]
+            if self._shared or not self._at_end:
+                await self._index_to(None)
+            ids = self._ids
+            fresh = [pair for id_, pair in unique.items() if id_ not in ids]
             if not fresh:
                 return []
-            batches = self._batches(fresh, lines, split=split)
+            batches = fill_batches(
+                self._producer.create_batch,
+                [event for event, _ in fresh],
+                [value for _, value in fresh],
+                max_bytes=self.target.max_batch_bytes,
+                split=split,
+            )
             added: list[Event] = []
-            for batch, chunk in batches:
+            done = 0
+            self._at_end = False  # until the produce answers: a lost ack leaves it unknown
+            for batch, count in batches:
                 base = await self._send(batch, self.target.topic)
-                placed = [event.with_offset(base + i) for i, event in enumerate(chunk)]
-                self._last_batch = (base, base + len(placed))
-                if base == self._indexed:  # nothing from another writer in between
-                    for event in placed:
-                        self._ids.setdefault(event.id, event.offset)
-                    self._indexed = base + len(placed)
-                added.extend(placed)
+                self._last_batch = (base, base + count)
+                if base != self._indexed:  # another writer got in between
+                    self._shared = True
+                    await self._index_to(base)
+                for i, (event, _) in enumerate(fresh[done : done + count]):
+                    if self._place(event.id, base + i):
+                        added.append(event.with_offset(base + i))
+                done += count
+            self._at_end = True
         return added
-
-    def _batches(
-        self, events: list[Event], lines: dict[str, bytes], *, split: bool
-    ) -> list[tuple[Any, list[Event]]]:
-        """The record batches for ``events``: one, or (``split``) as many as needed."""
-        batches: list[tuple[Any, list[Event]]] = []
-        batch, chunk = self._producer.create_batch(), list[Event]()
-        for event in events:
-            record = {
-                "timestamp": int(event.at.timestamp() * 1000),
-                "key": None,
-                "value": lines[event.id],
-                "headers": [("id", event.id.encode()), ("type", event.type.encode())],
-            }
-            if batch.append(**record) is None:
-                size = len(lines[event.id])
-                if not chunk:
-                    raise BatchTooLargeError(
-                        f"event {event.id} ({size} bytes) does not fit in one record batch "
-                        f"(max_batch_bytes={self.target.max_batch_bytes})"
-                    )
-                if not split:
-                    raise BatchTooLargeError(
-                        f"a batch of {len(events)} events exceeds max_batch_bytes="
-                        f"{self.target.max_batch_bytes} (one batch is one atomic record "
-                        "batch; append fewer events at a time)"
-                    )
-                batch.close()
-                batches.append((batch, chunk))
-                batch, chunk = self._producer.create_batch(), []
-                if batch.append(**record) is None:
-                    raise BatchTooLargeError(
-                        f"event {event.id} ({size} bytes) does not fit in one record batch "
-                        f"(max_batch_bytes={self.target.max_batch_bytes})"
-                    )
-            chunk.append(event)
-        batch.close()
-        batches.append((batch, chunk))
-        return batches
 
     async def _send(self, batch: Any, topic: str) -> int:
         """Produce one record batch to partition 0; return its base offset."""
@@ -212,7 +185,7 @@ class KafkaLog(EventLog):
             future = await self._producer.send_batch(batch, topic, partition=0)
             return int((await future).offset)
 
-        return await _guard(send(), f"append to {topic}")
+        return await client.guard(send(), f"append to {topic}")
 
     # -- reading -----------------------------------------------------------------------
 
@@ -227,18 +200,22 @@ class KafkaLog(EventLog):
         if start >= stop:
             return
         await self._index_to(start)
-        async for record in self._records(self._tp, start, stop):
-            if self._first(record):
-                yield self._decode(record)
+        topic, first = self.target.topic, self._first
+        async for page in records(self.target, self._options, self._tp, start, stop):
+            for record in page:
+                if first(record):
+                    yield decode_value(topic, record)
 
     async def subscribe(self, start: int = 0) -> AsyncIterator[Event]:
         start = max(start, 0)
         seek = min(start, await self.head())
         await self._index_to(seek)
-        async for record in self._records(self._tp, seek, None):
-            first = self._first(record)  # every record extends the index, even below start
-            if first and record.offset >= start:
-                yield self._decode(record)
+        topic, first = self.target.topic, self._first
+        async for page in records(self.target, self._options, self._tp, seek, None):
+            for record in page:
+                # every record extends the index, even below start
+                if first(record) and record.offset >= start:
+                    yield decode_value(topic, record)
 
     async def contains(self, ids: Sequence[str]) -> set[str]:
         if not ids:
@@ -259,12 +236,8 @@ class KafkaLog(EventLog):
                     continue
                 known.add(item)
                 value = orjson.dumps(
-                    {
-                        "source": item.source,
-                        "line": item.line,
-                        "reason": item.reason,
-                        "raw": item.raw,
-                    }
+                    {"source": item.source, "line": item.line, "reason": item.reason}
+                    | {"raw": item.raw}
                 )
                 if batch.append(timestamp=None, key=None, value=value, headers=[]) is None:
                     raise BatchTooLargeError(
@@ -280,21 +253,23 @@ class KafkaLog(EventLog):
             end = await self._end(self._qtp)
         kept: dict[Quarantined, None] = {}
         if end > 0:
-            async for record in self._records(self._qtp, 0, end):
-                item = orjson.loads(record.value)
-                kept.setdefault(Quarantined(**item), None)
+            async for page in records(self.target, self._options, self._qtp, 0, end):
+                for record in page:
+                    kept.setdefault(Quarantined(**orjson.loads(record.value)), None)
         return list(kept)
 
-    # -- the id index and the consumers --------------------------------------------------
+    # -- the id index --------------------------------------------------------------------
 
-    def _first(self, record: Record) -> bool:
-        """Whether ``record`` is the first on the log with its id (and index it)."""
-        offset: int = record.offset
-        id_ = _record_id(record)
+    def _place(self, id_: str, offset: int) -> bool:
+        """Whether ``offset`` is the first on the log with ``id_`` (indexing it)."""
         if offset >= self._indexed:
             self._indexed = offset + 1
             return self._ids.setdefault(id_, offset) == offset
         return self._ids.get(id_) == offset
+
+    def _first(self, record: Record) -> bool:
+        """Whether ``record`` is the first on the log with its id (and index it)."""
+        return self._place(record_id(record), record.offset)
 
     async def _index_to(self, upto: int | None) -> None:
         """Index every record below ``upto`` (None: the head)."""
@@ -308,155 +283,25 @@ class KafkaLog(EventLog):
             control = self._control
             control.seek(self._tp, self._indexed)
             while self._indexed < upto:
-                fetched = await _guard(
-                    control.getmany(self._tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
+                fetched = await client.guard(
+                    control.getmany(self._tp, timeout_ms=client.POLL_MS, max_records=FETCH_RECORDS),
                     f"read {self._tp.topic}",
                 )
-                records = fetched.get(self._tp, [])
-                for record in records:
+                page = fetched.get(self._tp, [])
+                for record in page:
                     if record.offset >= upto:
                         break
                     self._first(record)
-                if not records:
-                    position = await _guard(control.position(self._tp), "read position")
+                if not page:
+                    position = await client.guard(control.position(self._tp), "read position")
                     self._indexed = max(self._indexed, min(position, upto))
 
     async def _end(self, tp: Any) -> int:
-        """The high watermark of ``tp`` (hold ``_control_lock``).
-
-        tansu answers ListOffsets(latest) with the last record batch's *base* offset + 1,
-        so the rest of that batch would be cut off; a fetch at that offset - 1 returns the
-        whole last batch, whose last record is the true end (on Apache Kafka both agree
-        and this costs one fetch).
-        """
-        control = self._control
-        ends = await _guard(control.end_offsets([tp]), f"head of {tp.topic}")
-        end = int(ends[tp])
-        if end == 0:
-            return 0
-        if tp == self._tp and end - 1 == self._last_batch[0]:
-            return self._last_batch[1]  # our own last batch: its end is known
-        control.seek(tp, end - 1)
-        deadline = asyncio.get_running_loop().time() + self.target.timeout
-        while True:  # an empty answer only means the fetch took longer than POLL_MS
-            fetched = await _guard(
-                control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
-                f"head of {tp.topic}",
-            )
-            records = fetched.get(tp, [])
-            if records:
-                return max(end, int(records[-1].offset) + 1)
-            if await _guard(control.position(tp), f"head of {tp.topic}") >= end:
-                return end  # the record at end - 1 is gone (compacted): nothing after it
-            if asyncio.get_running_loop().time() > deadline:
-                raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
-
-    async def _records(self, tp: Any, start: int, stop: int | None) -> AsyncIterator[Record]:
-        """The records of ``tp`` from ``start`` (below ``stop``; None: forever)."""
-        consumer = _consumer(self.target)
-        await _guard(consumer.start(), f"read {tp.topic}")
-        try:
-            consumer.assign([tp])
-            consumer.seek(tp, start)
-            while True:
-                fetched = await _guard(
-                    consumer.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
-                    f"read {tp.topic}",
-                )
-                records = fetched.get(tp, [])
-                for record in records:
-                    if stop is not None and record.offset >= stop:
-                        return
-                    yield record
-                if (
-                    stop is not None
-                    and not records
-                    and await _guard(consumer.position(tp), "read position") >= stop
-                ):
-                    return
-        finally:
-            await _stop([consumer])
-
-    def _decode(self, record: Record) -> Event:
-        try:
-            record_json = orjson.loads(record.value)
-            if type(record_json) is not dict:
-                raise DecodeError("not a JSON object")
-            return decode_record(record_json).with_offset(record.offset)
-        except (orjson.JSONDecodeError, DecodeError) as exc:
-            raise LogError(
-                f"{self.target.topic} offset {record.offset}: not a tide event ({exc})"
-            ) from None
+        """The end of ``tp`` (hold ``_control_lock``); see ``kafka_reader.end_offset``."""
+        known = self._last_batch if tp == self._tp else (-1, -1)
+        return await end_offset(self._control, tp, known=known, timeout=self.target.timeout)
 
 
 async def open_url(url: str) -> KafkaLog:
     """Open ``kafka://host:port/topic?...`` (see ``streams.backends.kafka_url``)."""
     return await KafkaLog.open(url)
-
-
-def _client(target: KafkaTarget) -> dict[str, Any]:
-    return {
-        "bootstrap_servers": target.bootstrap.split(","),
-        "client_id": target.client_id,
-        "request_timeout_ms": int(target.timeout * 1000),
-    }
-
-
-def _consumer(target: KafkaTarget) -> Any:
-    fetch = max(target.max_batch_bytes + _OVERHEAD, 4 * 1024 * 1024)
-    return AIOKafkaConsumer(
-        **_client(target),
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=POLL_MS,
-        fetch_max_bytes=max(fetch, 50 * 1024 * 1024),
-        max_partition_fetch_bytes=fetch,
-    )
-
-
-async def _ensure_topics(target: KafkaTarget) -> None:
-    admin = AIOKafkaAdminClient(**_client(target))
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-        missing = [
-            NewTopic(name, 1, target.replication)
-            for name in (target.topic, target.quarantine_topic)
-            if name not in existing
-        ]
-        if missing:
-            await admin.create_topics(missing)
-    finally:
-        await admin.close()
-
-
-def _record_id(record: Record) -> str:
-    for key, value in record.headers:
-        if key == "id":
-            return bytes(value).decode()
-    try:  # written by something else: the id is in the value, if anywhere
-        value = orjson.loads(record.value)
-    except orjson.JSONDecodeError:
-        return ""  # decoding the record will fail, naming its offset
-    return str(value.get("id", "")) if isinstance(value, dict) else ""
-
-
-async def _guard(call: Awaitable[T], what: str) -> T:
-    try:
-        return await call
-    except KafkaError as exc:
-        raise _wrap(exc, what) from exc
-
-
-async def _stop(clients: list[Any]) -> None:
-    for client in clients:
-        with contextlib.suppress(KafkaError):  # already gone: nothing left to release
-            await client.stop()
-
-
-def _wrap(exc: KafkaError, what: str) -> LogError:
-    message = f"{what}: {exc}"
-    if getattr(exc, "retriable", False) or "Connection" in type(exc).__name__:
-        return BackendUnavailableError(message)
-    return LogError(message)

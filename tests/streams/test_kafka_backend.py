@@ -57,6 +57,24 @@ async def test_a_duplicate_that_slipped_in_is_dropped_on_read(broker: Broker) ->
         assert await fresh.append(ticks(0, 6)) == []
 
 
+async def test_an_append_after_another_writer_reports_only_what_readers_see(
+    broker: Broker,
+) -> None:
+    """The log trusts its index between its own appends; the produce answer shows that
+    another writer got in between, and what that writer already put there is not added."""
+    url = broker.url()
+    topic = parse_kafka_url(url).topic
+    async with await KafkaLog.open(url) as log:
+        assert len(await log.append(ticks(0, 2))) == 2
+        await produce_raw(broker, topic, [tick(5)])  # unseen by the log's index
+        added = await log.append([tick(5), tick(6)])
+        assert ids(added) == [tick(6).id]  # tick 5 went out again, but readers drop it
+        assert await log.append([tick(5)]) == []  # caught up before appending now
+        stored = await log.read_all()
+        assert ids(stored) == [tick(n).id for n in (0, 1, 5, 6)]
+        assert stored[3] == added[0]
+
+
 async def test_two_writers_racing_on_the_same_ids_are_seen_once(broker: Broker) -> None:
     url = broker.url()
     async with await KafkaLog.open(url) as a, await KafkaLog.open(url) as b:
