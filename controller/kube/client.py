@@ -1,4 +1,6 @@
-"""Raw list / watch / get against the Kubernetes API, on kubernetes-asyncio's connection.
+"""Raw list / watch / get and the effector's writes against the Kubernetes API.
+
+They run on kubernetes-asyncio's connection.
 
 Why raw: tide writes the API's JSON to the log as it came, and building the generated
 models (``V1Pod``) costs ~10× the decode time on a large cluster, so every call passes
@@ -32,6 +34,7 @@ from streams.gcpause import paused_gc
 __all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
 
 JSONObject = dict[str, Any]
+JSONBody = JSONObject | list[JSONObject]
 #: the page size of a list (the API server's chunking, ``limit`` + ``continue``)
 PAGE = 500
 _TRANSPORT = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
@@ -191,20 +194,107 @@ class KubeClient:
         finally:
             response.release()
 
+    # ---- mutating calls (``tide run``'s effector) ------------------------------------------
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        body: JSONBody,
+        *,
+        content_type: str = "application/json",
+        dry_run: bool = False,
+    ) -> JSONObject:
+        """``method path`` with a raw JSON ``body``; the answer as JSON.
+
+        The generated client's models are never built (a Binding's answer is a Status the
+        generated ``V1Binding`` mis-parses), hence ``_preload_content=False``. ``dry_run``
+        asks the server to validate only (``dryRun=All``).
+
+        Raises:
+            KubeError: the error tree of :mod:`controller.kube.errors` (404, 409, 429 ...).
+        """
+        query = [("dryRun", "All")] if dry_run else []
+        response = await self._open(
+            method, path, query, self._timeout, payload=body, content_type=content_type
+        )
+        return await _json(response, f"{method} {path}")
+
+    async def evict(
+        self, namespace: str, name: str, *, uid: str | None, grace_seconds: int | None
+    ) -> JSONObject:
+        """Create a ``policy/v1`` Eviction of a pod (PodDisruptionBudgets apply: 429).
+
+        ``uid`` is a precondition (another incarnation of the name is not evicted);
+        ``grace_seconds`` None leaves the pod's own termination grace period.
+        """
+        options: JSONObject = {}
+        if grace_seconds is not None:
+            options["gracePeriodSeconds"] = grace_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        body: JSONObject = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if options:
+            body["deleteOptions"] = options
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body)
+
+    async def bind(self, namespace: str, name: str, *, uid: str | None, node: str) -> JSONObject:
+        """Create a pod's Binding to ``node`` (the scheduler's one write of a placement)."""
+        meta: JSONObject = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+
+    async def patch_node(self, name: str, ops: JSONBody) -> JSONObject:
+        """A JSON patch of a node (``ops`` may start with a resourceVersion ``test``: 409)."""
+        return await self.send(
+            "PATCH", f"/api/v1/nodes/{name}", ops, content_type="application/json-patch+json"
+        )
+
+    async def patch_pod_status(self, namespace: str, name: str, status: JSONObject) -> JSONObject:
+        """A merge patch of a pod's ``status`` subresource (``nominatedNodeName``)."""
+        return await self.send(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"status": status},
+            content_type="application/merge-patch+json",
+        )
+
+    async def create_event(self, namespace: str, event: JSONObject) -> JSONObject:
+        """Create a core/v1 Event (what ``kubectl describe`` shows about an object)."""
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
     async def _open(
         self,
         method: str,
         path: str,
         query: Sequence[tuple[str, str]],
         timeout: float | aiohttp.ClientTimeout,
+        *,
+        payload: JSONBody | None = None,
+        content_type: str | None = None,
     ) -> aiohttp.ClientResponse:
         what = f"{method} {path}"
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         try:
             response: aiohttp.ClientResponse = await self._api.call_api(
                 path,
                 method,
                 query_params=list(query),
-                header_params={"Accept": "application/json"},
+                header_params=headers,
+                body=payload,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _request_timeout=timeout,
