@@ -83,6 +83,11 @@ async def run_live(
     stop: asyncio.Event | None = None,
 ) -> LiveLoop:
     """Run the live controller until ``stop`` (default: SIGTERM / SIGINT); the loop run."""
+    if stop is None:  # first: a SIGTERM while starting is a clean stop too
+        stop = asyncio.Event()
+        running = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            running.add_signal_handler(signum, stop.set)
     offset = settings.triggers.clock_offset
     clock = ShiftedClock(SystemClock(), offset) if offset else SystemClock()
     try:
@@ -119,11 +124,6 @@ async def run_live(
             f"running against {client.host} onto {log.url or settings.log.url} ({mode}); "
             f"{folded} records folded, {pending} decisions to reconcile"
         )
-        if stop is None:
-            stop = asyncio.Event()
-            running = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                running.add_signal_handler(signum, stop.set)
         await loop.run(stop, recorder)
         _say(
             f"stopped: {len(loop.decisions)} decisions written, "

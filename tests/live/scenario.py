@@ -140,10 +140,18 @@ def free_port() -> int:
 class Tide:
     """A ``tide run`` subprocess against the double."""
 
-    def __init__(self, double: ApiDouble, tmp: Path, *, offset: float, dry_run: bool) -> None:
+    def __init__(
+        self,
+        double: ApiDouble,
+        tmp: Path,
+        *,
+        offset: float,
+        dry_run: bool,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.kubeconfig = double.write_kubeconfig(tmp / "kubeconfig")
         self.config = tmp / "tide.yaml"
-        self.config.write_text(yaml.safe_dump(CONFIG))
+        self.config.write_text(yaml.safe_dump(config or CONFIG))
         self.db = tmp / "tide.db"
         self.offset = offset
         self.dry_run = dry_run
@@ -172,6 +180,19 @@ class Tide:
         self.proc = await asyncio.create_subprocess_exec(
             *TIDE, *args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
+
+    async def ready(self, timeout: float = 120.0) -> None:
+        """Wait for the line saying the run has folded the log and started."""
+        assert self.proc is not None and self.proc.stderr is not None
+        lines = []
+        async with asyncio.timeout(timeout):
+            while True:
+                line = (await self.proc.stderr.readline()).decode()
+                lines.append(line)
+                if not line:
+                    raise AssertionError("tide run ended while starting:\n" + "".join(lines))
+                if line.startswith("running against"):
+                    return
 
     @property
     def running(self) -> bool:
