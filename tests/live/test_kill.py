@@ -24,7 +24,7 @@ SEED = 20261125
 def kill_config() -> dict[str, object]:
     """The scenario's configuration with a short pressure cooldown (more evictions)."""
     config = copy.deepcopy(CONFIG)
-    config["eviction"]["cpuEvict"]["cooldownPeriod"] = "1s"  # type: ignore[index]
+    config["eviction"]["cpuEvict"]["cooldownPeriod"] = "1s"
     return config
 
 
