@@ -28,7 +28,7 @@ from tests.kubedouble import ApiDouble
 ROOT = Path(__file__).resolve().parents[2]
 TIDE = [sys.executable, "-c", "from controller.cli import main; main()"]
 #: the window closes this long after the test computes the offset
-CLOSE_AFTER = timedelta(seconds=8)
+CLOSE_AFTER = timedelta(seconds=15)
 #: the zone's window in the shifted clock; it closes at 21:00 UTC
 WINDOW = "10:00-21:00"
 

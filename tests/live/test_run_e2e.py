@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from tests.kubedouble import ApiDouble
 from tests.live.scenario import CLOSE_AFTER, Tide, cli, clock_offset, cluster, hot_metrics
 
-#: how long the run lasts: the close, the untaint after taintDuration, margins
-RUN_FOR = CLOSE_AFTER.total_seconds() + 10
+#: how long the run lasts after the close: the untaint after taintDuration, margins
+AFTER_CLOSE = 8.0
 
 
 def targets(events: list[Event]) -> set[tuple[str, str, str]]:
@@ -37,13 +38,17 @@ def without_outcome(events: list[Event]) -> list[str]:
 
 async def scenario_run(double: ApiDouble, tmp: Path, *, dry_run: bool) -> list[Event]:
     offset = clock_offset()
+    close = asyncio.get_running_loop().time() + CLOSE_AFTER.total_seconds()
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
     tide = Tide(double, tmp, offset=offset, dry_run=dry_run)
     try:
         await tide.start()
-        await asyncio.sleep(RUN_FOR)
+        await tide.ready()
+        left = close - asyncio.get_running_loop().time()
+        assert left > 0, "tide run started after the window closed: the machine is too slow"
+        await asyncio.sleep(left + AFTER_CLOSE)
         assert tide.running, await tide.stderr()
         assert await tide.stop() == 0, await tide.stderr()
     finally:
@@ -70,6 +75,13 @@ async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path
     assert any(t[0] == "decision.evict" and t[1].startswith("best/") for t in found), found
     assert without_outcome(events) == []
     assert not [e for e in events if e.type in ("effect.failed", "effect.skipped")]
+    # at the right moment: decided at the close (21:00:00 on the run's clock), applied soon
+    closing = [e for e in events if e.data.get("reason") == "tdm-window-closed"]
+    assert {(e.at.hour, e.at.minute, e.at.second, e.at.microsecond) for e in closing} == {
+        (21, 0, 0, 0)
+    }
+    applied = {e.cause: e.at for e in events if e.type == "effect.applied"}
+    assert all(applied[e.id] - e.at < timedelta(seconds=3) for e in closing)
     calls = Counter(what for what, _, status in double.mutations if status < 300)
     assert calls == {"create pods/eviction": 3, "create pods/binding": 2, "patch nodes": 2}
     assert not {"batch/train-0", "batch/train-1"} & set(double.objects["pods"])
