@@ -20,7 +20,8 @@ is always exactly the log prefix it has written:
   (exactly once; its outcome comes back through :meth:`LiveLoop.write`).
 
 Only the leader decides and acts (:class:`~controller.loop.leadership.Leadership`): a
-standby appends and folds its inputs and fires no decisions; gaining the lead reconciles
+standby appends and folds its watch events (not the metric samples pressure eviction
+decides on) and fires no decisions; gaining the lead reconciles
 every decision without an outcome; losing it halts the effector before anything else.
 The observer (:class:`~controller.observe.hooks.LiveObserver`) is told of each decision,
 outcome, session, append lag, watch restart, readiness and leadership change.
@@ -215,6 +216,12 @@ class LiveLoop:
 
     async def _input_chunk(self, chunk: list[Event]) -> None:
         async with self._lock:
+            if not self.leading and self.step.eviction is not None:
+                # a sample is a decision point of pressure eviction: a standby, which may
+                # not decide, does not write one (replay would expect its decisions)
+                chunk = [e for e in chunk if e.type != "metrics.node"]
+                if not chunk:
+                    return
             added = await self.log.append(chunk)
             now = self.clock.now()
             decisions: list[Event] = []

@@ -119,3 +119,53 @@ async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) ->
     assert heard.calls["decided"] == len(loop.decisions) == len(decisions)
     assert heard.calls["effect.failed"] == len(refused)
     assert heard.calls["ready=True"] >= 1 and heard.calls["session"] > 0
+
+
+class NeverLeader:
+    """A standby that never gets the lead."""
+
+    is_leader = False
+
+    async def run(self, on_started: Any, on_stopped: Any) -> None:
+        await asyncio.Event().wait()
+
+    async def release(self) -> None:
+        return None
+
+
+async def test_a_standby_records_but_neither_decides_nor_acts(
+    double: ApiDouble, tmp_path: Path
+) -> None:
+    offset = clock_offset()
+    cluster(double)
+    db = tmp_path / "tide.db"
+    settings = load_settings(
+        {
+            "log": {"url": str(db)},
+            "kube": {"kubeconfig": double.write_kubeconfig(tmp_path / "kubeconfig")},
+            "triggers": {"clock_offset": timedelta(seconds=offset)},
+        }
+    )
+    options = RecorderOptions(metrics_interval=0.25, watch_timeout=5, health_address=None)
+    stop = asyncio.Event()
+    feeder = asyncio.create_task(hot_metrics(double, offset=offset))
+    run = asyncio.create_task(
+        run_live(
+            settings, load_policy(CONFIG), options, source="t", leadership=NeverLeader(), stop=stop
+        )
+    )
+    try:
+        await asyncio.sleep(4)
+        stop.set()
+        await asyncio.wait_for(run, 60)
+    finally:
+        feeder.cancel()
+        stop.set()
+    async with await open_log(str(db)) as log:
+        events = await log.read_all()
+    types = Counter(e.type for e in events)
+    assert types["k8s.watch"] > 0
+    assert not {"metrics.node", "trigger.fired"} & set(types)
+    assert not [e for e in events if e.type in DECISION_TYPES]
+    assert double.mutations == []
+    assert replay(events).ok
