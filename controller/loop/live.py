@@ -92,6 +92,7 @@ class LiveLoop:
         self.decisions: list[Event] = []
         self._lock = asyncio.Lock()
         self._leading = False
+        self._stopping = False
         self._fired: list[Event] = []
 
     # ---- start ------------------------------------------------------------------------
@@ -108,7 +109,7 @@ class LiveLoop:
     @property
     def leading(self) -> bool:
         """Whether this replica decides and acts now."""
-        return self._leading and self.leadership.is_leader
+        return self._leading and not self._stopping and self.leadership.is_leader
 
     async def run(self, stop: asyncio.Event, recorder: Recorder | None = None) -> None:
         """Run until ``stop`` is set (or a source fails for good), then stop cleanly:
@@ -119,10 +120,8 @@ class LiveLoop:
                 self.config, self.on_trigger, clock=self.clock, offset=self.offset
             )
             self.triggers.run()
-        helpers = [
-            asyncio.create_task(self._followups(), name="followups"),
-            asyncio.create_task(self._campaign(), name="leadership"),
-        ]
+        campaign = asyncio.create_task(self._campaign(), name="leadership")
+        helpers = [asyncio.create_task(self._followups(), name="followups")]
         if recorder is not None:
             helpers.append(asyncio.create_task(self._readiness(recorder), name="readiness"))
         try:
@@ -131,14 +130,19 @@ class LiveLoop:
             else:
                 await stop.wait()
         finally:
+            self._stopping = True  # nothing more is decided from here on
             if self.triggers is not None:
                 self.triggers.shutdown()
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
-            if self.applier is not None:
+            async with self._lock:  # a decision being written is handed to the applier
+                pass
+            if self.applier is not None:  # before the campaign ends: a loss halts effects
                 await self.applier.stop()
                 await self.applier.drain()
+            campaign.cancel()
+            await asyncio.gather(campaign, return_exceptions=True)
             await self.leadership.release()
             self.observer.ready(False)
 
