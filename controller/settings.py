@@ -98,6 +98,14 @@ class EffectorSettings(BaseModel):
     """Grace period of an eviction in seconds; None: the pod's own termination grace."""
     use_eviction_api: bool = True
     """Evict through the Eviction API (honours PodDisruptionBudgets) rather than a delete."""
+    max_evictions_per_node: int | None = Field(default=None, ge=0)
+    """Guard rail of ``tide run``: evictions applied per node per minute; None: no limit."""
+    max_evictions_per_namespace: int | None = Field(default=None, ge=0)
+    """Guard rail of ``tide run``: evictions applied per namespace per minute; None: no limit."""
+    max_evictions_per_cluster: int | None = Field(default=None, ge=0)
+    """Guard rail of ``tide run``: evictions applied in the cluster per minute; None: no limit."""
+    attempts: int = Field(default=4, ge=1)
+    """Tries of an API call answered with a 5xx, a throttling 429 or nothing at all."""
 
 
 class TriggerSettings(BaseModel):
@@ -107,6 +115,10 @@ class TriggerSettings(BaseModel):
 
     tick: timedelta | None = None
     """Override of the configuration's ``sessionTick``; None: use the configuration's."""
+    clock_offset: timedelta = timedelta(0)
+    """``tide run`` only: added to the wall clock for the whole run (records, triggers,
+    decisions), so a trial or a test can meet an ``HH:MM`` window boundary seconds after
+    the start; zero in production."""
 
     @field_validator("tick")
     @classmethod

@@ -32,10 +32,10 @@ issued the bind had checked the fit.
 
 Decisions are folded as in-flight overlays (``docs/ARCHITECTURE.md``): ``decision.evict``
 makes the task Releasing until a watch shows it deleting, terminated or gone, or an
-``effect.failed`` naming the decision reverts it; ``decision.bind`` makes a Pending task
-Binding on ``data.node`` until a watch shows ``spec.nodeName`` (or a non-Pending phase), or
-``effect.failed`` reverts it. A watch update in between keeps the overlay on the new state.
-A later decision on the same task replaces the earlier overlay.
+``effect.failed`` / ``effect.skipped`` naming the decision reverts it; ``decision.bind``
+makes a Pending task Binding on ``data.node`` until a watch shows ``spec.nodeName`` (or a
+non-Pending phase), or ``effect.failed`` reverts it. A watch update in between keeps the
+overlay on the new state. A later decision on the same task replaces the earlier overlay.
 
 Ownership. ``config.applied`` sets the :class:`~projections.ownership.Rules` in force (the
 configured scheduler names, ``preemptableByDefault`` and the record's behaviour level):
@@ -370,7 +370,7 @@ class ClusterState(BaseProjection):
         )
         self.version += 1
 
-    @handles("effect.failed")
+    @handles("effect.failed", "effect.skipped")
     def _on_effect_failed(self, event: Event) -> None:
         decision = event.data.get("decision") or event.cause
         key = self._decisions.get(decision) if isinstance(decision, str) else None

@@ -11,7 +11,8 @@ live run saw. Folded:
 * any decision: the last decision time per ``source``;
 * ``decision.taint`` / ``decision.untaint``: the taints the controller holds on each node;
 * ``trigger.fired``: the last firing time per trigger name (interval gating);
-* ``effect.failed``: the ids of decisions whose effect failed.
+* ``effect.failed`` / ``effect.skipped``: the ids of decisions whose effect failed or was
+  not attempted.
 
 Evictions are counted when decided, whether or not the effect later fails (a failed
 eviction still spent the budget, as the koordlet counts attempts). ``failed`` tells them
@@ -175,7 +176,7 @@ class History(BaseProjection):
             if last is None or last < event.at:
                 self.last_fired[name] = event.at
 
-    @handles("effect.failed")
+    @handles("effect.failed", "effect.skipped")
     def _on_failed(self, event: Event) -> None:
         decision = as_effect(event).get("decision") or event.cause
         if isinstance(decision, str):

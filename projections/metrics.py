@@ -82,7 +82,7 @@ class EvictionMetrics:
             if at is not None:
                 self.applied += 1
                 self.latencies.append((event.at - at).total_seconds())
-        elif kind == "effect.failed":
+        elif kind in ("effect.failed", "effect.skipped"):
             self._decided.pop(str(as_effect(event).get("decision") or event.cause), None)
         elif kind == "k8s.watch" and event.data.get("event") == "DELETED":
             uid = str(((event.data.get("object") or {}).get("metadata") or {}).get("uid"))

@@ -240,11 +240,11 @@ class PressureState(BaseProjection):
             return
         self.taints.pop(str(data.get("node") or ""), None)
 
-    @handles("effect.applied", "effect.failed")
+    @handles("effect.applied", "effect.failed", "effect.skipped")
     def _effect(self, event: Event) -> None:
         data = as_effect(event)
         held = self.decisions.pop(str(data.get("decision") or event.cause or ""), None)
-        if held is None or event.type != "effect.failed":
+        if held is None or event.type == "effect.applied":
             return
         kind, node, uid = held
         if kind == "evict":

@@ -34,12 +34,13 @@ EVENT_TYPES: dict[str, int] = {
     "decision.untaint": 1,
     "effect.applied": 1,
     "effect.failed": 1,
+    "effect.skipped": 1,
 }
 
 DECISION_TYPES = frozenset(
     {"decision.evict", "decision.bind", "decision.taint", "decision.untaint"}
 )
-EFFECT_TYPES = frozenset({"effect.applied", "effect.failed"})
+EFFECT_TYPES = frozenset({"effect.applied", "effect.failed", "effect.skipped"})
 
 
 @dataclass(frozen=True, slots=True)

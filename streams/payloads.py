@@ -65,7 +65,7 @@ rescheduling plugin's interval."""
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 """The effects of a Kubernetes node taint (core/v1 ``TaintEffect``)."""
 
-EffectType = Literal["effect.applied", "effect.failed"]
+EffectType = Literal["effect.applied", "effect.failed", "effect.skipped"]
 
 REASON_CODES: frozenset[str] = frozenset(get_args(ReasonCode))
 DECISION_KINDS: frozenset[str] = frozenset(get_args(DecisionKind))
@@ -273,9 +273,11 @@ class FollowupData(TypedDict):
 
 
 class EffectPayload(TypedDict):
-    """``effect.applied`` / ``effect.failed``: the outcome of decision ``decision``.
+    """``effect.applied`` / ``effect.failed`` / ``effect.skipped``: the outcome of decision
+    ``decision``.
 
-    ``target`` is ``namespace/pod`` or a node name; ``error`` is required on a failure.
+    ``target`` is ``namespace/pod`` or a node name; ``error`` is required on a failure and
+    on a skip (why nothing was attempted: ``dry-run``, a guard rail, the pod gone).
     """
 
     decision: str

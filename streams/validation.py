@@ -296,8 +296,8 @@ def _taint(type_: str, taint: JSON) -> None:
         raise ValidationError(f"{type_}: taint.effect {taint['effect']!r} is not a taint effect")
 
 
-def _effect(failed: bool) -> Callable[[JSON], None]:
-    type_ = "effect.failed" if failed else "effect.applied"
+def _effect(failed: bool, type_: str = "") -> Callable[[JSON], None]:
+    type_ = type_ or ("effect.failed" if failed else "effect.applied")
 
     def check(data: JSON) -> None:
         # ``kind`` names the decision's kind when tide writes it; not held to the vocabulary
@@ -323,6 +323,8 @@ _CHECKS: dict[str, Callable[[JSON], None]] = {
     "decision.untaint": _decision("untaint", pod=False),
     "effect.applied": _effect(failed=False),
     "effect.failed": _effect(failed=True),
+    # the live effector's refusals (dry run, a guard rail, the pod already gone): why in error
+    "effect.skipped": _effect(failed=True, type_="effect.skipped"),
 }
 
 

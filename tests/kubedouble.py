@@ -6,8 +6,11 @@ and controllable, and faults must be injectable on cue (a dropped watch, 5xx, a 
 answer). The double keeps one global resourceVersion counter and an event history per
 change, like etcd behind an API server; objects are changed through its Python methods
 (``create`` / ``update`` / ``delete``), which emit watch events, or through the
-subresources tide's effector will use (eviction honouring PodDisruptionBudgets, binding,
-node patches with a resourceVersion precondition, Leases).
+subresources tide's effector uses (eviction honouring PodDisruptionBudgets, a uid
+precondition and a grace period played out in ``grace_scale`` real seconds per second,
+binding, node patches with a resourceVersion precondition, pod status patches, Events,
+Leases). Every mutating call's answer is kept in ``mutations`` (what, key, status), so a
+test can count the calls made for one object.
 
 It FAILS LOUDLY: a request it has no route for is answered 500 and kept in
 ``unexpected``; :meth:`ApiDouble.check` (called by the fixture at teardown) raises if
@@ -113,6 +116,12 @@ class ApiDouble:
     unexpected: list[str] = field(default_factory=list)
     compacted_before: int = 0
     rv: int = 0
+    #: real seconds per second of an eviction's grace period (0: a pod evicted is gone at once)
+    grace_scale: float = 0.0
+    #: every mutating call answered: (verb resource, object key, HTTP status)
+    mutations: list[tuple[str, str, int]] = field(default_factory=list)
+    #: core/v1 Events created, as sent
+    events: list[JSONObject] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._uids = itertools.count(1)
@@ -245,6 +254,11 @@ class ApiDouble:
             return _status(code, "InternalError", f"injected fault {code}")
         if route.group == "metrics.k8s.io":
             return self._metrics(request, route, verb)
+        if route.plural == "events" and route.group == "" and verb == "create":
+            if route.namespace is None or route.name is not None:
+                return self._unexpected(request, "events: only namespaced creates")
+            self.events.append(await request.json())
+            return web.json_response({"kind": "Event", "apiVersion": "v1"}, status=201)
         kind = KINDS.get(route.plural)
         if kind is None or (kind.group, kind.version) != (route.group, route.version):
             return self._unexpected(request, "no such collection")
@@ -336,12 +350,22 @@ class ApiDouble:
         return web.Response(body=orjson.dumps(body), content_type="application/json")
 
     async def _object(self, request: web.Request, route: Route, verb: str) -> web.Response:
+        answer = await self._answer(request, route, verb)
+        if verb in ("create", "patch", "update", "delete"):
+            key = f"{route.namespace}/{route.name}" if route.namespace else str(route.name)
+            what = route.plural + (f"/{route.subresource}" if route.subresource else "")
+            self.mutations.append((f"{verb} {what}", key, answer.status))
+        return answer
+
+    async def _answer(self, request: web.Request, route: Route, verb: str) -> web.Response:
         key = f"{route.namespace}/{route.name}" if route.namespace else str(route.name)
         store = self.objects.setdefault(route.plural, {})
         if route.subresource == "eviction" and verb == "create":
-            return self._evict(key)
+            return self._evict(key, await _body(request))
         if route.subresource == "binding" and verb == "create":
             return self._bind(key, await request.json())
+        if route.subresource == "status" and verb == "patch" and route.plural == "pods":
+            return self._patch_status(key, await request.json())
         if route.subresource is not None:
             return self._unexpected(request, f"subresource {route.subresource}")
         if verb == "get":
@@ -354,10 +378,18 @@ class ApiDouble:
             return self._lease(route, verb, await request.json())
         return self._unexpected(request, f"{verb} on {route.plural}")
 
-    def _evict(self, key: str) -> web.Response:
+    def _evict(self, key: str, body: JSONObject) -> web.Response:
         pod = self.objects.get("pods", {}).get(key)
         if pod is None:
             return _status(404, "NotFound", f"pods {key!r} not found")
+        options = body.get("deleteOptions") or {}
+        uid = (options.get("preconditions") or {}).get("uid")
+        if uid and uid != pod["metadata"]["uid"]:
+            return _status(409, "Conflict", f"Precondition failed: UID in precondition: {uid}")
+        if pod["metadata"].get("deletionTimestamp"):
+            return web.json_response(
+                {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}
+            )
         for pdb in self._pdbs_of(pod):
             if int(pdb.get("status", {}).get("disruptionsAllowed", 1)) <= 0:
                 name = pdb["metadata"]["name"]
@@ -374,10 +406,34 @@ class ApiDouble:
                         ]
                     },
                 )
-        self.delete("pods", key)
+        grace = options.get("gracePeriodSeconds")
+        if grace is None:
+            grace = pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+        if self.grace_scale and grace:
+            dying = copy.deepcopy(pod)
+            dying["metadata"]["deletionTimestamp"] = "2000-01-01T00:00:00Z"
+            dying["metadata"]["deletionGracePeriodSeconds"] = grace
+            self.update("pods", dying)
+            uid = pod["metadata"]["uid"]
+            asyncio.get_running_loop().call_later(grace * self.grace_scale, self._gone, key, uid)
+        else:
+            self.delete("pods", key)
         return web.json_response(
             {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, status=201
         )
+
+    def _gone(self, key: str, uid: str) -> None:
+        pod = self.objects.get("pods", {}).get(key)
+        if pod is not None and pod["metadata"]["uid"] == uid:
+            self.delete("pods", key)
+
+    def _patch_status(self, key: str, patch: JSONObject) -> web.Response:
+        pod = self.objects.get("pods", {}).get(key)
+        if pod is None:
+            return _status(404, "NotFound", f"pods {key!r} not found")
+        pod = copy.deepcopy(pod)
+        pod.setdefault("status", {}).update(patch.get("status") or {})
+        return web.json_response(self.update("pods", pod))
 
     def _pdbs_of(self, pod: JSONObject) -> list[JSONObject]:
         labels = pod["metadata"].get("labels") or {}
@@ -447,6 +503,14 @@ class ApiDouble:
         if body["metadata"].get("resourceVersion") != store[key]["metadata"]["resourceVersion"]:
             return _status(409, "Conflict", "the object has been modified")
         return web.json_response(self.update("leases", body))
+
+
+async def _body(request: web.Request) -> JSONObject:
+    """The JSON object a request carries ({} when it carries none)."""
+    if not request.can_read_body:
+        return {}
+    body = await request.json()
+    return body if isinstance(body, dict) else {}
 
 
 def _parse(path: str) -> Route | None:

@@ -1,4 +1,6 @@
-"""Raw list / watch / get against the Kubernetes API, on kubernetes-asyncio's connection.
+"""Raw list / watch / get and the effector's writes against the Kubernetes API.
+
+They run on kubernetes-asyncio's connection.
 
 Why raw: tide writes the API's JSON to the log as it came, and building the generated
 models (``V1Pod``) costs ~10× the decode time on a large cluster, so every call passes
@@ -32,6 +34,7 @@ from streams.gcpause import paused_gc
 __all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
 
 JSONObject = dict[str, Any]
+JSONBody = JSONObject | list[JSONObject]
 #: the page size of a list (the API server's chunking, ``limit`` + ``continue``)
 PAGE = 500
 _TRANSPORT = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
@@ -192,6 +195,86 @@ class KubeClient:
         finally:
             response.release()
 
+    # ---- mutating calls (``tide run``'s effector) ------------------------------------------
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        body: JSONBody,
+        *,
+        content_type: str = "application/json",
+        dry_run: bool = False,
+    ) -> JSONObject:
+        """``method path`` with a raw JSON ``body``; the answer as JSON.
+
+        The generated client's models are never built (a Binding's answer is a Status the
+        generated ``V1Binding`` mis-parses), hence ``_preload_content=False``. ``dry_run``
+        asks the server to validate only (``dryRun=All``).
+
+        Raises:
+            KubeError: the error tree of :mod:`controller.kube.errors` (404, 409, 429 ...).
+        """
+        query = [("dryRun", "All")] if dry_run else []
+        response = await self._open(
+            method, path, query, self._timeout, payload=body, content_type=content_type
+        )
+        return await _json(response, f"{method} {path}")
+
+    async def evict(
+        self, namespace: str, name: str, *, uid: str | None, grace_seconds: int | None
+    ) -> JSONObject:
+        """Create a ``policy/v1`` Eviction of a pod (PodDisruptionBudgets apply: 429).
+
+        ``uid`` is a precondition (another incarnation of the name is not evicted);
+        ``grace_seconds`` None leaves the pod's own termination grace period.
+        """
+        options: JSONObject = {}
+        if grace_seconds is not None:
+            options["gracePeriodSeconds"] = grace_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        body: JSONObject = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if options:
+            body["deleteOptions"] = options
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body)
+
+    async def bind(self, namespace: str, name: str, *, uid: str | None, node: str) -> JSONObject:
+        """Create a pod's Binding to ``node`` (the scheduler's one write of a placement)."""
+        meta: JSONObject = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+
+    async def patch_node(self, name: str, ops: JSONBody) -> JSONObject:
+        """A JSON patch of a node (``ops`` may start with a resourceVersion ``test``: 409)."""
+        return await self.send(
+            "PATCH", f"/api/v1/nodes/{name}", ops, content_type="application/json-patch+json"
+        )
+
+    async def patch_pod_status(self, namespace: str, name: str, status: JSONObject) -> JSONObject:
+        """A merge patch of a pod's ``status`` subresource (``nominatedNodeName``)."""
+        return await self.send(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"status": status},
+            content_type="application/merge-patch+json",
+        )
+
+    async def create_event(self, namespace: str, event: JSONObject) -> JSONObject:
+        """Create a core/v1 Event (what ``kubectl describe`` shows about an object)."""
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
     # ---- coordination.k8s.io/v1 Leases (leader election) ------------------------------
 
     async def get_lease(self, namespace: str, name: str) -> JSONObject:
@@ -201,38 +284,13 @@ class KubeClient:
     async def create_lease(self, namespace: str, lease: JSONObject) -> JSONObject:
         """Create a Lease (a :class:`~controller.kube.errors.Conflict` when it exists)."""
         path = _LEASES.format(namespace=namespace)
-        return await _json(await self._send("POST", path, lease), f"POST {path}")
+        return await self.send("POST", path, lease)
 
     async def replace_lease(self, namespace: str, name: str, lease: JSONObject) -> JSONObject:
         """Replace a Lease; its ``metadata.resourceVersion`` is the precondition (a
         :class:`~controller.kube.errors.Conflict` when someone changed it first)."""
         path = f"{_LEASES.format(namespace=namespace)}/{name}"
-        return await _json(await self._send("PUT", path, lease), f"PUT {path}")
-
-    async def _send(self, method: str, path: str, body: JSONObject) -> aiohttp.ClientResponse:
-        """A write with a JSON body (the answer's status mapped like :meth:`_open`'s)."""
-        what = f"{method} {path}"
-        try:
-            response: aiohttp.ClientResponse = await self._api.call_api(
-                path,
-                method,
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            )
-        except _TRANSPORT as exc:
-            raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
-        if 200 <= response.status < 300:
-            return response
-        try:
-            answer = await response.read()
-        except _TRANSPORT:
-            answer = b""
-        finally:
-            response.release()
-        raise error_for(what, response.status, _message(answer))
+        return await self.send("PUT", path, lease)
 
     async def _open(
         self,
@@ -240,14 +298,21 @@ class KubeClient:
         path: str,
         query: Sequence[tuple[str, str]],
         timeout: float | aiohttp.ClientTimeout,
+        *,
+        payload: JSONBody | None = None,
+        content_type: str | None = None,
     ) -> aiohttp.ClientResponse:
         what = f"{method} {path}"
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         try:
             response: aiohttp.ClientResponse = await self._api.call_api(
                 path,
                 method,
                 query_params=list(query),
-                header_params={"Accept": "application/json"},
+                header_params=headers,
+                body=payload,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _request_timeout=timeout,

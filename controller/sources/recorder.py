@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,6 +66,8 @@ class Recorder:
         now: the wall clock's ``now`` (stamps each record).
         options: how to run.
         warn: told one line per warning (the command prints it).
+        sink: where each batch of records goes instead of ``log.append`` (``tide run``'s
+            loop, which folds and decides between appends); it appends them itself.
     """
 
     def __init__(
@@ -76,8 +78,10 @@ class Recorder:
         now: Callable[[], datetime],
         options: RecorderOptions,
         warn: Callable[[str], None],
+        sink: Callable[[list[Event]], Awaitable[object]] | None = None,
     ) -> None:
         self.client = client
+        self.sink = sink
         self.log = log
         self.now = now
         self.options = options
@@ -178,7 +182,10 @@ class Recorder:
             events = [item for item in items if isinstance(item, Event)]
             bad = [item for item in items if isinstance(item, Quarantined)]
             if events:
-                await self.log.append(events)
+                if self.sink is not None:
+                    await self.sink(events)
+                else:
+                    await self.log.append(events)
                 self.written += len(events)
                 self.lag = (self.now() - events[0].at).total_seconds()
             if bad:

@@ -9,7 +9,7 @@ the loop stamped from the clock when the trigger fired. Anything else that needs
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
@@ -47,3 +47,19 @@ class VirtualClock:
         if to < self._now:
             raise ValueError(f"the clock cannot go back from {self._now} to {to}")
         self._now = to
+
+
+class ShiftedClock:
+    """Another clock moved by a fixed ``offset`` (``tide run``'s ``triggers.clock_offset``).
+
+    Args:
+        inner: the clock to read.
+        offset: added to every reading.
+    """
+
+    def __init__(self, inner: Clock, offset: timedelta) -> None:
+        self.inner = inner
+        self.offset = offset
+
+    def now(self) -> datetime:
+        return self.inner.now() + self.offset

@@ -6,6 +6,11 @@ is due. The job callback does one thing: append a ``trigger.fired`` record stamp
 *scheduled* fire time (taken from APScheduler's job-submission event), so a live log and a
 replay of it carry identical trigger records; everything else reacts to that record.
 
+A clock ``offset`` (``tide run``'s ``triggers.clock_offset`` setting, for trials and tests
+of a window that closes in a few seconds) moves the whole controller's time: each trigger
+is handed to the scheduler shifted back by it (:class:`Shifted`), and its firing is stamped
+in the shifted time, which is the time every other record of the run carries too.
+
 Jobs coalesce (a burst of missed runs after a stall becomes one record, at the latest
 scheduled time), never misfire-skip (``misfire_grace_time=None``), and run one at a time.
 """
@@ -15,10 +20,11 @@ from __future__ import annotations
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.events import EVENT_JOB_SUBMITTED, JobSubmissionEvent
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
 
 from controller.framework.config import TideConfig
 from controller.triggers.clock import Clock, SystemClock
@@ -28,6 +34,21 @@ from controller.triggers.plan import TriggerConfig, TriggerSpec
 from streams.events import Event
 
 Append = Callable[[Event], Awaitable[object] | object]
+
+
+class Shifted(BaseTrigger):  # type: ignore[misc]
+    """A trigger whose fire times are ``offset`` earlier on the scheduler's (real) clock."""
+
+    def __init__(self, inner: BaseTrigger, offset: timedelta) -> None:
+        self.inner = inner
+        self.offset = offset
+
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
+        previous = None if previous_fire_time is None else previous_fire_time + self.offset
+        fire = self.inner.get_next_fire_time(previous, now + self.offset)
+        return None if fire is None else fire - self.offset
 
 
 class LiveTriggers:
@@ -40,7 +61,9 @@ class LiveTriggers:
         *,
         start: datetime | None = None,
         clock: Clock | None = None,
+        offset: timedelta = timedelta(0),
     ) -> None:
+        self.offset = offset
         self.start = start or (clock or SystemClock()).now()  # the live clock, read once
         self.triggers = TriggerSet.from_config(config, start=self.start)
         self._append = append
@@ -53,7 +76,7 @@ class LiveTriggers:
         for spec in self.triggers.specs:
             self.scheduler.add_job(
                 self._fire,
-                spec.trigger,
+                Shifted(spec.trigger, self.offset) if self.offset else spec.trigger,
                 args=[spec],
                 id=spec.name,
                 coalesce=True,
@@ -72,7 +95,7 @@ class LiveTriggers:
         self._scheduled.setdefault(event.job_id, deque()).append(event.scheduled_run_times[-1])
 
     async def _fire(self, spec: TriggerSpec) -> None:
-        at = self._scheduled[spec.name].popleft()
+        at = self._scheduled[spec.name].popleft() + self.offset
         result = self._append(trigger_event(at.astimezone(UTC), spec.name, spec.kind, spec.zone))
         if inspect.isawaitable(result):
             await result

@@ -1,0 +1,284 @@
+"""The loop on the real clock: ``tide run``'s asyncio driver around the one step.
+
+Why a driver and not a second controller: what is decided and what is written is
+:class:`~controller.loop.step.Step`'s alone (the same quiet-tick and write rules as the
+virtual loop), so a log written here replays with ``tide replay --verify`` exactly like a
+simulated one. The driver only moves records between the sources, the clock, the step, the
+log and the effector, and one lock makes every *append + fold* atomic, so the step's World
+is always exactly the log prefix it has written:
+
+* **inputs** — the recorder's sources (watch events, metric samples) hand their batches
+  to :meth:`LiveLoop.feed`; a batch is appended in chunks that end at each
+  ``metrics.node`` sample, and each record goes through :meth:`Step.on_input`; a sample's
+  pressure decisions are appended right after it (nothing else in between);
+* **triggers** — :class:`~controller.triggers.live.LiveTriggers` fires the configuration's
+  triggers on the real clock with their *scheduled* time; the step decides on the World
+  folded so far (at least up to the trigger's place on the log) and the trigger with its
+  decisions is appended as one batch;
+* **follow-ups** — pressure eviction's later batches and untaints, polled from the step;
+* **effects** — each written decision goes to the :class:`~controller.effector.applier.Applier`
+  (exactly once; its outcome comes back through :meth:`LiveLoop.write`).
+
+Only the leader decides and acts (:class:`~controller.loop.leadership.Leadership`): a
+standby appends and folds its watch events (not the metric samples pressure eviction
+decides on) and fires no decisions; gaining the lead reconciles
+every decision without an outcome; losing it halts the effector before anything else.
+The observer (:class:`~controller.observe.hooks.LiveObserver`) is told of each decision,
+outcome, session, append lag, watch restart, readiness and leadership change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+
+from controller.effector.applier import Applier
+from controller.framework.config import TideConfig
+from controller.loop.leadership import AlwaysLeader, Leadership
+from controller.loop.step import Step
+from controller.observe.hooks import LiveObserver, NoObserver
+from controller.sources.recorder import Recorder
+from controller.triggers.clock import Clock, SystemClock
+from controller.triggers.live import LiveTriggers
+from projections.effects import EffectsState
+from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
+from streams.log import EventLog
+
+__all__ = ["LiveLoop"]
+
+#: seconds between two looks for a due pressure follow-up
+FOLLOWUP_POLL = 0.2
+#: seconds a firing waits for the others due at the same instant (then all go in rank order)
+SETTLE = 0.05
+
+
+class LiveLoop:
+    """Runs the step on the real clock (see the module docstring).
+
+    Args:
+        step: the step (its World is folded as records are written).
+        log: the log appended to.
+        clock: the controller's clock (the wall clock, maybe shifted).
+        config: the scheduler configuration whose triggers fire (None: no triggers).
+        offset: how far ``clock`` is ahead of the wall clock (the triggers' shift).
+        leadership: who may decide and act (default: this replica, always).
+        observer: told what happens (default: nobody).
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        log: EventLog,
+        *,
+        clock: Clock | None = None,
+        config: TideConfig | None = None,
+        offset: timedelta = timedelta(0),
+        leadership: Leadership | None = None,
+        observer: LiveObserver | None = None,
+    ) -> None:
+        self.step = step
+        self.log = log
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.config = config
+        self.offset = offset
+        self.leadership: Leadership = leadership if leadership is not None else AlwaysLeader()
+        self.observer: LiveObserver = observer if observer is not None else NoObserver()
+        self.effects = EffectsState()
+        self.applier: Applier | None = None
+        self.triggers: LiveTriggers | None = None
+        #: every decision this process wrote, in order
+        self.decisions: list[Event] = []
+        self._lock = asyncio.Lock()
+        self._leading = False
+        self._stopping = False
+        self._fired: list[Event] = []
+
+    # ---- start ------------------------------------------------------------------------
+
+    async def prepare(self) -> int:
+        """Fold the whole log into the step and the effects projection; records folded."""
+        count = 0
+        async for record in self.log.read(0):
+            self.step.world.apply(record)
+            self.effects.apply(record)
+            count += 1
+        return count
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica decides and acts now."""
+        return self._leading and not self._stopping and self.leadership.is_leader
+
+    async def run(self, stop: asyncio.Event, recorder: Recorder | None = None) -> None:
+        """Run until ``stop`` is set (or a source fails for good), then stop cleanly:
+        triggers first, then the sources (what they queued is written), then the effects
+        (calls in flight finish, waiting ones are handed back), then the lead."""
+        if self.config is not None:
+            self.triggers = LiveTriggers(
+                self.config, self.on_trigger, clock=self.clock, offset=self.offset
+            )
+            self.triggers.run()
+        campaign = asyncio.create_task(self._campaign(), name="leadership")
+        helpers = [asyncio.create_task(self._followups(), name="followups")]
+        if recorder is not None:
+            helpers.append(asyncio.create_task(self._readiness(recorder), name="readiness"))
+        try:
+            if recorder is not None:
+                await recorder.run(stop)
+            else:
+                await stop.wait()
+        finally:
+            self._stopping = True  # nothing more is decided from here on
+            if self.triggers is not None:
+                self.triggers.shutdown()
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            async with self._lock:  # a decision being written is handed to the applier
+                pass
+            if self.applier is not None:  # before the campaign ends: a loss halts effects
+                await self.applier.stop()
+                await self.applier.drain()
+            campaign.cancel()
+            await asyncio.gather(campaign, return_exceptions=True)
+            await self.leadership.release()
+            self.observer.ready(False)
+
+    # ---- leadership -------------------------------------------------------------------
+
+    async def _campaign(self) -> None:
+        await self.leadership.run(self._gained, self._lost)
+
+    async def _gained(self) -> None:
+        async with self._lock:
+            self._leading = True
+            self.observer.leader(True)
+            if self.applier is not None:
+                self.applier.recover()
+
+    async def _lost(self) -> None:
+        self._leading = False  # first: no decision and no effect from here on
+        if self.applier is not None:
+            self.applier.halt()
+        self.observer.leader(False)
+
+    async def _readiness(self, recorder: Recorder) -> None:
+        restarts: dict[str, int] = {}
+        ready = False
+        while True:
+            if recorder.ready != ready:
+                ready = recorder.ready
+                self.observer.ready(ready)
+            for source in recorder.sources:
+                state = source.state  # every watch or list after the first is a restart
+                count = max(0, state.watches - 1) + max(0, state.lists - 1)
+                if count > restarts.get(source.name, 0):
+                    restarts[source.name] = count
+                    self.observer.watch_restarted(source.name)
+            await asyncio.sleep(0.1)
+
+    # ---- writes -----------------------------------------------------------------------
+
+    async def write(self, records: Sequence[Event]) -> list[Event]:
+        """Append records that decide nothing (effect outcomes) and fold them."""
+        async with self._lock:
+            return await self._append(list(records))
+
+    async def _append(self, records: list[Event]) -> list[Event]:
+        """Append as one batch and fold (the lock is held)."""
+        added = await self.log.append(records)
+        self.step.fold(added)
+        self._noted(added)
+        return added
+
+    def _noted(self, added: Sequence[Event]) -> None:
+        for record in added:
+            self.effects.apply(record)
+            if record.type in DECISION_TYPES:
+                self.decisions.append(record)
+                self.observer.decided(record)
+            elif record.type in EFFECT_TYPES:
+                self.observer.effect(record)
+
+    def _act(self, added: Sequence[Event]) -> None:
+        if self.applier is None or not self.leading:
+            return
+        for record in added:
+            if record.type in DECISION_TYPES:
+                self.applier.submit(record)
+
+    async def feed(self, events: list[Event]) -> None:
+        """Append inputs from the sources: chunks end at each ``metrics.node`` sample,
+        whose pressure decisions are appended right after it."""
+        start = 0
+        for index, event in enumerate(events):
+            if event.type == "metrics.node" or index == len(events) - 1:
+                await self._input_chunk(events[start : index + 1])
+                start = index + 1
+
+    async def _input_chunk(self, chunk: list[Event]) -> None:
+        async with self._lock:
+            if not self.leading and self.step.eviction is not None:
+                # a sample is a decision point of pressure eviction: a standby, which may
+                # not decide, does not write one (replay would expect its decisions)
+                chunk = [e for e in chunk if e.type != "metrics.node"]
+                if not chunk:
+                    return
+            added = await self.log.append(chunk)
+            now = self.clock.now()
+            decisions: list[Event] = []
+            for record in added:
+                self.observer.append_lag(max(0.0, (now - record.at).total_seconds()))
+                self.effects.apply(record)
+                if self.leading:
+                    decisions.extend(self.step.on_input(record))
+                else:
+                    self.step.world.apply(record)
+            if decisions:
+                written = await self._append(decisions)
+                self._act(written)
+
+    async def on_trigger(self, trigger: Event) -> None:
+        """A trigger fired (stamped with its scheduled time): decide and write as one batch.
+
+        Firings due at the same instant are taken in the order the virtual clock takes
+        them (time, declared rank, name): each waits :data:`SETTLE` for the others."""
+        self._fired.append(trigger)
+        await asyncio.sleep(SETTLE)
+        async with self._lock:
+            fired, self._fired = self._fired, []
+            for record in sorted(fired, key=self._trigger_order):
+                await self._decide(record)
+
+    def _trigger_order(self, trigger: Event) -> tuple[object, ...]:
+        name = str(trigger.data.get("trigger"))
+        ranks = {s.name: s.rank for s in self.triggers.triggers.specs} if self.triggers else {}
+        return (trigger.at, ranks.get(name, 0), name)
+
+    async def _decide(self, trigger: Event) -> None:
+        """One trigger through the step (the lock is held)."""
+        if not self.leading:
+            return
+        began = time.perf_counter()
+        records = self.step.on_trigger(trigger)
+        self.observer.session(time.perf_counter() - began)
+        if not records:
+            return
+        added = await self._append(records)
+        lag = (self.clock.now() - trigger.at).total_seconds()
+        self.observer.append_lag(max(0.0, lag))
+        self._act(added)
+
+    async def _followups(self) -> None:
+        while True:
+            async with self._lock:
+                while self.leading:
+                    followup = self.step.next_followup()
+                    if followup is None or followup.at > self.clock.now():
+                        break
+                    records = self.step.on_followup(followup)
+                    if records:
+                        self._act(await self._append(records))
+            await asyncio.sleep(FOLLOWUP_POLL)
