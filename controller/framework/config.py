@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 
 from controller.framework.durations import parse_duration
-from controller.framework.errors import ConfigError
+from controller.framework.errors import ConfigError, yaml_problem
 from controller.framework.plugin import ActionSpec, PluginContext, PluginSpec
 from controller.framework.points import ALL_FLAGS, VICTIM
 from controller.framework.tiers import PluginConf, TierConf, default_flags
@@ -216,14 +216,13 @@ def load_config(
 def _read(source: Path | str | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, Path) or (isinstance(source, str) and os.path.isfile(source)):
-        text = Path(source).read_text(encoding="utf-8")
-    else:
-        text = source
+    is_file = isinstance(source, Path) or os.path.isfile(source)
+    text = Path(source).read_text(encoding="utf-8") if is_file else str(source)
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError("<configuration>", str(source)[:80], f"not valid YAML: {exc}") from exc
+        shown = str(source) if is_file else "<YAML text>"
+        raise ConfigError("<configuration>", shown[:80], yaml_problem(exc)) from exc
     if loaded is None:
         return {}
     return _mapping("<configuration>", loaded)

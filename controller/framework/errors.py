@@ -11,6 +11,7 @@ dotted key path; nothing is logged and ignored as Volcano's ``Arguments.GetInt``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -29,11 +30,25 @@ class ConfigError(TideFrameworkError, ValueError):
         self.key = key
         self.value = value
         self.problem = problem
-        super().__init__(f"{key}: {_show(value)}: {problem}")
+        # one line whatever the parts hold (a YAML parser's message spans several)
+        super().__init__(_one_line(f"{key}: {_show(value)}: {problem}"))
 
 
 class StatementError(TideFrameworkError):
     """A statement operation that cannot be applied (missing job or node, duplicate task)."""
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML parser error as one line: what is wrong and where (line and column, from 1)."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(problem, str) and mark is not None:
+        return f"not valid YAML: {problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return f"not valid YAML: {exc}"
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
 def _show(value: Any) -> str:

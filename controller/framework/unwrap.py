@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from controller.framework.errors import ConfigError
+from controller.framework.errors import ConfigError, yaml_problem
 
 #: ConfigMap data key -> where its parsed YAML goes ("" = the top level)
 CONFIGMAP_KEYS: dict[str, str] = {
@@ -74,7 +74,7 @@ def unwrap(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         try:
             loaded = yaml.safe_load(text) if isinstance(text, str) else None
         except yaml.YAMLError as exc:
-            raise ConfigError(where, _name(raw), f"not valid YAML: {exc}") from exc
+            raise ConfigError(where, _name(raw), yaml_problem(exc)) from exc
         if not isinstance(loaded, Mapping):
             raise ConfigError(where, _name(raw), "must hold a YAML mapping")
         target = CONFIGMAP_KEYS[key]
