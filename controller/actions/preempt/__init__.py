@@ -84,6 +84,8 @@ class _Run:
         self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
         self.nominated = nominations_of(ssn)
         self.tdm = any(name == "tdm" for row in ssn.chain("preemptable") for name, _ in row)
+        #: job id → queue, memoised for the victim filters (speed only)
+        self.queues: dict[str, str | None] = {}
 
     def _job_cmp(self) -> Callable[[str, str], int]:
         jobs = self.ssn.jobs
@@ -138,7 +140,9 @@ class _Run:
                 current = ssn.tasks.lookup(task.key) or task
                 if current.status != TaskStatus.PENDING:
                     continue
-                if self._preempt(stmt, current, inter_job(ssn, current, job), "inter-job"):
+                if self._preempt(
+                    stmt, current, inter_job(ssn, current, job, self.queues), "inter-job"
+                ):
                     assigned = True
             job = ssn.jobs.lookup(job_id)
             if job is not None and ssn.job_pipelined(job):
