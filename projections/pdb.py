@@ -122,7 +122,7 @@ def _budget(obj: Mapping[str, Any]) -> Budget:
 
 class PDBState(BaseProjection):
     """``budgets``: "namespace/name" → :class:`Budget`, folded from ``k8s.watch`` records
-    of ``poddisruptionbudgets``. A tool adds it to a World as an extra projection."""
+    of ``poddisruptionbudgets``; every World has one as its ``pdbs`` member."""
 
     name = "pdbs"
 

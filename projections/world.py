@@ -2,7 +2,8 @@
 
 ``World.apply(event)`` folds one record into the cluster, the decision history, the
 resource usage, the OOM kills, the pressure-eviction state and the configuration in force
-(the latest ``config.applied`` payload). Those are typed fields; a policy reads them
+(the latest ``config.applied`` payload) and the PodDisruptionBudgets. Those are typed
+fields; a policy reads them
 through :class:`PolicyInputs`, the one protocol the session and pressure eviction take.
 Further projections (a tool's or a test's own) may be passed as ``extra``; they are folded
 after the policy inputs and reachable by name in :attr:`World.extra`.
@@ -29,6 +30,7 @@ from projections.cluster import ClusterState
 from projections.history import History
 from projections.nominations import Nominations
 from projections.oom import OOMState
+from projections.pdb import PDBState
 from projections.pressure import PressureState
 from projections.usage import UsageState
 from streams.codec import decode
@@ -41,7 +43,7 @@ from streams.payloads import as_config
 _Step = tuple[Projection, Callable[[Event], None], bool]
 
 #: the names of the World's own members, in folding order
-POLICY_MEMBERS = ("cluster", "history", "usage", "oom", "pressure", "nominations")
+POLICY_MEMBERS = ("cluster", "history", "usage", "oom", "pressure", "nominations", "pdbs")
 
 
 class PolicyInputs(Protocol):
@@ -65,6 +67,9 @@ class PolicyInputs(Protocol):
     @property
     def pressure(self) -> PressureState: ...
 
+    @property
+    def pdbs(self) -> PDBState: ...
+
 
 def _is_direct(member: Projection) -> bool:
     """Whether the World may call ``member``'s handlers itself (see ``_Step``)."""
@@ -79,8 +84,8 @@ class World:
     """All projections of one log at one position.
 
     Args:
-        cluster, history, usage, oom, pressure, nominations: the members (default: fresh,
-            empty ones).
+        cluster, history, usage, oom, pressure, nominations, pdbs: the members (default:
+            fresh, empty ones).
         extra: further projections, folded after those. Names must be unique.
     """
 
@@ -95,6 +100,7 @@ class World:
         oom: OOMState | None = None,
         pressure: PressureState | None = None,
         nominations: Nominations | None = None,
+        pdbs: PDBState | None = None,
         extra: Iterable[Projection] = (),
     ) -> None:
         self.cluster = cluster if cluster is not None else ClusterState()
@@ -105,6 +111,8 @@ class World:
         #: preemptors' nominated nodes (read by allocate and preempt, not part of
         #: PolicyInputs: a policy input without it simply has no nominations)
         self.nominations = nominations if nominations is not None else Nominations()
+        #: PodDisruptionBudgets (victim choice asks controller.framework.disruption)
+        self.pdbs = pdbs if pdbs is not None else PDBState()
         self.config: dict[str, Any] | None = None
         self.position = 0
         self.extra: dict[str, Projection] = {}
@@ -119,6 +127,7 @@ class World:
             self.oom,
             self.pressure,
             self.nominations,
+            self.pdbs,
             *self.extra.values(),
         )
         self._direct = tuple(m for m in self._members if _is_direct(m))

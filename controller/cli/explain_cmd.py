@@ -15,6 +15,7 @@ import typer
 from controller.cli.progress import Progress
 from controller.policy import Policy
 from replay.explain import answers
+from replay.nomination import nomination_answers
 from replay.resimulate import diff_runs, horizon, select_inputs
 from replay.verify import ReplayReport
 from replay.whatif import from_report
@@ -25,7 +26,11 @@ from streams.events import DECISION_TYPES, Event
 
 def why(events: list[Event], pod: str, *, as_json: bool) -> None:
     """Print why ``pod`` was evicted or bound, and why not; exit 1 when nothing is known."""
-    found = answers(events, pod)
+    # its own decisions, and the nominations its victims' evictions carry (a preemptor)
+    found = sorted(
+        answers(events, pod) + nomination_answers(events, pod),
+        key=lambda a: (a.decision.at, a.decision.offset, a.decision.type != "decision.evict"),
+    )
     with Progress("audit why", len(events)) as bar:
         passed = why_not(events, pod, progress=bar.callback())
     if as_json:

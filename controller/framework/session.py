@@ -31,6 +31,7 @@ from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from controller.framework.disruption import Disruptions
 from controller.framework.extensions import Extensions
 from controller.framework.ordering import job_fallback, queue_fallback, task_fallback
 from controller.framework.points import (
@@ -88,9 +89,25 @@ class Session(Extensions):
         self.tasks = self.view.tasks
         self.plugins: dict[str, Plugin] = {}
         self.decisions: list[Event] = []
+        self._disruptions: Disruptions | None = None
         #: Session-local rotating start index of ``predicate_nodes`` (Volcano keeps a
         #: process-global one: pkg/scheduler/util/predicate_helper.go, ``PredicateNodes``).
         self.predicate_cursor = 0
+
+    @property
+    def disruptions(self) -> Disruptions:
+        """The PodDisruptionBudgets in force and what this session has spent of them
+        (:mod:`controller.framework.disruption`); built on first use."""
+        found = self._disruptions
+        if found is None:
+            pdbs = getattr(self.world, "pdbs", None)
+            budgets = getattr(pdbs, "budgets", None)
+            found = self._disruptions = Disruptions(
+                budgets if isinstance(budgets, dict) else {},
+                self.world.cluster.tasks,
+                self.tasks,
+            )
+        return found
 
     def _compare(self, point: str, left: Any, right: Any) -> int:
         for row in self.chain(point):

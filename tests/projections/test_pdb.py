@@ -92,8 +92,8 @@ def pdb(name: str, spec: dict[str, Any], status: dict[str, Any] | None = None) -
 
 
 def test_the_fold_follows_added_modified_deleted_and_checkpoints() -> None:
-    state = PDBState()
-    world = World(extra=[state])
+    world = World()
+    state = world.pdbs  # a typed member of every World
     web = {"selector": {"matchLabels": {"app": "web"}}, "minAvailable": 2}
     events = [
         watch("poddisruptionbudgets", pdb("web", web)),

@@ -18,7 +18,9 @@ Queues are served in ``queue_order``; in each queue:
 
 A victim must be Bound or Running, marked preemptable (:attr:`TaskInfo.preemptable`),
 not a non-BestEffort task when the preemptor is BestEffort, and pass the session's
-``preemptable`` intersection. Each eviction is a ``decision.evict`` with reason
+``preemptable`` intersection, and no PodDisruptionBudget may forbid its eviction given
+the evictions the session has already staged (:mod:`controller.framework.disruption`;
+the node searches re-check before each eviction). Each eviction is a ``decision.evict`` with reason
 ``preempt`` (``tdm-preempt`` when TDM's preemptable function takes part, i.e. the
 preemptor is neither preemptable nor revocable and TDM is enabled for ``preemptable``)
 and evidence naming the preemptor, its priority, the phase, the node, the mode and the
@@ -82,6 +84,8 @@ class _Run:
         self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
         self.nominated = nominations_of(ssn)
         self.tdm = any(name == "tdm" for row in ssn.chain("preemptable") for name, _ in row)
+        #: job id → queue, memoised for the victim filters (speed only)
+        self.queues: dict[str, str | None] = {}
 
     def _job_cmp(self) -> Callable[[str, str], int]:
         jobs = self.ssn.jobs
@@ -136,7 +140,9 @@ class _Run:
                 current = ssn.tasks.lookup(task.key) or task
                 if current.status != TaskStatus.PENDING:
                     continue
-                if self._preempt(stmt, current, inter_job(ssn, current, job), "inter-job"):
+                if self._preempt(
+                    stmt, current, inter_job(ssn, current, job, self.queues), "inter-job"
+                ):
                     assigned = True
             job = ssn.jobs.lookup(job_id)
             if job is not None and ssn.job_pipelined(job):
@@ -172,6 +178,8 @@ class _Run:
         found = predicate_nodes(ssn, preemptor, preempt_check_memo(ssn), cache=cache)
         if not found.feasible:
             return False
+        if ssn.disruptions.active:
+            accept = _within_budgets(ssn, accept)
         tdm = self.tdm and not preemptor.preemptable and not preemptor.revocable_zone
         mode = "topology-aware" if self.args.topology_aware else "normal"
         evict: dict[str, Any] = {
@@ -192,6 +200,12 @@ class _Run:
         else:
             node = normal_preempt(ssn, stmt, preemptor, found.feasible, accept=accept, evict=evict)
         return node is not None
+
+
+def _within_budgets(ssn: Session, accept: Filter) -> Filter:
+    """``accept``, less the tasks a disruption budget forbids evicting now."""
+    blocking = ssn.disruptions.blocking
+    return lambda task: accept(task) and blocking(task) is None
 
 
 def build(args: PreemptArgs) -> PreemptAction:

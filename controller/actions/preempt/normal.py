@@ -11,6 +11,12 @@ fits — its queue may take it (``allocatable``), its request fits the node's fu
 and every session predicate passes — and the preemptor is pipelined on that node. On a
 node where it still does not fit, the evictions are undone and the next node is tried.
 A node where the preemptor already fits is used without evicting anything.
+
+A victim whose eviction would take a PodDisruptionBudget below what it demands, counting
+the evictions already staged in this session (the node's earlier victims included), is
+skipped and the next one in victim order is tried
+(:mod:`controller.framework.disruption`); a victim a budget covers names the budgets and
+their allowance in its evidence (``disruption_budgets``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from controller.actions.preempt.victims import (
     validate_victims,
     victim_order,
 )
+from controller.framework.disruption import Disruptions
 from controller.framework.errors import StatementError
 from controller.framework.nodes import memo_predicate, prioritize_nodes, sort_nodes
 from controller.framework.points import FitError
@@ -69,6 +76,7 @@ def normal_preempt(
     if job is None:
         return None
     queue = ssn.queues[job.queue]
+    disruptions = ssn.disruptions
     order = sort_nodes(prioritize_nodes(ssn, preemptor, nodes))
     for name in order:
         node = ssn.nodes[name]
@@ -81,6 +89,8 @@ def normal_preempt(
         while not ok and queued:
             victim = queued.pop(0)
             evidence = {**evict["evidence"], "node": name, "nominated": name}
+            if disruptions.active and not _within_budgets(disruptions, victim, evidence):
+                continue
             node_stmt.evict(victim, evict["reason"], source=evict["source"], evidence=evidence)
             ok = preemptor_fits(ssn, queue, preemptor, ssn.nodes[name])
         if ok:
@@ -93,3 +103,13 @@ def normal_preempt(
             return name
         node_stmt.discard()
     return None
+
+
+def _within_budgets(disruptions: Disruptions, victim: TaskInfo, evidence: dict[str, Any]) -> bool:
+    """Whether the budgets let ``victim`` go now; names them in ``evidence`` if they do."""
+    if disruptions.blocking(victim) is not None:
+        return False
+    covered = disruptions.evidence(victim)
+    if covered:
+        evidence["disruption_budgets"] = covered
+    return True

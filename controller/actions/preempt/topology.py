@@ -8,7 +8,10 @@ For each feasible node, a dry run on a :class:`~controller.framework.simulate.Sc
 (nothing in the session changes) removes victims cheapest first until the preemptor
 fits (queue admission, future idle, the simulate predicates), then gives back the most
 protected ones first while it still fits (the *reprieve*): what is left is a minimal
-victim set. A node needs at least one victim to be a candidate. Among the candidates the
+victim set. A victim a PodDisruptionBudget forbids, counting the session's evictions and
+the dry run's earlier removals, is passed over in the greedy pass
+(:mod:`controller.framework.disruption`). A node needs at least one victim to be a
+candidate. Among the candidates the
 best node minimises, level by level, the highest victim priority, the sum of victim
 priorities, the number of victims, and then prefers the latest start among the victims
 of the highest priority; a tie left after the four levels goes to the lowest node name.
@@ -111,9 +114,12 @@ def select_victims_on_node(
     queued = victim_order(ssn, preemptor, victims)
     scratch = Scratch(ssn, [node.name])
     potential: list[TaskInfo] = []
+    trial = ssn.disruptions.trial() if ssn.disruptions.active else None
     try:
         fit = False
         for victim in queued:
+            if trial is not None and trial.take(victim) is not None:
+                continue  # a disruption budget forbids it, given the ones before it
             potential.append(scratch.remove_task(preemptor, victim))
             if _fits(scratch, queue, preemptor, node.name):
                 fit = True
@@ -201,6 +207,10 @@ def topology_aware_preempt(
             "nominated": best.node,
             "candidates": scores,
         }
+        if ssn.disruptions.active:
+            covered = ssn.disruptions.evidence(victim)
+            if covered:
+                evidence["disruption_budgets"] = covered
         tmp.evict(victim, evict["reason"], source=evict["source"], evidence=evidence)
     try:
         tmp.pipeline(preemptor, best.node)

@@ -36,14 +36,27 @@ def _common(preemptor: TaskInfo, victim: TaskInfo) -> bool:
     )
 
 
-def inter_job(ssn: Session, preemptor: TaskInfo, job: JobInfo) -> Filter:
-    """Phase 1: tasks of *other* jobs of the preemptor's queue."""
+def inter_job(
+    ssn: Session, preemptor: TaskInfo, job: JobInfo, queues: dict[str, str | None] | None = None
+) -> Filter:
+    """Phase 1: tasks of *other* jobs of the preemptor's queue.
+
+    ``queues`` memoises job id → queue (None: not a session job) across filters of one
+    run: a job's queue never changes within a session.
+    """
+    known: dict[str, str | None] = {} if queues is None else queues
+    lookup = ssn.jobs.lookup
 
     def accept(victim: TaskInfo) -> bool:
         if not _common(preemptor, victim) or victim.job == preemptor.job:
             return False
-        owner = ssn.jobs.lookup(victim.job)
-        return owner is not None and owner.queue == job.queue
+        job_id = victim.job
+        try:
+            queue = known[job_id]
+        except KeyError:
+            owner = lookup(job_id)
+            queue = known[job_id] = owner.queue if owner is not None else None
+        return queue == job.queue
 
     return accept
 
@@ -79,36 +92,51 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo])
     job is there; across queues the queue that would be served last goes first; across
     jobs of one queue the job that would be scheduled last goes first, then the task.
     Volcano's heap leaves equal victims in heap order; tide ends with the task key.
+
+    Computed by groups, the same order as comparing every pair: two victims of
+    different session jobs are ordered by their queues or jobs alone (the queue and job
+    comparisons end in a name, so they never tie between two queues or two jobs), so
+    the jobs are sorted once and each job's tasks once, instead of comparing (and
+    looking up the jobs of) every pair of victims.
     """
     jobs = ssn.jobs
+    task_cmp = ssn.task_order_compare
 
-    def compare(left: TaskInfo, right: TaskInfo) -> int:
-        result = _compare(left, right)
+    def by_task(left: TaskInfo, right: TaskInfo) -> int:
+        result = -task_cmp(left, right)
         if result:
             return result
         return (left.key > right.key) - (left.key < right.key)
 
-    def _compare(left: TaskInfo, right: TaskInfo) -> int:
-        if left.job == right.job:
-            return -ssn.task_order_compare(left, right)
-        lj, rj = jobs.lookup(left.job), jobs.lookup(right.job)
-        if lj is None or rj is None:
-            if lj is None and rj is not None:
-                return -1
-            if rj is None and lj is not None:
-                return 1
-            return -ssn.task_order_compare(left, right)
-        pj = jobs.lookup(preemptor.job)
-        if pj is not None and lj.queue != rj.queue:
-            lq, rq = ssn.queues.get(lj.queue), ssn.queues.get(rj.queue)
+    orphans: list[TaskInfo] = []
+    groups: dict[str, list[TaskInfo]] = {}
+    owners: dict[str, JobInfo] = {}
+    for victim in victims:
+        found = groups.get(victim.job)
+        if found is not None:
+            found.append(victim)
+            continue
+        job = jobs.lookup(victim.job)
+        if job is None:
+            orphans.append(victim)
+        else:
+            owners[victim.job] = job
+            groups[victim.job] = [victim]
+    with_queues = jobs.lookup(preemptor.job) is not None
+    queues = ssn.queues
+
+    def by_job(left: str, right: str) -> int:
+        lj, rj = owners[left], owners[right]
+        if with_queues and lj.queue != rj.queue:
+            lq, rq = queues.get(lj.queue), queues.get(rj.queue)
             if lq is not None and rq is not None:
                 return -ssn.queue_order_compare(lq, rq)
-        by_job = ssn.job_order_compare(lj, rj)
-        if by_job:
-            return -by_job
-        return -ssn.task_order_compare(left, right)
+        return -ssn.job_order_compare(lj, rj)
 
-    return sorted(victims, key=cmp_to_key(compare))
+    out = sorted(orphans, key=cmp_to_key(by_task))
+    for job_id in sorted(groups, key=cmp_to_key(by_job)):
+        out.extend(sorted(groups[job_id], key=cmp_to_key(by_task)))
+    return out
 
 
 def eligible(ssn: Session, preemptor: TaskInfo, nominated: str) -> str | None:

@@ -18,8 +18,10 @@ The rule, as tide applies it:
   high node (:data:`NO_LOW`, :data:`ALL_LOW`, :data:`NO_HIGH`).
 * **Headroom** of the low nodes, per resource: ``Σ targetThreshold% × allocatable − usage``.
 * High nodes are visited by ``cpu% + memory%`` descending, then by name. On a node, the
-  candidate pods go by priority ascending, then Kubernetes QoS (BestEffort before the
-  others), then namespace, name, uid. Before each pod the round goes on only while the
+  candidate pods go by priority ascending, then Kubernetes QoS (BestEffort, then
+  Burstable, then Guaranteed: upstream's ``sortPods`` and the descheduler's
+  ``SortPodsBasedOnPriorityLowToHigh``), then namespace, name, uid. Before each pod the
+  round goes on only while the
   node is still at or above a target threshold in some resource and no headroom resource
   is used up (``<= 0``); each victim's usage is taken off the node and off the headroom.
 
@@ -97,9 +99,22 @@ class Round:
     high: list[str] = field(default_factory=list)
 
 
+#: eviction rank of each Kubernetes QoS class: the least protected first
+QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+
+
+def qos_rank(task: TaskInfo) -> int:
+    """0 BestEffort, 1 Burstable, 2 Guaranteed (the pod's Kubernetes QoS class); a task
+    without a known class ranks as BestEffort when its request is empty, else Burstable."""
+    rank = QOS_RANK.get(task.k8s_qos)
+    if rank is None:
+        return 0 if task.best_effort else 1
+    return rank
+
+
 def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
-    """Lowest priority first, then BestEffort before Burstable/Guaranteed, then key."""
-    return (task.pod_priority, 0 if task.best_effort else 1, task.namespace, task.name, task.uid)
+    """Lowest priority first, then BestEffort < Burstable < Guaranteed, then key."""
+    return (task.pod_priority, qos_rank(task), task.namespace, task.name, task.uid)
 
 
 def classify(

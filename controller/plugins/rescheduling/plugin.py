@@ -25,7 +25,11 @@ this module turns the session into those loads and hands the victims to ``shuffl
   whose ``task.preemptable`` is true; never a DaemonSet or mirror pod, nor a
   ``kube-system`` / system-critical pod (conformance's rule); and never a pod whose
   PodGroup would drop below its ``minAvailable`` (pods with no PodGroup are recreated by
-  their owner and have no gang minimum). Which tasks count as preemptable is the
+  their owner and have no gang minimum), nor one whose eviction a PodDisruptionBudget
+  forbids, counting the round's earlier victims and the session's evictions
+  (:mod:`controller.framework.disruption`; the pod is passed over and the next one in
+  victim order is tried, as the descheduler goes on after a refused eviction). Which
+  tasks count as preemptable is the
   projection's decision (:attr:`TaskInfo.preemptable`), not this plugin's.
 """
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from controller.framework.plugin import Interval, PluginContext, Schedule
 from controller.framework.points import Victim
@@ -143,6 +148,7 @@ class ReschedulingPlugin:
         nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         chosen: list[Victim] = []
         left: dict[str, int] = {}
+        budgets: dict[str, list[dict[str, Any]]] = {}
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
             result = select(
@@ -150,7 +156,7 @@ class ReschedulingPlugin:
                 params,
                 candidates=lambda name: _candidates(ssn, name),
                 pod_load=lambda task: _pod_load(ssn.usage, task, now, period),
-                may_evict=lambda task: _gang_allows(ssn, task, left),
+                may_evict=lambda task: _may_evict(ssn, task, left, budgets),
                 shared={
                     "metrics_period": _go(period),
                     "interval": _go(args.interval),
@@ -158,6 +164,10 @@ class ReschedulingPlugin:
                 },
             )
             self.rounds.append(result)
+            for choice in result.victims:
+                covered = budgets.get(choice.task.key)
+                if covered:
+                    choice.evidence["disruption_budgets"] = covered
             chosen.extend(Victim(c.task, REASON, c.evidence, NAME) for c in result.victims)
         return chosen
 
@@ -181,6 +191,25 @@ def _pod_load(usage: UsageState, task: TaskInfo, now: datetime, period: timedelt
 def _running(job: JobInfo) -> int:
     running = TaskStatus.RUNNING
     return sum(1 for task in job.tasks.values() if task.status == running)
+
+
+def _may_evict(
+    ssn: Session, task: TaskInfo, left: dict[str, int], budgets: dict[str, list[dict[str, Any]]]
+) -> bool:
+    """No PodDisruptionBudget forbids it (counting the round's earlier victims) and its
+    gang keeps its minimum; a victim it allows is counted against both, and the budgets
+    covering it (as they stood before it) go to ``budgets`` for its evidence."""
+    disruptions = ssn.disruptions
+    if disruptions.active and disruptions.blocking(task) is not None:
+        return False
+    if not _gang_allows(ssn, task, left):
+        return False
+    if disruptions.active:
+        covered = disruptions.evidence(task)
+        if covered:
+            budgets[task.key] = covered
+            disruptions.take(task)
+    return True
 
 
 def _gang_allows(ssn: Session, task: TaskInfo, left: dict[str, int]) -> bool:

@@ -15,7 +15,8 @@ repository's docs/design/tdm-plugin.md). The callbacks:
   ``tdm-preempt`` when the preempt action evicts them);
 * **victim tasks**: for every closed zone whose evict period has elapsed, the Running
   preemptable tasks on that zone's revocable nodes, per job the first ``max_evict(job)`` in
-  the defined order, reason ``tdm-window-closed``;
+  the defined order that no PodDisruptionBudget forbids, counting the victims chosen
+  before them (:mod:`controller.framework.disruption`), reason ``tdm-window-closed``;
 * **job order**: non-preemptable jobs first; **job pipelined**: Volcano's ``is_pipelined``;
   **job starving**: a non-preemptable job with Pending tasks.
 
@@ -250,6 +251,7 @@ class _SessionView:
         skipped: list[JSON] = []
         victims: list[Victim] = []
         spent = round_.spent
+        disruptions = self.ssn.disruptions
         for job_id in sorted(groups):
             job = jobs.get(job_id)
             if job is None:
@@ -265,9 +267,17 @@ class _SessionView:
                 spent[job_id] = used
                 continue
             group = groups[job_id]
-            chosen = [first_victim(group)] if allowed == 1 else order_victims(group)[:allowed]
+            covered: list[list[JSON]] | None = None
+            if disruptions.active:  # PodDisruptionBudgets: the first `allowed` they let go
+                picked, held = disruptions.pick(order_victims(group), allowed)
+                chosen = [task for task, _ in picked]
+                covered = [budgets for _, budgets in picked]
+            else:
+                chosen = [first_victim(group)] if allowed == 1 else order_victims(group)[:allowed]
             spent[job_id] = used + len(chosen)
             budget_json = budget.evidence()
+            if covered is not None and held:
+                budget_json["held_by_disruption_budgets"] = held
             if used:
                 budget_json["used_in_other_zones"] = used
             if earlier:
@@ -285,6 +295,8 @@ class _SessionView:
                     "evict_timer": timer,
                     "last_eviction": last_text,
                 }
+                if covered is not None and covered[position - 1]:
+                    evidence["disruption_budgets"] = covered[position - 1]
                 victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence, NAME))
         if skipped:
             for victim in victims:

@@ -21,6 +21,7 @@ from projections.cluster import ClusterState
 from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from projections.oom import OOMState
+from projections.pdb import PDBState
 from projections.pressure import PressureState
 from projections.usage import UsageState
 from projections.world import World
@@ -65,6 +66,7 @@ class FakeWorld:
     usage: UsageState = field(default_factory=UsageState)
     oom: OOMState = field(default_factory=OOMState)
     pressure: PressureState = field(default_factory=PressureState)
+    pdbs: PDBState = field(default_factory=PDBState)
 
 
 def res(cpu: float = 1000, memory: float = GI, **scalars: float) -> Resource:

@@ -25,6 +25,7 @@ from controller.plugins.tdm.plugin import job_order, job_pipelined, job_starving
 from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from projections.oom import OOMState
+from projections.pdb import PDBState
 from projections.pressure import PressureState
 from projections.usage import UsageState
 from streams.events import make_event
@@ -93,6 +94,7 @@ class FakeWorld:
     usage: UsageState = field(default_factory=UsageState)
     oom: OOMState = field(default_factory=OOMState)
     pressure: PressureState = field(default_factory=PressureState)
+    pdbs: PDBState = field(default_factory=PDBState)
 
 
 def node(name: str, zone: str = "") -> NodeInfo:
