@@ -5,7 +5,8 @@ optional ``id``). Reading never stops at
 a bad line: a line that is not JSON, not an object, lacks ``at`` or ``type``, has a bad
 ``at``, an unknown type or a payload that fails :func:`streams.validation.validate` is
 set aside as a :class:`~streams.log.Quarantined` with its line number and reason, and
-everything else goes on. Blank lines are ignored. A line without ``id`` gets the
+everything else goes on. So is a line beyond the bounds of :mod:`streams.limits` (too
+long, nested too deep, an ``at`` outside the sane range). Blank lines are ignored. A line without ``id`` gets the
 content id, so importing the same recording twice adds nothing the second time.
 
 Reading is batched (recordings hold hundreds of thousands of ~6 KB pods) and
@@ -26,6 +27,7 @@ import orjson
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
 from streams.events import Event
 from streams.gcpause import paused_gc
+from streams.limits import MAX_LINE_BYTES, LimitError, bounded_payload, check_time
 from streams.log import EventLog, Quarantined, quarantine_of
 from streams.validation import Extra, ValidationError, validate
 
@@ -83,11 +85,19 @@ def _parse(
         return _aside(source, line, f"not JSON: {exc}", raw)
     if not isinstance(record, dict):
         return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
+    data = record.get("data")
     try:
-        event, payload = decode_record_encoded(record)
+        bounded = bounded_payload(data) if isinstance(data, dict) else None
+    except LimitError as exc:
+        return _aside(source, line, f"'data' is {exc.reason}", raw)
+    try:
+        event, payload = decode_record_encoded(record, encoded=bounded)
+        check_time(event.at)
         validate(event.type, event.data, extra=extra)
-    except (DecodeError, ValidationError) as exc:
+    except (DecodeError, ValidationError, LimitError) as exc:
         return _aside(source, line, exc.reason, raw)
+    if payload is None and event.data is data:  # not upcast: the bytes describe it
+        payload = bounded
     return event, payload
 
 
@@ -107,13 +117,19 @@ def read_batches(
             stream = source
         batch = Batch([], [], [], 0)
         position = 0
-        for line_no, raw in enumerate(stream, 1):
-            position += len(raw)
+        for line_no, (raw, length) in enumerate(_bounded_lines(stream), 1):
+            position += length
             if line_no == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
-            if not raw or raw.isspace():
+            if length > MAX_LINE_BYTES + 1:  # cut by _bounded_lines
+                reason = f"line is longer than {MAX_LINE_BYTES} bytes"
+                parsed: tuple[Event, bytes | None] | Quarantined = _aside(
+                    name, line_no, reason, raw[:200]
+                )
+            elif not raw or raw.isspace():
                 continue
-            parsed = _parse(raw, name, line_no, extra)
+            else:
+                parsed = _parse(raw, name, line_no, extra)
             if isinstance(parsed, Quarantined):
                 batch.bad.append(parsed)
                 continue
@@ -125,6 +141,21 @@ def read_batches(
                 batch = Batch([], [], [], 0)
         if batch.events or batch.bad:
             yield replace(batch, position=position)
+
+
+def _bounded_lines(stream: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """Each line and its size in bytes; a line over :data:`MAX_LINE_BYTES` is cut there
+    (the rest is read and dropped in pieces, never held whole)."""
+    while raw := stream.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while rest := stream.readline(MAX_LINE_BYTES):
+            size += len(rest)
+            if rest.endswith(b"\n"):
+                break
+        yield raw[:MAX_LINE_BYTES], max(size, MAX_LINE_BYTES + 2)
 
 
 def read_recording(source: Source, *, extra: Extra | None = None) -> Iterator[Event | Quarantined]:
