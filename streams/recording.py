@@ -7,7 +7,9 @@ a bad line: a line that is not JSON, not an object, lacks ``at`` or ``type``, ha
 set aside as a :class:`~streams.log.Quarantined` with its line number and reason, and
 everything else goes on. So is a line beyond the bounds of :mod:`streams.limits` (too
 long, nested too deep, an ``at`` outside the sane range). Blank lines are ignored. A
-line without ``id`` gets the content id, so importing the same recording twice adds nothing the second time.
+line without ``id`` gets the content id, so importing the same recording twice adds
+nothing the second time; a line whose id is on the log with other content is a conflict,
+set aside naming both contents' hashes.
 
 Reading is batched (recordings hold hundreds of thousands of ~6 KB pods) and
 :func:`import_recording` overlaps parsing the next batch with storing the previous one.

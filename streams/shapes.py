@@ -56,9 +56,7 @@ _TERM = {"matchExpressions": [{"key": str, "operator": str, "values": [str]}]}
 _AFFINITY = {
     "nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_TERM]},
-        "preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": int, "preference": _TERM}
-        ],
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": int, "preference": _TERM}],
     },
     "podAffinity": dict,
     "podAntiAffinity": dict,
