@@ -27,6 +27,7 @@ from typing import IO, Protocol, runtime_checkable
 import orjson
 
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
+from streams.conflicts import find_conflicts
 from streams.events import Event
 from streams.gcpause import paused_gc
 from streams.limits import MAX_LINE_BYTES, LimitError, bounded_payload, check_time
@@ -70,6 +71,8 @@ class ImportSummary:
     imported: int = 0
     duplicates: int = 0
     set_aside: list[Quarantined] = field(default_factory=list)
+    #: of ``set_aside``: lines whose id is on the log with other content
+    conflicts: int = 0
 
 
 def parse_line(raw: bytes, *, source: str, line: int) -> Event | Quarantined:
@@ -111,11 +114,10 @@ def read_batches(
     ``extra`` adds a caller's validation rule per event type (a failing line is set aside).
     """
     with ExitStack() as stack:
+        name = _name(source)
         if isinstance(source, str | Path):
-            name = str(source)
             stream: IO[bytes] = stack.enter_context(Path(source).open("rb", buffering=1 << 20))
         else:
-            name = str(getattr(source, "name", "<stream>"))
             stream = source
         batch = Batch([], [], [], 0)
         position = 0
@@ -239,14 +241,27 @@ async def import_recording(
                     else:
                         added = await log.append(batch.events)
                     summary.imported += len(added)
+                    clashes = await find_conflicts(
+                        log, batch.events, batch.lines, added, source=_name(source)
+                    )
+                    if clashes:
+                        await quarantine_of(log).set_aside(clashes)
+                        summary.set_aside.extend(clashes)
+                        summary.conflicts += len(clashes)
                 if on_progress is not None:
                     on_progress(batch.position)
         finally:
             # never close the generator while the worker thread may still be inside it
             await asyncio.gather(ahead, return_exceptions=True)
             batches.close()
-    summary.duplicates = sent - summary.imported
+    summary.duplicates = sent - summary.imported - summary.conflicts
     return summary
+
+
+def _name(source: Source) -> str:
+    if isinstance(source, str | Path):
+        return str(source)
+    return str(getattr(source, "name", "<stream>"))
 
 
 async def export_log(
