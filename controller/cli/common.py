@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
-import yaml
 
 from controller.framework.errors import ConfigError
+from controller.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.framework.unwrap import unwrap
 from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
@@ -98,9 +98,11 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     origin: dict[str, Path] = {}
     for path in files:
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            fail(f"{path}: {exc}")
+            raw = load_yaml(path) or {}
+        except OSError as exc:
+            fail(f"{path}: {exc.strerror or exc}")
+        except YAMLLimitError as exc:
+            fail(str(exc))
         if not isinstance(raw, dict):
             fail(f"{path}: a configuration is a mapping")
         try:

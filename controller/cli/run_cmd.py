@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from controller.cli.common import (
     RECORD_CHECKS,
@@ -25,7 +24,13 @@ from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.runner import Simulation
-from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario, load_scenario
+from controller.simulate.scenario import (
+    ScenarioError,
+    frees_usage,
+    is_scenario,
+    load_scenario,
+    read_scenario,
+)
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
@@ -105,7 +110,7 @@ def simulate(
     relief = False
     if is_scenario(recording):
         try:
-            relief = frees_usage(yaml.safe_load(recording.read_text()) or {})
+            relief = frees_usage(read_scenario(recording))
         except ScenarioError as exc:
             fail(str(exc))
     with Progress("simulate", span, size=len(events)) as bar:
