@@ -18,11 +18,13 @@ from controller.cli.common import (
     read_policy,
     resume_from,
     save_checkpoint,
+    set_aside_in,
 )
 from controller.cli.progress import Progress
 from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
+from controller.simulate.inputs import read_inputs
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import (
     ScenarioError,
@@ -36,11 +38,11 @@ from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
 from streams.codec import decision_line
 from streams.events import Event, parse_time
+from streams.log import Quarantined
 from streams.payloads import DECISION_KINDS, REASON_CODES
-from streams.recording import read_recording
 
 
-def _inputs(path: Path) -> tuple[list[Event], int]:
+def _inputs(path: Path) -> tuple[list[Event], list[Quarantined]]:
     if not path.exists():
         fail(f"{path}: no such file")
     if is_scenario(path):
@@ -48,15 +50,11 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
             events, _, _ = load_scenario(path)
         except ScenarioError as exc:
             fail(str(exc))
-        return events, 0
-    events, bad = [], 0
-    for item in read_recording(path, extra=RECORD_CHECKS):
-        if isinstance(item, Event):
-            events.append(item)
-        else:
-            bad += 1
-            typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-    return events, bad
+        return events, []
+    inputs = read_inputs(path, extra=RECORD_CHECKS)
+    for item in inputs.set_aside:
+        typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
+    return inputs.events, inputs.set_aside
 
 
 def simulate(
@@ -129,6 +127,8 @@ def simulate(
             out.close()
     if log:
         persist(log, result.log.events)
+        if bad:  # the lines set aside go to the log's quarantine, as an import's do
+            set_aside_in(log, bad)
     typer.echo(
         f"simulated {len(result.log.events)} records, {len(result.decisions)} decisions"
         + (f"; log kept in {log}" if log else ""),
