@@ -174,15 +174,17 @@ def apply_node(node: NodeInfo, raw: Mapping[str, Any]) -> None:
     spec = raw.get("spec") or _EMPTY
     status = raw.get("status") or _EMPTY
     labels = meta.get("labels") or {}
-    node.allocatable = resource_from_list(status.get("allocatable"))
-    node.capacity = resource_from_list(status.get("capacity") or status.get("allocatable"))
-    node.labels = labels
-    node.revocable_zone = str(labels.get("volcano.sh/revocable-zone") or "")
-    node.taints = list(spec.get("taints") or [])
-    node.unschedulable = bool(spec.get("unschedulable"))
-    node.ready = node_ready(status)
-    node.placeholder = False
-    node.idle = node.allocatable.clone().sub(node.used)
+    # everything is read before anything is set: a malformed node changes nothing
+    allocatable = resource_from_list(status.get("allocatable"))
+    capacity = resource_from_list(status.get("capacity") or status.get("allocatable"))
+    zone = str(labels.get("volcano.sh/revocable-zone") or "")
+    taints = list(spec.get("taints") or [])
+    unschedulable = bool(spec.get("unschedulable"))
+    ready = node_ready(status)
+    idle = allocatable.clone().sub(node.used)
+    node.allocatable, node.capacity, node.labels = allocatable, capacity, labels
+    node.revocable_zone, node.taints, node.unschedulable = zone, taints, unschedulable
+    node.ready, node.placeholder, node.idle = ready, False, idle
 
 
 def new_node(name: str) -> NodeInfo:

@@ -114,13 +114,16 @@ def decode_record(record: JSON) -> Event:
     return decode_record_encoded(record)[0]
 
 
-def decode_record_encoded(record: JSON, line: bytes | None = None) -> tuple[Event, bytes | None]:
+def decode_record_encoded(
+    record: JSON, line: bytes | None = None, *, encoded: bytes | None = None
+) -> tuple[Event, bytes | None]:
     """:func:`decode_record`, plus the payload's canonical bytes when they were computed.
 
     A line without ``id`` has its payload serialised for the content id anyway; a bulk
     import hands those bytes to the log instead of serialising the payload twice. They
     are ``None`` when the line had an id, or when its payload was upcast (they would
-    describe the old version).
+    describe the old version). ``encoded``, when given, is the payload's canonical bytes
+    already computed by the caller (:func:`streams.limits.bounded_payload`).
     """
     raw_at = record.get("at")
     if raw_at is None:
@@ -150,7 +153,7 @@ def decode_record_encoded(record: JSON, line: bytes | None = None) -> tuple[Even
     id_ = record.get("id")
     payload: bytes | None = None
     if id_ is None:
-        payload = orjson.dumps(data, option=_SORTED)
+        payload = encoded if encoded is not None else orjson.dumps(data, option=_SORTED)
         id_ = content_id_encoded(type_, at, payload, cause)
     elif not isinstance(id_, str) or not id_:
         raise DecodeError(f"'id' {id_!r} is not a non-empty string")

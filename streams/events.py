@@ -95,14 +95,23 @@ _new = object.__new__
 
 
 def parse_time(value: str) -> datetime:
-    """Parse an RFC 3339 time; a time without zone is rejected (tide never guesses zones)."""
+    """Parse an RFC 3339 time; a time without zone is rejected (tide never guesses zones).
+
+    Raises ``ValueError`` for anything else, including a time that has no UTC equivalent
+    (``0001-01-01T00:00:00+01:00``) and non-ASCII digits.
+    """
+    if not isinstance(value, str) or not value.isascii():
+        raise ValueError(f"time {value!r} is not an ASCII RFC 3339 string")
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None:
         raise ValueError(f"time {value!r} has no timezone")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"time {value!r} is out of range") from None
 
 
 def format_time(at: datetime) -> str:

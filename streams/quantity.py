@@ -11,6 +11,11 @@ samples such as ``"123456789n"`` or ``"1843212Ki"`` are nearly all distinct, so 
 cache cannot help them, and the ``Fraction`` arithmetic costs ~10 µs a value. The fast
 path is exact integer arithmetic (the same ceiling); anything else goes through
 :func:`parse_quantity`.
+
+Bounds (beyond the grammar, so that no value can stall or overflow a fold): a quantity
+string is at most :data:`MAX_TEXT` characters, its decimal exponent at most
+:data:`MAX_EXPONENT` in size, and its magnitude at most :data:`MAX_MAGNITUDE` (2^63 - 1,
+the largest value apimachinery represents; it clamps larger ones, tide refuses them).
 """
 
 from __future__ import annotations
@@ -48,8 +53,47 @@ _INT_SCALE: dict[str, tuple[int, int]] = {
 _INTEGER = re.compile(r"([+-]?[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)")
 
 
+MAX_TEXT = 64
+MAX_EXPONENT = 64
+MAX_MAGNITUDE = 2**63 - 1
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
+
+
+def quantity_problem(value: object, *, negative: bool = False) -> str | None:
+    """Why ``value`` is not a quantity tide accepts (None when it is one): the grammar,
+    ASCII only, the bounds above and, unless ``negative``, not below zero."""
+    if type(value) is str:
+        if len(value) > MAX_TEXT:
+            return f"quantity is longer than {MAX_TEXT} characters"
+        if not value.isascii():
+            return f"quantity {value!r} is not ASCII"
+        integer = _INTEGER.fullmatch(value)
+        if integer is not None:  # the common spellings, in exact integer arithmetic
+            digits, suffix = integer.groups()
+            num, den = _INT_SCALE[suffix]
+            amount = int(digits)
+            if abs(amount) * num > MAX_MAGNITUDE * den:
+                return f"quantity {value!r} is larger than {MAX_MAGNITUDE}"
+            return f"quantity {value!r} is negative" if amount < 0 and not negative else None
+        try:
+            number = parse_quantity(value)
+        except QuantityError as exc:
+            return str(exc)
+        if abs(number) > MAX_MAGNITUDE:
+            return f"quantity {value!r} is larger than {MAX_MAGNITUDE}"
+        return f"quantity {value!r} is negative" if number < 0 and not negative else None
+    if type(value) is int:
+        if abs(value) > MAX_MAGNITUDE:
+            return f"quantity {value} is larger than {MAX_MAGNITUDE}"
+        return None if negative or value >= 0 else f"quantity {value} is negative"
+    if type(value) is float:
+        if not isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            return f"quantity {value!r} is not a finite number up to {MAX_MAGNITUDE}"
+        return None if negative or value >= 0 else f"quantity {value!r} is negative"
+    return "not a Kubernetes quantity"
 
 
 @lru_cache(maxsize=4096)
@@ -63,14 +107,19 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not isfinite(text):
             raise QuantityError(f"quantity {text!r} is not a finite number")
         return Fraction(str(text))
-    match = _PATTERN.match(text.strip()) if isinstance(text, str) else None
-    if match is None or text != text.strip():
+    if not isinstance(text, str) or len(text) > MAX_TEXT:
+        raise QuantityError(f"quantity {text!r} is not a valid Kubernetes quantity")
+    match = _PATTERN.match(text)
+    if match is None or text != text.strip() or not text.isascii():
         raise QuantityError(f"quantity {text!r} is not a valid Kubernetes quantity")
     number = Fraction(match["num"])
     if match["bin"]:
         return number * _BINARY[match["bin"]]
     if match["exp"]:
-        return number * Fraction(10) ** int(match["exp"][1:])
+        exponent = int(match["exp"][1:])
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"quantity {text!r} has an exponent beyond +-{MAX_EXPONENT}")
+        return number * Fraction(10) ** exponent
     return number * _DECIMAL[match["dec"] or ""]
 
 
@@ -80,18 +129,12 @@ def is_quantity(value: object) -> bool:
     Validation checks every quantity of every imported object, and metric samples are
     nearly all distinct (``"123456789n"``), so the parse cache cannot help there.
     """
-    if type(value) is str:
-        return _PATTERN.match(value) is not None and value == value.strip()
-    if type(value) is int:
-        return True
-    if type(value) is float:
-        return isfinite(value)
-    return False
+    return quantity_problem(value, negative=True) is None
 
 
 def to_milli(text: str | int | float) -> int:
     """The quantity in thousandths, rounded up (as ``Quantity.MilliValue``)."""
-    if type(text) is str:
+    if type(text) is str and len(text) <= MAX_TEXT:
         match = _INTEGER.fullmatch(text)
         if match is not None:
             digits, suffix = match.groups()
@@ -104,7 +147,7 @@ def to_milli(text: str | int | float) -> int:
 
 def to_int(text: str | int | float) -> int:
     """The quantity as an integer, rounded up (as ``Quantity.Value``)."""
-    if type(text) is str:
+    if type(text) is str and len(text) <= MAX_TEXT:
         match = _INTEGER.fullmatch(text)
         if match is not None:
             digits, suffix = match.groups()

@@ -5,8 +5,11 @@ optional ``id``). Reading never stops at
 a bad line: a line that is not JSON, not an object, lacks ``at`` or ``type``, has a bad
 ``at``, an unknown type or a payload that fails :func:`streams.validation.validate` is
 set aside as a :class:`~streams.log.Quarantined` with its line number and reason, and
-everything else goes on. Blank lines are ignored. A line without ``id`` gets the
-content id, so importing the same recording twice adds nothing the second time.
+everything else goes on. So is a line beyond the bounds of :mod:`streams.limits` (too
+long, nested too deep, an ``at`` outside the sane range). Blank lines are ignored. A
+line without ``id`` gets the content id, so importing the same recording twice adds
+nothing the second time; a line whose id is on the log with other content is a conflict,
+set aside naming both contents' hashes.
 
 Reading is batched (recordings hold hundreds of thousands of ~6 KB pods) and
 :func:`import_recording` overlaps parsing the next batch with storing the previous one.
@@ -24,8 +27,10 @@ from typing import IO, Protocol, runtime_checkable
 import orjson
 
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
+from streams.conflicts import find_conflicts
 from streams.events import Event
 from streams.gcpause import paused_gc
+from streams.limits import MAX_LINE_BYTES, LimitError, bounded_payload, check_time
 from streams.log import EventLog, Quarantined, quarantine_of
 from streams.validation import Extra, ValidationError, validate
 
@@ -66,6 +71,8 @@ class ImportSummary:
     imported: int = 0
     duplicates: int = 0
     set_aside: list[Quarantined] = field(default_factory=list)
+    #: of ``set_aside``: lines whose id is on the log with other content
+    conflicts: int = 0
 
 
 def parse_line(raw: bytes, *, source: str, line: int) -> Event | Quarantined:
@@ -83,11 +90,19 @@ def _parse(
         return _aside(source, line, f"not JSON: {exc}", raw)
     if not isinstance(record, dict):
         return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
+    data = record.get("data")
     try:
-        event, payload = decode_record_encoded(record)
+        bounded = bounded_payload(data) if isinstance(data, dict) else None
+    except LimitError as exc:
+        return _aside(source, line, f"'data' is {exc.reason}", raw)
+    try:
+        event, payload = decode_record_encoded(record, encoded=bounded)
+        check_time(event.at)
         validate(event.type, event.data, extra=extra)
-    except (DecodeError, ValidationError) as exc:
+    except (DecodeError, ValidationError, LimitError) as exc:
         return _aside(source, line, exc.reason, raw)
+    if payload is None and event.data is data:  # not upcast: the bytes describe it
+        payload = bounded
     return event, payload
 
 
@@ -99,21 +114,26 @@ def read_batches(
     ``extra`` adds a caller's validation rule per event type (a failing line is set aside).
     """
     with ExitStack() as stack:
+        name = _name(source)
         if isinstance(source, str | Path):
-            name = str(source)
             stream: IO[bytes] = stack.enter_context(Path(source).open("rb", buffering=1 << 20))
         else:
-            name = str(getattr(source, "name", "<stream>"))
             stream = source
         batch = Batch([], [], [], 0)
         position = 0
-        for line_no, raw in enumerate(stream, 1):
-            position += len(raw)
+        for line_no, (raw, length) in enumerate(_bounded_lines(stream), 1):
+            position += length
             if line_no == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
-            if not raw or raw.isspace():
+            if length > MAX_LINE_BYTES + 1:  # cut by _bounded_lines
+                reason = f"line is longer than {MAX_LINE_BYTES} bytes"
+                parsed: tuple[Event, bytes | None] | Quarantined = _aside(
+                    name, line_no, reason, raw[:200]
+                )
+            elif not raw or raw.isspace():
                 continue
-            parsed = _parse(raw, name, line_no, extra)
+            else:
+                parsed = _parse(raw, name, line_no, extra)
             if isinstance(parsed, Quarantined):
                 batch.bad.append(parsed)
                 continue
@@ -125,6 +145,21 @@ def read_batches(
                 batch = Batch([], [], [], 0)
         if batch.events or batch.bad:
             yield replace(batch, position=position)
+
+
+def _bounded_lines(stream: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """Each line and its size in bytes; a line over :data:`MAX_LINE_BYTES` is cut there
+    (the rest is read and dropped in pieces, never held whole)."""
+    while raw := stream.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while rest := stream.readline(MAX_LINE_BYTES):
+            size += len(rest)
+            if rest.endswith(b"\n"):
+                break
+        yield raw[:MAX_LINE_BYTES], max(size, MAX_LINE_BYTES + 2)
 
 
 def read_recording(source: Source, *, extra: Extra | None = None) -> Iterator[Event | Quarantined]:
@@ -206,14 +241,27 @@ async def import_recording(
                     else:
                         added = await log.append(batch.events)
                     summary.imported += len(added)
+                    clashes = await find_conflicts(
+                        log, batch.events, batch.lines, added, source=_name(source)
+                    )
+                    if clashes:
+                        await quarantine_of(log).set_aside(clashes)
+                        summary.set_aside.extend(clashes)
+                        summary.conflicts += len(clashes)
                 if on_progress is not None:
                     on_progress(batch.position)
         finally:
             # never close the generator while the worker thread may still be inside it
             await asyncio.gather(ahead, return_exceptions=True)
             batches.close()
-    summary.duplicates = sent - summary.imported
+    summary.duplicates = sent - summary.imported - summary.conflicts
     return summary
+
+
+def _name(source: Source) -> str:
+    if isinstance(source, str | Path):
+        return str(source)
+    return str(getattr(source, "name", "<stream>"))
 
 
 async def export_log(

@@ -6,7 +6,8 @@ a projection, so the reason must name the object and the field
 a valid Kubernetes quantity``). Only what tide reads is checked; a Kubernetes object
 with missing optional fields is normal. This runs on every pod of a large import
 (150,000 pods of ~6 KB), so it is hand-written dict walking and quantities are only
-matched against the grammar (:func:`streams.quantity.is_quantity`): no models are built.
+matched against the grammar and bounds (:func:`streams.quantity.quantity_problem`): no
+models are built.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 
 from streams.codec import json_kind as _kind
 from streams.events import JSON, parse_time
+from streams.limits import LimitError, check_time
 from streams.payloads import DECISION_KINDS, REASON_CODES, TAINT_EFFECTS
-from streams.quantity import is_quantity
+from streams.quantity import quantity_problem
+from streams.shapes import SHAPES, ShapeError, check_shape, name_problem
 
 WATCH_RESOURCES = frozenset({"nodes", "pods", "podgroups", "queues", "poddisruptionbudgets"})
 WATCH_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
@@ -78,12 +81,12 @@ def validate(type_: str, data: JSON, *, extra: Extra | None = None) -> None:
 
 def _watch(data: JSON) -> None:
     resource = data.get("resource")
-    if resource not in WATCH_RESOURCES:
+    if not isinstance(resource, str) or resource not in WATCH_RESOURCES:
         raise ValidationError(
             f"k8s.watch: resource {resource!r} is not one of {', '.join(sorted(WATCH_RESOURCES))}"
         )
     event = data.get("event")
-    if event not in WATCH_EVENTS:
+    if not isinstance(event, str) or event not in WATCH_EVENTS:
         raise ValidationError(
             f"k8s.watch: event {event!r} is not one of {', '.join(sorted(WATCH_EVENTS))}"
         )
@@ -93,8 +96,15 @@ def _watch(data: JSON) -> None:
     if event == "BOOKMARK":  # only metadata.resourceVersion is meaningful
         return
     label = _object_label(resource, obj)
+    shape, kind = SHAPES[resource]
+    declared = obj.get("kind")
+    if declared is not None and declared != kind:
+        raise ValidationError(f"{resource} {label}: kind {declared!r} is not {kind!r}")
     try:
         _OBJECT_CHECKS[resource](obj)
+        check_shape(obj, shape)
+    except ShapeError as exc:
+        raise ValidationError(f"{resource} {label}: {exc}") from None
     except _FieldError as exc:
         raise ValidationError(f"{resource} {label}: {exc}") from None
 
@@ -108,11 +118,17 @@ def _object_label(resource: str, obj: JSON) -> str:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError(f"{singular} without metadata.name")
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValidationError(f"{singular} {name!r}: metadata.{problem}")
     if resource not in _NAMESPACED:
         return name
     namespace = meta.get("namespace")
     if not isinstance(namespace, str) or not namespace:
         raise ValidationError(f"{singular} {name} without metadata.namespace")
+    problem = name_problem(namespace, namespace=True)
+    if problem is not None:
+        raise ValidationError(f"{singular} {name}: metadata.{problem}")
     return f"{namespace}/{name}"
 
 
@@ -257,7 +273,9 @@ def _trigger(data: JSON) -> None:
     if zone is not None and not isinstance(zone, str):
         raise ValidationError(f"trigger.fired: 'zone' is {_kind(zone)}, not a string")
     try:
-        parse_time(data["scheduled"])
+        check_time(parse_time(data["scheduled"]), "'scheduled'")
+    except LimitError as exc:
+        raise ValidationError(f"trigger.fired: {exc.reason}") from None
     except ValueError:
         raise ValidationError(
             f"trigger.fired: 'scheduled' {data['scheduled']!r} is not an RFC 3339 time"
@@ -368,7 +386,10 @@ def _required_quantities(parent: JSON, key: str, path: str) -> None:
 
 
 def _quantity(value: Any, path: str) -> None:
-    if not is_quantity(value):
-        if isinstance(value, str | float):
-            raise _FieldError(path, f"quantity {value!r} is not a valid Kubernetes quantity")
-        raise _FieldError(path, f"{_kind(value)} is not a Kubernetes quantity")
+    """A quantity of the grammar, within bounds, and not negative (Kubernetes refuses
+    negative requests, limits and capacities)."""
+    problem = quantity_problem(value)
+    if problem is not None:
+        if not isinstance(value, str | float | int) or isinstance(value, bool):
+            raise _FieldError(path, f"{_kind(value)} is not a Kubernetes quantity")
+        raise _FieldError(path, problem)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
-import yaml
 
 from controller.framework.errors import ConfigError
+from controller.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.framework.unwrap import unwrap
 from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
@@ -20,7 +20,7 @@ from projections.world import World
 from streams.backends import open_log
 from streams.events import Event
 from streams.gcpause import paused_gc
-from streams.log import LogError
+from streams.log import LogError, Quarantine, Quarantined
 from streams.recording import read_recording
 
 
@@ -98,9 +98,11 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     origin: dict[str, Path] = {}
     for path in files:
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            fail(f"{path}: {exc}")
+            raw = load_yaml(path) or {}
+        except OSError as exc:
+            fail(f"{path}: {exc.strerror or exc}")
+        except YAMLLimitError as exc:
+            fail(str(exc))
         if not isinstance(raw, dict):
             fail(f"{path}: a configuration is a mapping")
         try:
@@ -128,9 +130,15 @@ def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
     if source.endswith(".jsonl") and "://" not in source:
         events = []
+        skipped = 0
         for item in read_recording(Path(source), extra=RECORD_CHECKS):
             if isinstance(item, Event):
                 events.append(item)
+            else:  # reported, never dropped silently
+                skipped += 1
+                typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
+        if skipped:
+            typer.echo(f"{source}: {skipped} line(s) set aside, not read", err=True)
         return [e.with_offset(i) for i, e in enumerate(events)]
     require_log(source)
 
@@ -148,6 +156,17 @@ def persist(url: str, events: Sequence[Event]) -> int:
     added = save_log(url, list(events))
     save_checkpoint(url)
     return added
+
+
+def set_aside_in(url: str, items: Sequence[Quarantined]) -> None:
+    """Add ``items`` to the quarantine of the log at ``url`` (a log without one: no-op)."""
+
+    async def run() -> None:
+        async with await open_log(url) as log:
+            if isinstance(log, Quarantine):
+                await log.set_aside(items)
+
+    asyncio.run(run())
 
 
 def save_checkpoint(url: str) -> None:

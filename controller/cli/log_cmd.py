@@ -76,6 +76,7 @@ def import_command(
     typer.echo(
         f"imported {summary.imported}, skipped {summary.duplicates} as duplicate"
         f"{'' if summary.duplicates == 1 else 's'}, set aside {len(summary.set_aside)}"
+        + (f" ({summary.conflicts} conflicting ids)" if summary.conflicts else "")
     )
     for item in summary.set_aside[:SHOWN]:
         typer.echo(f"  {_where(item)}")

@@ -11,9 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
-import yaml
 
 from controller.cli.common import (
     RECORD_CHECKS,
@@ -23,25 +21,34 @@ from controller.cli.common import (
     read_policy,
     resume_from,
     save_checkpoint,
+    set_aside_in,
 )
 from controller.cli.progress import Progress
 from controller.cli.reading import is_recording, records, replay_log
 from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
+from controller.simulate.inputs import main_window, outlier, read_inputs
 from controller.simulate.runner import Simulation
-from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario, load_scenario
+from controller.simulate.scenario import (
+    ScenarioError,
+    frees_usage,
+    is_scenario,
+    load_scenario,
+    read_scenario,
+)
 from controller.simulate.spool import Spool
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from replay.verify import ReplayReport, replay
 from streams.codec import decision_line
 from streams.events import Event, parse_time
+from streams.log import Quarantined
 from streams.payloads import DECISION_KINDS, REASON_CODES
-from streams.recording import read_recording
+from streams.recording import read_batches
 
 
-def _inputs(path: Path) -> tuple[list[Event], int]:
+def _inputs(path: Path) -> tuple[list[Event], list[Quarantined]]:
     if not path.exists():
         fail(f"{path}: no such file")
     if is_scenario(path):
@@ -49,38 +56,30 @@ def _inputs(path: Path) -> tuple[list[Event], int]:
             events, _, _ = load_scenario(path)
         except ScenarioError as exc:
             fail(str(exc))
-        return events, 0
-    events, bad = [], 0
-    for item in read_recording(path, extra=RECORD_CHECKS):
-        if isinstance(item, Event):
-            events.append(item)
-        else:
-            bad += 1
+        return events, []
+    inputs = read_inputs(path, extra=RECORD_CHECKS)
+    for item in inputs.set_aside:
+        typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
+    return inputs.events, inputs.set_aside
+
+
+def _lazy_inputs(
+    path: Path, window: tuple[datetime, datetime] | None, bad: list[Quarantined]
+) -> Iterator[Event]:
+    """The recording's events as they are read; each line set aside (invalid, or outside
+    the recording's main run ``window``) is reported on stderr when reached and kept in
+    ``bad`` for the log's quarantine."""
+    for batch in read_batches(path, extra=RECORD_CHECKS):
+        for item in batch.bad:
+            bad.append(item)
             typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-    return events, bad
-
-
-def _lazy_inputs(path: Path, bad: list[int]) -> Iterator[Event]:
-    """The recording's events as they are read; each line set aside is reported on
-    stderr when reached and counted in ``bad``."""
-    for item in read_recording(path, extra=RECORD_CHECKS):
-        if isinstance(item, Event):
-            yield item
-        else:
-            bad.append(1)
-            typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-
-
-def _last_at(path: Path) -> datetime | None:
-    """The time of a recording's last line (for the progress line), read from its tail;
-    None when it cannot be read cheaply."""
-    try:
-        with path.open("rb") as f:
-            f.seek(max(0, f.seek(0, 2) - 65536))
-            line = f.read().rstrip().rsplit(b"\n", 1)[-1]
-        return parse_time(orjson.loads(line)["at"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        for line, event in zip(batch.lines, batch.events, strict=True):
+            if window is not None and not window[0] <= event.at <= window[1]:
+                item = outlier(event, line, window, source=str(path))
+                bad.append(item)
+                typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
+                continue
+            yield event
 
 
 def simulate(
@@ -114,18 +113,20 @@ def simulate(
     """Run the controller over a recording in virtual time against the simulated cluster."""
     policy = read_policy(config)
     scenario = is_scenario(recording)
-    bad: list[int] = []
+    bad: list[Quarantined] = []
     events: Iterable[Event]
     if scenario or not recording.exists():
-        eager, count = _inputs(recording)
-        events, bad = eager, [count]
+        eager, aside = _inputs(recording)
+        events, bad = eager, list(aside)
         first = min((e.at for e in eager), default=None)
         last = max((e.at for e in eager), default=None)
     else:
-        lazy = _lazy_inputs(recording, bad)
+        window = main_window(recording)
+        lazy = _lazy_inputs(recording, window, bad)
         head = next(lazy, None)
         events = itertools.chain([head], lazy) if head is not None else iter(())
-        first, last = (head.at if head is not None else None), _last_at(recording)
+        first = head.at if head is not None else None
+        last = window[1] if window is not None else None
     stop = None
     if until:
         try:
@@ -142,7 +143,7 @@ def simulate(
     relief = False
     if scenario:
         try:
-            relief = frees_usage(yaml.safe_load(recording.read_text()) or {})
+            relief = frees_usage(read_scenario(recording))
         except ScenarioError as exc:
             fail(str(exc))
     size = len(events) if isinstance(events, list) else recording.stat().st_size // 4096
@@ -170,6 +171,8 @@ def simulate(
             persist(log, result.log.events)
         else:
             save_checkpoint(log)
+        if bad:  # the lines set aside go to the log's quarantine, as an import's do
+            set_aside_in(log, bad)
     typer.echo(
         f"simulated {result.records} records, {len(result.decisions)} decisions"
         + (f"; log kept in {log}" if log else ""),
@@ -178,7 +181,7 @@ def simulate(
     if metrics_port is not None:
         kept = result.log.events if keep_all else records(str(log))
         _serve_metrics(kept, metrics_port, metrics_address)
-    if sum(bad):
+    if bad:
         raise typer.Exit(1)
 
 

@@ -24,12 +24,11 @@ from types import MappingProxyType
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-
 from controller.framework.durations import parse_duration
-from controller.framework.errors import ConfigError, yaml_problem
+from controller.framework.errors import ConfigError
 from controller.framework.plugin import ActionSpec, PluginContext, PluginSpec
 from controller.framework.points import ALL_FLAGS, VICTIM
+from controller.framework.safe_yaml import YAMLLimitError, load_yaml_text
 from controller.framework.tiers import PluginConf, TierConf, default_flags
 from controller.framework.unwrap import unwrap
 from projections.ownership import CURRENT
@@ -219,10 +218,11 @@ def _read(source: Path | str | Mapping[str, Any]) -> dict[str, Any]:
     is_file = isinstance(source, Path) or os.path.isfile(source)
     text = Path(source).read_text(encoding="utf-8") if is_file else str(source)
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        loaded = load_yaml_text(text, where="<configuration>")
+    except YAMLLimitError as exc:
         shown = str(source) if is_file else "<YAML text>"
-        raise ConfigError("<configuration>", shown[:80], yaml_problem(exc)) from exc
+        reason = str(exc).removeprefix("<configuration>: ")
+        raise ConfigError("<configuration>", shown[:80], reason) from exc
     if loaded is None:
         return {}
     return _mapping("<configuration>", loaded)
@@ -419,6 +419,12 @@ def _flag(key: str, value: Any) -> bool:
     return value
 
 
+#: the shortest and longest session ticks: a virtual clock ticking every microsecond never
+#: finishes a day, and one tick an hour or more schedules nothing in time
+MIN_TICK = timedelta(milliseconds=100)
+MAX_TICK = timedelta(hours=1)
+
+
 def _tick(value: Any) -> timedelta:
     try:
         tick = parse_duration(value)
@@ -426,6 +432,10 @@ def _tick(value: Any) -> timedelta:
         raise ConfigError("sessionTick", value, "not a duration such as 1s or 500ms") from exc
     if tick <= timedelta(0):
         raise ConfigError("sessionTick", value, "must be positive")
+    if tick < MIN_TICK:
+        raise ConfigError("sessionTick", value, f"must be at least {MIN_TICK.total_seconds()}s")
+    if tick > MAX_TICK:
+        raise ConfigError("sessionTick", value, "must be at most 1h")
     return tick
 
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-from controller.framework.errors import ConfigError, yaml_problem
+from controller.framework.errors import ConfigError
+from controller.framework.safe_yaml import YAMLLimitError, load_yaml_text
 
 #: ConfigMap data key -> where its parsed YAML goes ("" = the top level)
 CONFIGMAP_KEYS: dict[str, str] = {
@@ -72,9 +71,10 @@ def unwrap(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         text = data[key]
         where = f'data."{key}"'
         try:
-            loaded = yaml.safe_load(text) if isinstance(text, str) else None
-        except yaml.YAMLError as exc:
-            raise ConfigError(where, _name(raw), yaml_problem(exc)) from exc
+            loaded = load_yaml_text(text, where=where) if isinstance(text, str) else None
+        except YAMLLimitError as exc:
+            reason = str(exc).removeprefix(f"{where}: ")
+            raise ConfigError(where, _name(raw), reason) from exc
         if not isinstance(loaded, Mapping):
             raise ConfigError(where, _name(raw), "must hold a YAML mapping")
         target = CONFIGMAP_KEYS[key]

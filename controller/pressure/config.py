@@ -35,6 +35,7 @@ errors: they are listed in :attr:`EvictionConfig.warnings` for the caller to pri
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -142,6 +143,10 @@ class EvictionConfig:
 # ---- parsing ---------------------------------------------------------------------------
 
 
+#: the longest duration a pressure setting may take (a year): anything longer is a typo
+MAX_SECONDS = 366 * 24 * 3600
+
+
 def parse_duration(value: Any, key: str) -> timedelta:
     """A Go duration (``90s``, ``1m30s``, ``250ms``) or a number of seconds; ≥ 0."""
     if isinstance(value, bool):
@@ -159,6 +164,8 @@ def parse_duration(value: Any, key: str) -> timedelta:
             raise ConfigError(key, value, 'is not a duration (e.g. "60s", "1m30s")') from None
     else:
         raise ConfigError(key, value, "is not a duration")
+    if not math.isfinite(seconds) or seconds > MAX_SECONDS:
+        raise ConfigError(key, value, f"must be a finite duration of at most {MAX_SECONDS}s")
     if seconds < 0:
         raise ConfigError(key, value, "must not be negative")
     return timedelta(seconds=seconds)

@@ -32,9 +32,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from controller.framework.durations import parse_duration
+from controller.framework.safe_yaml import YAMLLimitError, load_yaml
+from controller.simulate.generated import generated_problem
 from streams.events import Event, format_time, make_event, parse_time
 from streams.quantity import QuantityError, parse_quantity
 
@@ -322,13 +322,34 @@ def frees_usage(doc: Mapping[str, Any]) -> bool:
 
 def load_scenario(path: Path) -> tuple[list[Event], datetime, datetime | None]:
     """Read and expand a scenario file."""
+    doc = read_scenario(path)
     try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
+        events, start, until = expand(doc)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+    except (TypeError, AttributeError, KeyError, ValueError, ArithmeticError) as exc:
+        # a value of the wrong type that no check above named: still one line
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ScenarioError(
+            f"{path}: a value has the wrong type ({type(exc).__name__}: {first})"
+        ) from None
+    problem = generated_problem(events)
+    if problem is not None:
+        raise ScenarioError(f"{path}: {problem}")
+    return events, start, until
+
+
+def read_scenario(path: Path) -> Mapping[str, Any]:
+    """The scenario document, read with :func:`controller.framework.safe_yaml.load_yaml`."""
+    try:
+        doc = load_yaml(path)
+    except OSError as exc:
+        raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
+    except YAMLLimitError as exc:
+        raise ScenarioError(str(exc)) from None
     if not isinstance(doc, Mapping):
         raise ScenarioError(f"{path}: a scenario is a mapping with start, nodes, workloads")
-    return expand(doc)
+    return doc
 
 
 def is_scenario(path: Path) -> bool:

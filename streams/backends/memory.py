@@ -63,6 +63,11 @@ class MemoryLog(EventLog):
     async def contains(self, ids: Sequence[str]) -> set[str]:
         return {i for i in ids if i in self._ids}
 
+    async def records(self, ids: Sequence[str]) -> dict[str, Event]:
+        """The stored records with these ids (:class:`streams.conflicts.RecordLookup`)."""
+        wanted = {i for i in ids if i in self._ids}
+        return {e.id: e for e in self._events if e.id in wanted} if wanted else {}
+
     async def set_aside(self, items: Sequence[Quarantined]) -> None:
         self._quarantine.update(dict.fromkeys(items))
 

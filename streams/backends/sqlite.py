@@ -73,6 +73,10 @@ _TYPE_PAGE = (
     'WHERE type = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
 )
 _CONTAINS = "SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?))"
+_BY_IDS = (
+    'SELECT "offset", id, at, type, cause, v, data FROM events '
+    "WHERE id IN (SELECT value FROM json_each(?))"
+)
 _SET_ASIDE = "INSERT OR IGNORE INTO quarantine (source, line, reason, raw) VALUES (?, ?, ?, ?)"
 _QUARANTINE = "SELECT source, line, reason, raw FROM quarantine ORDER BY seq"
 
@@ -206,6 +210,14 @@ class SQLiteLog(EventLog):
         async with self._lock:
             rows = await self._fetch(_CONTAINS, (orjson.dumps(list(ids)).decode(),))
         return {row[0] for row in rows}
+
+    async def records(self, ids: Sequence[str]) -> dict[str, Event]:
+        """The stored records with these ids (:class:`streams.conflicts.RecordLookup`)."""
+        if not ids:
+            return {}
+        async with self._lock:
+            rows = await self._fetch(_BY_IDS, (orjson.dumps(list(ids)).decode(),))
+        return {row[1]: from_stored(*row) for row in rows}
 
     async def set_aside(self, items: Sequence[Quarantined]) -> None:
         if not items:

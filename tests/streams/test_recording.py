@@ -126,12 +126,14 @@ def test_batches_cut_the_file_and_report_the_position(tmp_path: Path) -> None:
     assert [e for b in batches for e in b.events] == events
 
 
-def test_canonical_payload_bytes_come_along_for_lines_without_id(tmp_path: Path) -> None:
+def test_canonical_payload_bytes_come_along_with_and_without_id(tmp_path: Path) -> None:
+    # the depth check serialises every payload, so lines with an id carry their bytes too
     event = node_metrics("n1", cpu="1", memory="1Gi")
     no_id = orjson.dumps({"at": "2026-11-21T20:00:00Z", "type": event.type, "data": event.data})
     path = write_lines(tmp_path / "r.jsonl", [no_id, encode(event)])
     (batch,) = read_batches(path)
-    assert batch.payloads == [orjson.dumps(event.data, option=orjson.OPT_SORT_KEYS), None]
+    canonical = orjson.dumps(event.data, option=orjson.OPT_SORT_KEYS)
+    assert batch.payloads == [canonical, canonical]
 
 
 async def test_import_appends_and_sets_aside(tmp_path: Path) -> None:
