@@ -4,8 +4,9 @@ Allocate tests ``init_resreq ≤ idle`` and ``≤ future_idle`` on ~500 nodes fo
 to 1,000 pending pods; reading four ``Resource`` objects per node and adding them up is
 most of that work. The columns hold, per session node (in the view's order), idle and
 future-idle (``idle + releasing − pipelined``) cpu, memory and each requested scalar,
-minus Volcano's 0.1 tolerance, so the test becomes ``request < column[i]``. The view
-refreshes a node's entries whenever a statement changes the node.
+minus Volcano's 0.1 tolerance, so the test becomes ``request < column[i]``. Node scorers
+read the used and allocatable CPU and memory columns (``used_*``, ``alloc_*``, exact
+copies). The view refreshes a node's entries whenever a statement changes the node.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class FreeColumns:
         self.idle_mem = [0.0] * count
         self.future_cpu = [0.0] * count
         self.future_mem = [0.0] * count
+        self.used_cpu = [0.0] * count
+        self.used_mem = [0.0] * count
+        self.alloc_cpu = [node.allocatable.milli_cpu for node in nodes]
+        self.alloc_mem = [node.allocatable.memory for node in nodes]
         self._scalars: dict[str, tuple[list[float], list[float]]] = {}
         for i in range(count):
             self._fill(i)
@@ -34,6 +39,9 @@ class FreeColumns:
         self.idle_mem[i] = idle.memory + MIN_RESOURCE
         self.future_cpu[i] = idle.milli_cpu + rel.milli_cpu - pip.milli_cpu + MIN_RESOURCE
         self.future_mem[i] = idle.memory + rel.memory - pip.memory + MIN_RESOURCE
+        used = node.used
+        self.used_cpu[i] = used.milli_cpu
+        self.used_mem[i] = used.memory
 
     def _fill_scalar(self, name: str, i: int, idle: list[float], future: list[float]) -> None:
         node = self._nodes[i]

@@ -81,6 +81,8 @@ def _gated(flag: str | tuple[str, ...] | None, enabled: Callable[[str], bool]) -
 
 
 Chain = list[list[tuple[str, Any]]]  # per tier: (plugin name, callable) in order
+#: scores of one task on many view nodes (positions in the view's node list), in order
+BatchScoreFn = Callable[[TaskInfo, Sequence[int]], list[float]]
 
 
 class Extensions:
@@ -97,6 +99,8 @@ class Extensions:
             "node_order": {},
         }
         self._memos: dict[Hashable, dict[int, Any]] = {}
+        #: plugin -> its node scores over many nodes at once (``add_node_order_fn(batch=)``)
+        self._batches: dict[str, BatchScoreFn | None] = {}
 
     # -- registration ------------------------------------------------------------------
 
@@ -132,11 +136,23 @@ class Extensions:
         self._keys["predicate"][plugin] = key
 
     def add_node_order_fn(
-        self, plugin: str, fn: NodeOrderFn, *, key: Callable[[TaskInfo], Hashable] | None = None
+        self,
+        plugin: str,
+        fn: NodeOrderFn,
+        *,
+        key: Callable[[TaskInfo], Hashable] | None = None,
+        batch: BatchScoreFn | None = None,
     ) -> None:
-        """Register a node score; ``key`` as for :meth:`add_predicate_fn`."""
+        """Register a node score; ``key`` as for :meth:`add_predicate_fn`.
+
+        ``batch``, when given, is a promise too: ``batch(task, indices)`` returns, for the
+        view's nodes at ``indices`` (positions in ``ClusterView.node_list``), exactly the
+        floats ``fn`` would return for them now, never NaN; it raises what ``fn`` would
+        raise for one of them. Allocate's node choice then scores many nodes per call.
+        """
         self._add("node_order", plugin, fn)
         self._keys["node_order"][plugin] = key
+        self._batches[plugin] = batch
 
     def add_preemptable_fn(self, plugin: str, fn: EvictableFn) -> None:
         self._add("preemptable", plugin, fn)
@@ -233,6 +249,23 @@ class Extensions:
                 if key is not None:
                     memo = self._memos.setdefault((point, name, key(task)), {})
                 out.append((fn, memo))
+        return out
+
+    def score_plan(
+        self, task: TaskInfo
+    ) -> list[tuple[Any, dict[int, Any] | None, BatchScoreFn | None]]:
+        """The node-order callables for ``task`` in tier order, each with its memo (as
+        :meth:`plan`; None when the plugin has a batch) and its batch (or None)."""
+        keys = self._keys["node_order"]
+        out: list[tuple[Any, dict[int, Any] | None, BatchScoreFn | None]] = []
+        for row in self.chain("node_order"):
+            for name, fn in row:
+                batch = self._batches.get(name)
+                key = keys.get(name)
+                memo = None
+                if batch is None and key is not None:
+                    memo = self._memos.setdefault(("node_order", name, key(task)), {})
+                out.append((fn, memo, batch))
         return out
 
     # -- event handlers ----------------------------------------------------------------

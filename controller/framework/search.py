@@ -13,7 +13,10 @@ that change no answer:
   the view's free-resource columns (:mod:`controller.framework.columns`);
 * a predicate or scorer registered with a ``key`` (``Session.add_predicate_fn``) answers
   from the session's memo while the node is unchanged (the view's node versions);
-* the loop is inlined (no per-node function call of the framework's own).
+* the loop is inlined (no per-node function call of the framework's own);
+* when every scorer registered a ``batch`` (``Session.add_node_order_fn``), the scores of
+  all candidate nodes come from one call per scorer (plugins answer from columns), summed
+  in tier order from ``0.0`` as the per-node loop sums them.
 
 Visiting order, stopping rule, cursor advance and the predicate error cache are those of
 ``predicate_nodes``; ties go to the lowest node name.
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
+from controller.framework.extensions import BatchScoreFn
 from controller.framework.points import SCORE_ERRORS, FitError, FitStatus
 from controller.framework.session import Session
 from controller.framework.util import calculate_num_feasible_nodes_to_find
@@ -125,6 +129,13 @@ def best_node(ssn: Session, task: TaskInfo, indices: list[int]) -> tuple[NodeInf
     Scores as :meth:`Session.node_order`: the sum of the scorers, zero when one raises.
     """
     pool = ssn.view.node_list
+    entries = ssn.score_plan(task)
+    if not entries:
+        return min((pool[i] for i in indices), key=_name), 0.0
+    if any(batch is not None for _, _, batch in entries):
+        found = _batch_best(ssn, task, indices, entries)
+        if found is not None:
+            return found
     plan = ssn.plan("node_order", task)
     if not plan:
         return min((pool[i] for i in indices), key=_name), 0.0
@@ -154,6 +165,50 @@ def best_node(ssn: Session, task: TaskInfo, indices: list[int]) -> tuple[NodeInf
             best, best_score = node, score
     assert best is not None
     return best, best_score
+
+
+def _batch_best(
+    ssn: Session,
+    task: TaskInfo,
+    indices: list[int],
+    entries: list[tuple[Any, dict[int, Any] | None, BatchScoreFn | None]],
+) -> tuple[NodeInfo, float] | None:
+    """:func:`best_node` with each batch scorer asked once for every node (the others node
+    by node, a raising scorer zeroing its node); None when a batch raised."""
+    pool = ssn.view.node_list
+    versions = ssn.view.versions
+    totals = [0.0] * len(indices)
+    zeroed: set[int] = set()
+    try:
+        for fn, memo, batch in entries:
+            if batch is not None:
+                values = batch(task, indices)
+            else:
+                values = []
+                for k, i in enumerate(indices):
+                    value: Any = 0.0
+                    if k not in zeroed:
+                        try:
+                            hit = memo.get(i) if memo is not None else None
+                            if hit is not None and hit[0] == versions[i]:
+                                value = hit[1]
+                            else:
+                                value = fn(task, pool[i])
+                                if memo is not None:
+                                    memo[i] = (versions[i], value)
+                        except SCORE_ERRORS:
+                            zeroed.add(k)
+                            value = 0.0
+                    values.append(value)
+            totals = [total + value for total, value in zip(totals, values, strict=True)]
+    except SCORE_ERRORS:
+        return None  # some node's batch score raised: the per-node loop zeroes just it
+    for k in zeroed:
+        totals[k] = 0.0
+    top = max(totals)
+    ties = [k for k, total in enumerate(totals) if total == top]
+    k = min(ties, key=lambda k: pool[indices[k]].name)
+    return pool[indices[k]], totals[k]
 
 
 def _name(node: NodeInfo) -> str:

@@ -31,7 +31,7 @@ arithmetic as Kubernetes' ``int64``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,12 +155,21 @@ def intolerable(task: TaskInfo, node: NodeInfo) -> int:
     )
 
 
+def _preferred(task: TaskInfo) -> Any:
+    affinity = task.affinity or {}
+    return (affinity.get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+
+
 def shape(task: TaskInfo) -> tuple[float, float, str, str]:
-    """What the score reads of a task: its request, affinity and tolerations."""
+    """What the score reads of a task: its request, preferred node-affinity terms and
+    tolerations (pod affinity is not scored, so it is not part of the shape)."""
+    preferred = _preferred(task)
     return (
         task.resreq.milli_cpu,
         task.resreq.memory,
-        repr(task.affinity) if task.affinity else "",
+        repr(preferred) if preferred else "",
         repr(task.tolerations) if task.tolerations else "",
     )
 
@@ -170,7 +179,12 @@ def _resource_scores(task: TaskInfo, node: NodeInfo, least_w: int, most_w: int, 
     as :func:`least_requested`, :func:`most_requested`, :func:`balanced_resource`)."""
     cpu, memory = _requested(task, node)
     alloc = node.allocatable
-    a_cpu, a_mem = alloc.milli_cpu, alloc.memory
+    return _resource_total(cpu, memory, alloc.milli_cpu, alloc.memory, least_w, most_w, bal_w)
+
+
+def _resource_total(
+    cpu: float, memory: float, a_cpu: float, a_mem: float, least_w: int, most_w: int, bal_w: int
+) -> int:
     total = 0
     if least_w:
         total += (_least(cpu, a_cpu) + _least(memory, a_mem)) // 2 * least_w
@@ -185,7 +199,8 @@ def _resource_scores(task: TaskInfo, node: NodeInfo, least_w: int, most_w: int, 
 
 
 class NodeOrderPlugin:
-    """Registers one node-order function summing the weighted scores."""
+    """Registers one node-order function summing the weighted scores, with its batch form
+    (:class:`ScoreColumns`) for allocate's node choice."""
 
     name = NAME
 
@@ -197,12 +212,16 @@ class NodeOrderPlugin:
         # the most intolerable taints on any session node, per tolerations list (taints do
         # not change within a session; the lists live as long as their tasks)
         most_taints: dict[int, int] = {}
+        tainted: list[list[NodeInfo]] = []
 
         def taint_score(task: TaskInfo, node: NodeInfo) -> int:
             key = id(task.tolerations)
             top = most_taints.get(key)
             if top is None:
-                top = max((intolerable(task, ssn.nodes[n]) for n in ssn.nodes), default=0)
+                # nodes without taints count 0: only the tainted ones can raise the maximum
+                if not tainted:
+                    tainted.append([node for node in ssn.view.node_list if node.taints])
+                top = max((intolerable(task, node) for node in tainted[0]), default=0)
                 most_taints[key] = top
             if top == 0 or not node.taints:
                 return MAX_NODE_SCORE
@@ -226,10 +245,98 @@ class NodeOrderPlugin:
 
         # the score depends on the node and only on these of the task: the session may
         # reuse it for tasks of the same shape while the node is unchanged
-        ssn.add_node_order_fn(NAME, score, key=shape)
+        ssn.add_node_order_fn(NAME, score, key=shape, batch=ScoreColumns(ssn, args).scores)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn
+
+
+class ScoreColumns:
+    """The plugin's scores over the view's columns, memoised per task shape and node
+    version: what ``score`` returns, for many nodes per call.
+
+    Per shape, two columns over the session nodes: the node version each total was
+    computed at, and the total (an int). The resource part reads the view's used and
+    allocatable columns; the taint part counts only nodes with taints (a node without
+    any scores the maximum, and adds nothing to the maximum count).
+    """
+
+    def __init__(self, ssn: Session, args: NodeOrderArgs) -> None:
+        self.view = ssn.view
+        self.args = args
+        #: session nodes with taints (taints do not change within a session), on first use
+        self._tainted: list[int] | None = None
+        self._taints: dict[str, dict[int, int]] = {}
+        self._columns: dict[tuple[float, float, str, str], tuple[list[int], list[int]]] = {}
+
+    def _taint_scores(self, task: TaskInfo, key: str) -> dict[int, int]:
+        """Node index → taint score, for the tainted nodes (the others score 100)."""
+        found = self._taints.get(key)
+        if found is None:
+            pool = self.view.node_list
+            if self._tainted is None:
+                self._tainted = [i for i, node in enumerate(pool) if node.taints]
+            counts = {i: intolerable(task, pool[i]) for i in self._tainted}
+            top = max(counts.values(), default=0)
+            found = {
+                i: MAX_NODE_SCORE if top == 0 else MAX_NODE_SCORE - count * MAX_NODE_SCORE // top
+                for i, count in counts.items()
+            }
+            self._taints[key] = found
+        return found
+
+    def scores(self, task: TaskInfo, indices: Sequence[int]) -> list[float]:
+        """``score(task, node_list[i])`` for each ``i`` of ``indices``."""
+        key = shape(task)
+        column = self._columns.get(key)
+        if column is None:
+            count = len(self.view.node_list)
+            column = self._columns[key] = ([-1] * count, [0] * count)
+        stamps, totals = column
+        versions = self.view.versions
+        stale = [i for i in indices if stamps[i] != versions[i]]
+        if stale:
+            self._fill(task, key, stale, totals)
+            for i in stale:
+                stamps[i] = versions[i]
+        return [float(totals[i]) for i in indices]
+
+    def _fill(
+        self,
+        task: TaskInfo,
+        key: tuple[float, float, str, str],
+        stale: list[int],
+        totals: list[int],
+    ) -> None:
+        args = self.args
+        least_w, most_w, bal_w = args.least_requested, args.most_requested, args.balanced_resource
+        pool = self.view.node_list
+        cols = self.view.columns()
+        used_cpu, used_mem = cols.used_cpu, cols.used_mem
+        alloc_cpu, alloc_mem = cols.alloc_cpu, cols.alloc_mem
+        cpu = task.resreq.milli_cpu or DEFAULT_MILLI_CPU
+        memory = task.resreq.memory or DEFAULT_MEMORY
+        resources = bool(least_w or most_w or bal_w)
+        affinity_w = args.node_affinity if task.affinity else 0
+        taint_w = args.taint_toleration
+        taints = self._taint_scores(task, key[3]) if taint_w else {}
+        for i in stale:
+            total = 0
+            if resources:
+                total += _resource_total(
+                    used_cpu[i] + cpu,
+                    used_mem[i] + memory,
+                    alloc_cpu[i],
+                    alloc_mem[i],
+                    least_w,
+                    most_w,
+                    bal_w,
+                )
+            if affinity_w:
+                total += node_affinity(task, pool[i]) * affinity_w
+            if taint_w:
+                total += taints.get(i, MAX_NODE_SCORE) * taint_w
+            totals[i] = total
 
 
 def build(args: NodeOrderArgs, ctx: PluginContext) -> NodeOrderPlugin:

@@ -237,6 +237,27 @@ def make_predicate(
     """
     affinity_on = args.node_affinity
     taints_on = args.taint_toleration
+    # id(affinity) -> (the affinity, whether it has required hostname pod (anti-)affinity
+    # terms); affinity objects are shared between the pods of a workload
+    required: dict[int, tuple[Any, bool, bool]] = {}
+
+    def terms_of(affinity: Any, task: TaskInfo) -> tuple[bool, bool]:
+        hit = required.get(id(affinity))
+        if hit is None or hit[0] is not affinity:
+            hit = (
+                affinity,
+                bool(_required(task, "podAffinity") or _required(task, "podAntiAffinity")),
+                bool(_required(task, "podAntiAffinity")),
+            )
+            required[id(affinity)] = hit
+        return hit[1], hit[2]
+
+    def may_conflict(task: TaskInfo, node: NodeInfo) -> bool:
+        # check_pod_affinity can refuse only through a required hostname term of the task
+        # or of a pod on the node (preferred terms never refuse)
+        if task.affinity and terms_of(task.affinity, task)[0]:
+            return True
+        return any(t.affinity and terms_of(t.affinity, t)[1] for t in node.tasks.values())
 
     def predicate(task: TaskInfo, node: NodeInfo) -> None:
         max_pods = node.allocatable.scalars.get("pods")
@@ -264,14 +285,10 @@ def make_predicate(
                     f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value')}}}",
                     FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 )
-        if task.affinity or _has_anti_affinity(node):
+        if may_conflict(task, node):
             check_pod_affinity(task, node, anywhere)
 
     return predicate
-
-
-def _has_anti_affinity(node: NodeInfo) -> bool:
-    return any(t.affinity and "podAntiAffinity" in t.affinity for t in node.tasks.values())
 
 
 class PredicatesPlugin:

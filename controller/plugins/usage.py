@@ -23,7 +23,7 @@ over ``metricsPeriod`` (upstream reads the metrics client's ``10m`` average).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -161,9 +161,23 @@ class UsagePlugin:
             blended = (cpu + memory) / (args.cpu_weight + args.memory_weight)
             return blended * MAX_NODE_SCORE * args.usage_weight
 
+        pool = ssn.view.node_list
+        scores: dict[int, float] = {}
+
+        def batch(task: TaskInfo, indices: Sequence[int]) -> list[float]:
+            # the score reads the node's name, allocatable and samples, none of which a
+            # statement changes: one answer per node index for the whole session
+            out: list[float] = []
+            for i in indices:
+                value = scores.get(i)
+                if value is None:
+                    value = scores[i] = score(task, pool[i])
+                out.append(value)
+            return out
+
         # both read only the node: one answer per node serves every task
         ssn.add_predicate_fn(NAME, predicate, key=_any_task)
-        ssn.add_node_order_fn(NAME, score, key=_any_task)
+        ssn.add_node_order_fn(NAME, score, key=_any_task, batch=batch)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn
