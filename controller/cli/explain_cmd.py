@@ -13,9 +13,11 @@ import json
 import typer
 
 from controller.cli.progress import Progress
+from controller.cli.reading import decisions, folded
 from controller.policy import Policy
-from replay.explain import answers
+from replay.explain import Answer, answers
 from replay.resimulate import diff_runs, horizon, select_inputs
+from replay.streamed import WhyFold
 from replay.verify import ReplayReport
 from replay.whatif import from_report
 from replay.whynot import why_not
@@ -28,6 +30,19 @@ def why(events: list[Event], pod: str, *, as_json: bool) -> None:
     found = answers(events, pod)
     with Progress("audit why", len(events)) as bar:
         passed = why_not(events, pod, progress=bar.callback())
+    _print_why(pod, found, passed, as_json=as_json)
+
+
+def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
+    """:func:`why` of the log at ``source`` read once a page at a time, after a narrow
+    read of its decisions (:class:`replay.streamed.WhyFold`)."""
+    fold = WhyFold(pod, decisions(source))
+    for event in folded(source, "audit why"):
+        fold.feed(event)
+    _print_why(pod, fold.answers(), fold.not_decided(), as_json=as_json)
+
+
+def _print_why(pod: str, found: list[Answer], passed: list[str], *, as_json: bool) -> None:
     if as_json:
         typer.echo(
             json.dumps(
