@@ -52,28 +52,57 @@ def why_not(
     ``progress`` is called now and then with how many records were folded.
     """
     records = list(events)
-    by_cause: dict[str, list[Event]] = defaultdict(list)
-    for event in records:
-        if event.type in DECISION_TYPES and event.cause:
-            by_cause[event.cause].append(event)
-    world = World()
-    out: list[str] = []
-    policy: Policy | None = None
-    policy_key: int | None = None
-    cooling_said: set[tuple[str, str]] = set()
+    fold = WhyNot(pod, decided_by_cause(records))
     for i, event in enumerate(records):
         if progress is not None and not i & 1023:
             progress(i)
+        fold.feed(event)
+    return fold.finish()
+
+
+def decided_by_cause(decisions: Iterable[Event]) -> dict[str, list[Event]]:
+    """The decision records of ``decisions`` (other records are skipped) by their cause."""
+    by_cause: dict[str, list[Event]] = defaultdict(list)
+    for event in decisions:
+        if event.type in DECISION_TYPES and event.cause:
+            by_cause[event.cause].append(event)
+    return by_cause
+
+
+class WhyNot:
+    """:func:`why_not` as a fold fed one record at a time (offset order).
+
+    ``decided`` indexes the log's decisions by cause (:func:`decided_by_cause`); with it
+    the records can be streamed: only the folded world is kept, not the log.
+    """
+
+    def __init__(self, pod: str, decided: Mapping[str, list[Event]]) -> None:
+        self.pod = pod
+        self.decided = decided
+        self.world = World()
+        self.out: list[str] = []
+        self.last: Event | None = None
+        self._policy: Policy | None = None
+        self._policy_key: int | None = None
+        self._cooling_said: set[tuple[str, str]] = set()
+
+    def feed(self, event: Event) -> None:
+        """Fold one record, noting what it passed over."""
+        world, pod = self.world, self.pod
+        self.last = event
         if event.type == "trigger.fired" and as_trigger(event).get("kind") in _TDM_KINDS:
-            out += _tdm_passed_over(world, event, by_cause.get(event.id, []), pod)
+            self.out += _tdm_passed_over(world, event, self.decided.get(event.id, []), pod)
         world.apply(event)
         if event.type == "metrics.node":
-            if policy is None or policy_key != id(world.config):
-                policy, policy_key = load_policy(world.config or {}), id(world.config)
-            out += _cooling(world, event, pod, policy, cooling_said)
-            out += _planned_not_evicted(event, by_cause.get(event.id, []), pod)
-    out += _pending(world, records, pod)
-    return out
+            if self._policy is None or self._policy_key != id(world.config):
+                self._policy = load_policy(world.config or {})
+                self._policy_key = id(world.config)
+            self.out += _cooling(world, event, pod, self._policy, self._cooling_said)
+            self.out += _planned_not_evicted(event, self.decided.get(event.id, []), pod)
+
+    def finish(self) -> list[str]:
+        """The sentences, ending with why the pod is pending (if it is)."""
+        return self.out + _pending(self.world, self.last, self.pod)
 
 
 def _task_key(world: World, pod: str) -> str | None:
@@ -172,10 +201,10 @@ def _planned_not_evicted(sample: Event, decided: list[Event], pod: str) -> list[
     return out
 
 
-def _pending(world: World, records: list[Event], pod: str) -> list[str]:
+def _pending(world: World, last: Event | None, pod: str) -> list[str]:
     cluster = world.cluster
     key = next((k for k in sorted(cluster.pending) if _match(k, pod)), None)
-    if key is None or not records:
+    if key is None or last is None:
         return []
     policy = load_policy(world.config or {})
     if policy.config is None:
@@ -183,9 +212,9 @@ def _pending(world: World, records: list[Event], pod: str) -> list[str]:
     task = cluster.pending[key]
     trigger = Event(
         type="trigger.fired",
-        at=records[-1].at,
+        at=last.at,
         id="audit-why",
-        data={"trigger": "audit-why", "kind": "tick", "scheduled": format_time(records[-1].at)},
+        data={"trigger": "audit-why", "kind": "tick", "scheduled": format_time(last.at)},
     )
     built = build_cycle(policy.config)
     ssn = open_session(
@@ -199,7 +228,7 @@ def _pending(world: World, records: list[Event], pod: str) -> list[str]:
     reasons = Counter(err.reason for err in result.errors.values())
     failed = "; ".join(f"{why} on {n} node(s)" for why, n in sorted(reasons.items()))
     nodes = len(result.errors) + len(result.feasible)
-    text = f"{key} is pending at {format_time(records[-1].at)}: "
+    text = f"{key} is pending at {format_time(last.at)}: "
     if result.feasible and not result.errors:
         text += f"all {nodes} node(s) would fit it now"
     else:

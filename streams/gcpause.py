@@ -59,3 +59,38 @@ def paced(items: Iterable[T], *, every: int = EVERY) -> Generator[T, None, None]
         gc.unfreeze()
         if was_enabled:
             gc.enable()
+
+
+def freeze_folded(*, every: int = EVERY) -> FoldedHeap:
+    """For a live controller after its initial fold: collect once and freeze what
+    survived (the folded cluster), leaving automatic collection on.
+
+    From then on the collector never walks the folded state again; cycles made later
+    (decision sessions) are still freed by the ordinary automatic collections. Call
+    :meth:`FoldedHeap.grew` as records are folded: every ``every`` records what
+    survived is frozen too, so the heap the collector walks stays what is new. Call
+    :meth:`FoldedHeap.thaw` on shutdown.
+    """
+    gc.collect()
+    gc.freeze()
+    return FoldedHeap(every)
+
+
+class FoldedHeap:
+    """The frozen folded state of a live controller (see :func:`freeze_folded`)."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self._since = 0
+
+    def grew(self, records: int = 1) -> None:
+        """``records`` more were folded; collect and freeze every ``every`` of them."""
+        self._since += records
+        if self._since >= self.every:
+            self._since = 0
+            gc.collect()
+            gc.freeze()
+
+    def thaw(self) -> None:
+        """Give the frozen objects back to the collector."""
+        gc.unfreeze()

@@ -13,10 +13,12 @@ import json
 import typer
 
 from controller.cli.progress import Progress
+from controller.cli.reading import decisions, folded
 from controller.policy import Policy
-from replay.explain import answers
+from replay.explain import Answer, answers
 from replay.nomination import nomination_answers
 from replay.resimulate import diff_runs, horizon, select_inputs
+from replay.streamed import WhyFold
 from replay.verify import ReplayReport
 from replay.whatif import from_report
 from replay.whynot import why_not
@@ -33,6 +35,43 @@ def why(events: list[Event], pod: str, *, as_json: bool) -> None:
     )
     with Progress("audit why", len(events)) as bar:
         passed = why_not(events, pod, progress=bar.callback())
+    _print_why(pod, found, passed, as_json=as_json)
+
+
+def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
+    """:func:`why` of the log at ``source`` read once a page at a time, after a narrow
+    read of its decisions (:class:`replay.streamed.WhyFold`)."""
+    decided = list(decisions(source))
+    fold = WhyFold(pod, decided)
+    # what the nominations need: the decisions, the preemptions' causes, the pod's and
+    # the nodes' deletions and bindings (a preemptor's outcome), in log order
+    causes = {e.cause for e in decided if e.cause and "preemptor" in e.data.get("evidence", {})}
+    name = pod.rsplit("/", 1)[-1]
+    kept: list[Event] = []
+    for event in folded(source, "audit why"):
+        fold.feed(event)
+        if event.type in DECISION_TYPES or event.id in causes or _watch_about(event, name):
+            kept.append(event)
+    found = sorted(
+        fold.answers() + nomination_answers(kept, pod),
+        key=lambda a: (a.decision.at, a.decision.offset, a.decision.type != "decision.evict"),
+    )
+    _print_why(pod, found, fold.not_decided(), as_json=as_json)
+
+
+def _watch_about(event: Event, name: str) -> bool:
+    """A watch record a nomination's outcome may read: the pod named ``name``, or a node
+    deleted."""
+    if event.type != "k8s.watch":
+        return False
+    resource = event.data.get("resource")
+    if resource == "nodes":
+        return event.data.get("event") == "DELETED"
+    meta = (event.data.get("object") or {}).get("metadata") or {}
+    return resource == "pods" and meta.get("name") == name
+
+
+def _print_why(pod: str, found: list[Answer], passed: list[str], *, as_json: bool) -> None:
     if as_json:
         typer.echo(
             json.dumps(

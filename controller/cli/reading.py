@@ -1,9 +1,10 @@
 """How the reading commands read a log: a page at a time, with the collector paced.
 
-``tide replay``, ``tide audit decisions|metrics|summary`` read a log URL or ``.db`` path
-through a :class:`streams.paging.LogReader` instead of a list of every record, so their
-memory is what their answer needs (the folded cluster, the recorded decisions), not the
-log's length. A ``.jsonl`` recording is still read whole (it is an input file, and its
+``tide replay``, ``tide state``, ``tide report`` and ``tide audit
+why|timeline|decisions|metrics|summary`` read a log URL or ``.db`` path through a
+:class:`streams.paging.LogReader` instead of a list of every record, so their memory is
+what their answer needs (the folded cluster, the recorded decisions), not the log's
+length. A ``.jsonl`` recording is still read whole (it is an input file, and its
 offsets are its line order). Folds run under :func:`streams.gcpause.paced`.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from controller.cli.common import read_log_events, require_log
-from controller.cli.progress import Progress
+from controller.cli.progress import Progress, tracked
 from projections.store import open_log_store, resume_world
 from projections.world import World
 from replay.verify import ReplayReport, recorded_decisions, replay
@@ -53,6 +54,23 @@ def decisions(source: str) -> Iterator[Event]:
         return
     with reader(source) as log:
         yield from log.of_types(DECISION_TYPES)
+
+
+def folded(source: str, label: str) -> Iterator[Event]:
+    """Every record of ``source`` in offset order for a fold: paged (as :func:`records`),
+    with the collector paced and the progress line of
+    :class:`controller.cli.progress.Progress` labelled ``label``."""
+    if is_recording(source):
+        yield from paced(tracked(read_log_events(source), label))
+        return
+    with reader(source) as log, Progress(label, log.head()) as bar:
+        if not bar.on:
+            yield from paced(log.records())
+            return
+        for event in paced(log.records()):
+            if not event.offset & 1023:
+                bar.update(event.offset)
+            yield event
 
 
 def replay_log(

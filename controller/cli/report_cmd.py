@@ -16,10 +16,12 @@ import typer
 
 from controller.cli.common import fail, read_log_events, read_policy
 from controller.cli.progress import Progress, tracked
+from controller.cli.reading import decisions, folded, records
 from controller.settings import DEFAULT_LOG
 from replay.report import collect, render, series
 from replay.report_whatif import whatif_section
 from replay.resimulate import decision_dicts, diff_runs
+from replay.streamed import ReportFold
 from replay.verify import replay
 from replay.whatif import WhatIf, compare, from_report
 from streams.codec import decision_line
@@ -37,9 +39,10 @@ def _time(text: str | None, option: str) -> datetime | None:
 
 def write_report(log: str, out: Path, *, title: str | None = None) -> int:
     """Write the report of ``log`` to ``out``; return how many decisions it shows."""
-    events = read_log_events(log)
-    day = collect(events)
-    out.write_text(render(day, events, title=title or f"tide report: {log}"), encoding="utf-8")
+    fold = ReportFold(decisions(log))
+    day = fold.day(folded(log, "report"))
+    page = render(day, fold.needed(), title=title or f"tide report: {log}")
+    out.write_text(page, encoding="utf-8")
     return len(day.decisions)
 
 
@@ -68,11 +71,20 @@ def report(
         fail("give --against or --config, not both")
     if resimulate and config is None:
         fail("--resimulate needs --config: the configuration to re-run the inputs under")
-    events = read_log_events(log)
-    day = collect(tracked(events, "report"), since=start, until=stop, only=tuple(node or ()))
-    if node and not day.nodes:
-        fail(f"--node: no such node in {log}: {', '.join(node)}")
-    found = _whatif(events, against=against, config=config, resimulate=resimulate)
+    only = tuple(node or ())
+    found = None
+    if against or config:  # the what-if views compare whole runs: read the log whole
+        events = read_log_events(log)
+        day = collect(tracked(events, "report"), since=start, until=stop, only=only)
+        if node and not day.nodes:
+            fail(f"--node: no such node in {log}: {', '.join(node)}")
+        found = _whatif(events, against=against, config=config, resimulate=resimulate)
+    else:  # streamed: the decisions first, then one paged pass keeping what render needs
+        fold = ReportFold(decisions(log))
+        day = fold.day(folded(log, "report"), since=start, until=stop, only=only)
+        if node and not day.nodes:
+            fail(f"--node: no such node in {log}: {', '.join(node)}")
+        events = fold.needed()
     extra = [whatif_section(found[0], label=found[1])] if found else []
     out.write_text(render(day, events, title=f"tide report: {log}", extra=extra), "utf-8")
     typer.echo(
@@ -108,7 +120,7 @@ def audit_series(
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV (the only format for now).")] = True,
 ) -> None:
     """A node's usage samples (time, cpu %, memory %, cores, GiB) as CSV, to plot elsewhere."""
-    day = collect(read_log_events(log), only=(node,))
+    day = collect(records(log), only=(node,))
     if node not in day.nodes:
         fail(f"--node: no such node in {log}: {node}")
     csv.writer(sys.stdout, lineterminator="\n").writerows(series(day, node))

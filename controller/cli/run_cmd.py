@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,7 +24,7 @@ from controller.cli.common import (
     set_aside_in,
 )
 from controller.cli.progress import Progress
-from controller.cli.reading import is_recording, records, replay_log
+from controller.cli.reading import decisions, is_recording, records, replay_log
 from controller.framework.durations import parse_duration
 from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
@@ -312,9 +312,9 @@ def audit_why(
     as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts.")] = False,
 ) -> None:
     """Why was this pod evicted or bound (or not)? Sentences first, then the evidence."""
-    from controller.cli.explain_cmd import why
+    from controller.cli.explain_cmd import why_streamed
 
-    why(read_log_events(log), pod, as_json=as_json)
+    why_streamed(log, pod, as_json=as_json)
 
 
 def _known(option: str, value: str | None, valid: frozenset[str]) -> None:
@@ -344,7 +344,7 @@ def audit_decisions(
     except ValueError as exc:
         fail(str(exc))
     for event in select_decisions(
-        read_log_events(log),
+        decisions(log),
         reason=reason,
         node=node,
         namespace=namespace,
@@ -368,7 +368,7 @@ def audit_timeline(
     """Everything that happened to one pod or node (pressure as % of capacity)."""
     if not pod and not node:
         fail("give --pod or --node")
-    events = read_log_events(log)
+    events = records(log)
     if summary:
         lines = timeline_summary(events, pod=pod, node=node)
     else:
@@ -385,7 +385,7 @@ def audit_metrics(
     from projections.metrics import compute_metrics
     from replay.metrics import render
 
-    typer.echo(render(compute_metrics(read_log_events(log))), nl=False)
+    typer.echo(render(compute_metrics(records(log))), nl=False)
 
 
 @audit_app.command("summary")
@@ -393,11 +393,12 @@ def audit_summary(
     log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
 ) -> None:
     """Counts of records and decisions by type and reason."""
-    events = read_log_events(log)
-    types = Counter(e.type for e in events)
-    reasons = Counter(
-        (e.data.get("kind"), e.data.get("reason")) for e in events if e.type.startswith("decision.")
-    )
+    types: Counter[str] = Counter()
+    reasons: Counter[tuple[Any, Any]] = Counter()
+    for e in records(log):
+        types[e.type] += 1
+        if e.type.startswith("decision."):
+            reasons[e.data.get("kind"), e.data.get("reason")] += 1
     for name, count in sorted(types.items()):
         typer.echo(f"{name:18} {count}")
     for (kind, reason), count in sorted(reasons.items(), key=lambda kv: (str(kv[0]), kv[1])):
