@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 import typer
 import yaml
 
@@ -17,6 +18,7 @@ from controller.cli.common import (
     persist,
     read_log_events,
     read_policy,
+    require_persistent,
     resume_from,
     save_checkpoint,
 )
@@ -29,8 +31,10 @@ from controller.simulate.scenario import ScenarioError, frees_usage, is_scenario
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from replay.verify import replay
+from streams.backends import is_sqlite_log, open_log
+from streams.chain import ChainReport, Sealable, check_chain, run_id
 from streams.codec import decision_line
-from streams.events import Event, parse_time
+from streams.events import Event, format_time, parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES
 from streams.recording import read_recording
 
@@ -81,8 +85,17 @@ def simulate(
     metrics_address: Annotated[
         str, typer.Option(help="Address the metrics server binds (default: this host only).")
     ] = "127.0.0.1",
+    another_run: Annotated[
+        bool,
+        typer.Option(
+            "--another-run",
+            help="Append to a --log that another run (other inputs or configuration) started.",
+        ),
+    ] = False,
 ) -> None:
     """Run the controller over a recording in virtual time against the simulated cluster."""
+    if log:
+        require_persistent(log)
     policy = read_policy(config)
     events, bad = _inputs(recording)
     stop = None
@@ -123,7 +136,12 @@ def simulate(
         if decisions:
             out.close()
     if log:
-        persist(log, result.log.events)
+        run = run_id(
+            orjson.dumps(dict(policy.raw), option=orjson.OPT_SORT_KEYS, default=str),
+            "\n".join(e.id for e in events).encode(),
+            (format_time(stop) if stop else "").encode(),
+        )
+        persist(log, result.log.events, run=run, another_run=another_run)
     typer.echo(
         f"simulated {len(result.log.events)} records, {len(result.decisions)} decisions"
         + (f"; log kept in {log}" if log else ""),
@@ -164,6 +182,8 @@ def demo(
     db: Annotated[Path, typer.Option(help="Where to keep the demo's log.")] = Path("tide-demo.db"),
 ) -> None:
     """A built-in co-located cluster through a day of virtual time; ends with its report."""
+    if db.exists() and not is_sqlite_log(db):
+        fail(f"--db {db} exists and is not a tide log; the demo replaces its log: name another")
     run_demo(db)
     save_checkpoint(f"sqlite:///{db}")
     from controller.cli.report_cmd import write_report
@@ -235,12 +255,31 @@ def replay_cmd(
         return
     for difference in report.differences:
         typer.echo(difference.describe())
+    for item in report.unaccounted:
+        typer.echo(item.describe())
+    chain = _chain(log, events) if verify and start is None else None
+    if chain is not None and (chain.chained or not chain.ok):
+        typer.echo(chain.describe())
+    broken = chain is not None and not chain.ok
+    problems = len(report.differences) + len(report.unaccounted) + broken
     typer.echo(
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
-        + ("identical" if report.ok else f"{len(report.differences)} difference(s)")
+        + (f"{problems} difference(s)" if problems else "identical")
     )
-    if verify and not report.ok:
+    if verify and problems:
         raise typer.Exit(1)
+
+
+def _chain(source: str, events: list[Event]) -> ChainReport:
+    """The hash chain of a whole log already read (with its seal, if it keeps one)."""
+    if source.endswith(".jsonl") and "://" not in source:
+        return check_chain(events)
+
+    async def seal() -> tuple[int, str] | None:
+        async with await open_log(source) as log:
+            return await log.sealed() if isinstance(log, Sealable) else None
+
+    return check_chain(events, asyncio.run(seal()))
 
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
