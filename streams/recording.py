@@ -25,9 +25,10 @@ import orjson
 
 from streams.chain import ChainWriter
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
-from streams.events import Event
+from streams.events import Event, build_event, content_id
 from streams.gcpause import paused_gc
 from streams.log import EventLog, Quarantined, quarantine_of
+from streams.redact import redact_raw, strip_watch
 from streams.validation import Extra, ValidationError, validate
 
 Source = str | Path | IO[bytes]
@@ -78,6 +79,13 @@ def _parse(
         validate(event.type, event.data, extra=extra)
     except (DecodeError, ValidationError) as exc:
         return _aside(source, line, exc.reason, raw)
+    if event.type == "k8s.watch":
+        stripped = strip_watch(event.data)
+        if stripped is not event.data:  # secrets dropped: the id is of what is kept
+            given = record.get("id")
+            id_ = given if isinstance(given, str) else content_id(event.type, event.at, stripped)
+            event = build_event(event.type, event.at, id_, stripped, event.cause, -1, event.v)
+            payload = None
     return event, payload
 
 
@@ -248,4 +256,4 @@ def _write_chunk(stream: IO[bytes], chunk: list[bytes]) -> int:
 
 def _aside(source: str, line: int, reason: str, raw: bytes) -> Quarantined:
     text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
-    return Quarantined(source=source, line=line, reason=reason, raw=text)
+    return Quarantined(source=source, line=line, reason=reason, raw=redact_raw(text))
