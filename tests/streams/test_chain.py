@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from streams import codec
 from streams.backends.memory import MemoryLog
+from streams.backends.sqlite import SQLiteLog
 from streams.chain import RUN_PREFIX, ChainWriter, RunMismatchError, check_chain, check_log, digest
 from streams.events import Event, make_event
 
@@ -176,3 +180,39 @@ def test_an_import_keeps_an_unchained_recording_unchained() -> None:
 
     log = asyncio.run(go())
     assert all(e.prev is None for e in log.events)
+
+
+def test_the_link_round_trips_through_the_codec_and_sqlite(tmp_path: Path) -> None:
+    event = records(1)[0].with_prev(RUN_PREFIX + "r1")
+    assert codec.decode(codec.encode(event)) == event  # the Kafka backend's path
+
+    async def go() -> list[Event]:
+        async with await SQLiteLog.open(tmp_path / "a.db") as log:
+            await log.append([event])
+            return await log.read_all()
+
+    assert [e.prev for e in asyncio.run(go())] == [event.prev]
+
+
+def test_a_sqlite_log_from_before_the_chain_gains_the_column_and_reads_as_before(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            'CREATE TABLE events ("offset" INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, '
+            "at TEXT NOT NULL, type TEXT NOT NULL, cause TEXT, v INTEGER NOT NULL DEFAULT 1, "
+            "data BLOB NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO events VALUES (0, 'x', '2026-11-21T20:00:00Z', 'trigger.fired', "
+            "NULL, 1, '{}')"
+        )
+
+    async def go() -> list[Event]:
+        async with await SQLiteLog.open(path) as log:
+            return await log.read_all()
+
+    read = asyncio.run(go())
+    assert [(e.id, e.prev) for e in read] == [("x", None)]
+    assert check_chain(read).chained is False
