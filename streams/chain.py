@@ -195,7 +195,7 @@ class ChainWriter:
                 continue
             seen.add(event.id)
             if event.prev is None:
-                link = digest(last) if last is not None else RUN_PREFIX + (self.run or "import")
+                link = digest(last) if last is not None else RUN_PREFIX + (self.run or "unnamed")
                 event = event.with_prev(link)
             batch.append(event)
             kept.append(payloads[i] if i < len(payloads) else None)
