@@ -7,6 +7,9 @@ are computed again with the configuration in force at that point (the latest
 record as their ``cause``. Recorded decisions are then folded as recorded, so one
 difference does not cascade into every later comparison.
 
+Every decision and effect the comparison cannot account for (no cause on the log, an
+effect naming no decision) is reported too (``replay.accounting``).
+
 With an override configuration the comparison is counterfactual: at each recorded
 trigger, what the other configuration would have decided on the same recorded state.
 
@@ -27,6 +30,7 @@ from controller.framework.config import CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR, Tid
 from controller.policy import Policy, load_policy
 from controller.pressure.config import EvictionConfig
 from projections.world import World
+from replay.accounting import Ledger, Unaccounted, loading
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event
 
@@ -60,10 +64,11 @@ class ReplayReport:
     checked: int = 0
     decisions: int = 0
     differences: list[Difference] = field(default_factory=list)
+    unaccounted: list[Unaccounted] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        return not self.differences and not self.unaccounted
 
 
 Configs = tuple[TideConfig, EvictionConfig | None]
@@ -78,7 +83,9 @@ class _ConfigCache:
         self._key: tuple[int, int] | None = None
         self._parsed: Policy | None = None
 
-    def get(self, raw: Mapping[str, Any] | None, stamped: int = LEGACY_BEHAVIOUR) -> Policy:
+    def get(
+        self, raw: Mapping[str, Any] | None, stamped: int = LEGACY_BEHAVIOUR, offset: int = -1
+    ) -> Policy:
         """The policy in force: ``stamped`` is the ``config.applied`` record's own level.
 
         A log's own configuration replays at the level its record was stamped with (one
@@ -91,8 +98,9 @@ class _ConfigCache:
         level = CURRENT_BEHAVIOUR if self.override is not None else stamped
         source = self.override if self.override is not None else (raw or {})
         if self._parsed is None or self._key != (id(source), level):
-            self._key = (id(source), level)
-            self._parsed = load_policy(source, default_behaviour=level)
+            what = f"the configuration in force at offset {offset}"
+            parsed = loading(what, lambda: load_policy(source, default_behaviour=level))
+            self._key, self._parsed = (id(source), level), parsed
         return self._parsed
 
 
@@ -124,25 +132,28 @@ def replay(
     if recorded is None:
         records = list(events)
         recorded = recorded_decisions(records, start=start)
+    ledger = Ledger(start=start)
     report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
+    report.unaccounted = ledger.found
     world = World() if world is None else world
     fixed = Policy.of(*configs) if isinstance(configs, tuple) else configs
     cache = _ConfigCache(override, fixed)
     for i, event in enumerate(records):
         if progress is not None and not i & 1023:
             progress(i)
+        ledger.see(event)
         if 0 <= event.offset < start:
             world.apply(event)
             continue
         if event.type == "trigger.fired":
-            policy = cache.get(world.config, world.cluster.rules.behaviour)
+            policy = cache.get(world.config, world.cluster.rules.behaviour, event.offset)
             replayed = decide(world, event, policy.config, policy.eviction)
             world.apply(event)
         else:
             world.apply(event)
             if not is_decision_source(event):
                 continue
-            policy = cache.get(world.config, world.cluster.rules.behaviour)
+            policy = cache.get(world.config, world.cluster.rules.behaviour, event.offset)
             replayed = decide(world, event, policy.config, policy.eviction)
         report.checked += 1
         expected = [decision_line(e).decode() for e in recorded.get(event.id, [])]
@@ -159,6 +170,11 @@ def replay(
                 )
             )
             if stop_at_first:
+                # the rest is still accounted for (a forged decision after the first
+                # difference is reported too)
+                if isinstance(records, list):
+                    for rest in records[i + 1 :]:
+                        ledger.see(rest)
                 break
     return report
 

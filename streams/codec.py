@@ -2,8 +2,9 @@
 
 Recordings, ``tide log export`` and decision files must be byte-for-byte reproducible,
 so there is exactly one way to write a record: a JSON object with sorted keys (nested
-ones too), ``at`` in :func:`streams.events.format_time` form, ``cause`` only when set
-and ``v`` only when it is not 1. The same event always gives the same bytes.
+ones too), ``at`` in :func:`streams.events.format_time` form, ``cause`` only when set,
+``v`` only when it is not 1 and ``prev`` (the hash-chain link) only when set. The same
+event always gives the same bytes.
 
 Payload schemas change by bumping ``EVENT_TYPES[type]``; stored records are never
 rewritten. Instead an upcaster registered in :data:`UPCASTERS` under
@@ -63,6 +64,8 @@ def encode(event: Event) -> bytes:
         record["cause"] = event.cause
     if event.v != 1:
         record["v"] = event.v
+    if event.prev is not None:
+        record["prev"] = event.prev
     return orjson.dumps(record, option=_SORTED)
 
 
@@ -98,6 +101,7 @@ def decode_record(record: JSON) -> Event:
     data = get("data")
     cause = get("cause")
     v = get("v", 1)
+    prev = get("prev")
     if (
         type(type_) is str
         and type(id_) is str
@@ -107,10 +111,11 @@ def decode_record(record: JSON) -> Event:
         and (cause is None or type(cause) is str)
         and type(v) is int
         and EVENT_TYPES.get(type_) == v
+        and (prev is None or type(prev) is str)
     ):
         at = _AT_CACHE.get(raw_at)
         if at is not None:
-            return build_event(type_, at, id_, data, cause, -1, v)
+            return build_event(type_, at, id_, data, cause, -1, v, prev)
     return decode_record_encoded(record)[0]
 
 
@@ -150,6 +155,9 @@ def decode_record_encoded(
     v = record.get("v", 1)
     if type(v) is not int or v < 1:
         raise DecodeError(f"'v' {v!r} is not a positive integer")
+    prev = record.get("prev")
+    if prev is not None and not isinstance(prev, str):
+        raise DecodeError(f"'prev' is {json_kind(prev)}, not a string")
     id_ = record.get("id")
     payload: bytes | None = None
     if id_ is None:
@@ -160,7 +168,7 @@ def decode_record_encoded(
     if v != EVENT_TYPES[type_]:
         v, data = upcast(type_, v, data)
         payload = None
-    return build_event(type_, at, id_, data, cause, -1, v), payload
+    return build_event(type_, at, id_, data, cause, -1, v, prev), payload
 
 
 def content_id_encoded(type_: str, at: datetime, payload: bytes, cause: str | None) -> str:
@@ -187,13 +195,20 @@ def content_id_encoded(type_: str, at: datetime, payload: bytes, cause: str | No
 
 
 def from_stored(
-    offset: int, id_: str, at: str, type_: str, cause: str | None, v: int, data: bytes | str
+    offset: int,
+    id_: str,
+    at: str,
+    type_: str,
+    cause: str | None,
+    v: int,
+    data: bytes | str,
+    prev: str | None = None,
 ) -> Event:
     """Rebuild an event from a storage row (the SQLite backend's column order)."""
     payload = orjson.loads(data)
     if v != EVENT_TYPES.get(type_, v):
         v, payload = upcast(type_, v, payload)
-    return build_event(type_, parse_at(at), id_, payload, cause, offset, v)
+    return build_event(type_, parse_at(at), id_, payload, cause, offset, v, prev)
 
 
 def upcast(type_: str, v: int, data: JSON) -> tuple[int, JSON]:

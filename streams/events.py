@@ -3,7 +3,8 @@
 Every record carries a log-assigned ``offset``, an ``at`` (timezone-aware UTC), a
 ``type``, a unique ``id``, an optional ``cause`` (the id of the record that led to it)
 and ``data``: the payload as plain JSON (Kubernetes objects stay raw JSON; no client
-models are ever built from them).
+models are ever built from them). ``prev``, when set, is the record's link in the log's
+hash chain (see ``streams/chain.py``); it is not part of the content id.
 
 Ids are content-derived when not given (a hash of the canonical encoding), so the same
 input appended twice is the same record, and appends are idempotent by id.
@@ -54,17 +55,27 @@ class Event:
     cause: str | None = None
     offset: int = -1
     v: int = 1
+    prev: str | None = None
 
     def with_offset(self, offset: int) -> Event:
         # direct construction: dataclasses.replace costs ~3x as much, once per appended record
-        return build_event(self.type, self.at, self.id, self.data, self.cause, offset, self.v)
+        return build_event(
+            self.type, self.at, self.id, self.data, self.cause, offset, self.v, self.prev
+        )
+
+    def with_prev(self, prev: str | None) -> Event:
+        """This record carrying ``prev`` as its hash-chain link."""
+        return build_event(
+            self.type, self.at, self.id, self.data, self.cause, self.offset, self.v, prev
+        )
 
 
 # A frozen dataclass's __init__ sets each field through object.__setattr__ (~0.85 µs for an
 # Event); setting the slots through their descriptors does the same in ~0.45 µs. Decoding
 # builds one Event per record, so the hot paths use build_event; it checks nothing.
 _SLOT_SETTERS = tuple(
-    vars(Event)[name].__set__ for name in ("type", "at", "id", "data", "cause", "offset", "v")
+    vars(Event)[name].__set__
+    for name in ("type", "at", "id", "data", "cause", "offset", "v", "prev")
 )
 
 
@@ -76,11 +87,12 @@ def build_event(
     cause: str | None = None,
     offset: int = -1,
     v: int = 1,
+    prev: str | None = None,
 ) -> Event:
-    """``Event(type_, at, id_, data, cause, offset, v)``, built faster (no checks: the
-    caller has validated the values, as :func:`streams.codec.decode` has)."""
+    """``Event(type_, at, id_, data, cause, offset, v, prev)``, built faster (no checks:
+    the caller has validated the values, as :func:`streams.codec.decode` has)."""
     event: Event = _new(Event)
-    s_type, s_at, s_id, s_data, s_cause, s_offset, s_v = _SLOT_SETTERS
+    s_type, s_at, s_id, s_data, s_cause, s_offset, s_v, s_prev = _SLOT_SETTERS
     s_type(event, type_)
     s_at(event, at)
     s_id(event, id_)
@@ -88,6 +100,7 @@ def build_event(
     s_cause(event, cause)
     s_offset(event, offset)
     s_v(event, v)
+    s_prev(event, prev)
     return event
 
 

@@ -18,20 +18,22 @@ Reading is batched (recordings hold hundreds of thousands of ~6 KB pods) and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Protocol, runtime_checkable
+from typing import IO
 
 import orjson
 
+from streams.chain import ChainWriter
 from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
 from streams.conflicts import find_conflicts
-from streams.events import Event
+from streams.events import Event, build_event, content_id
 from streams.gcpause import paused_gc
 from streams.limits import MAX_LINE_BYTES, LimitError, bounded_payload, check_time
 from streams.log import EventLog, Quarantined, quarantine_of
+from streams.redact import redact_raw, strip_watch
 from streams.validation import Extra, ValidationError, validate
 
 Source = str | Path | IO[bytes]
@@ -49,19 +51,8 @@ class Batch:
     bad: list[Quarantined]
     position: int  # bytes of the recording consumed so far
     #: per event, its payload's canonical bytes when they were computed (lines without
-    #: an id), for :meth:`EncodedAppend.append_encoded`
+    #: an id), for :meth:`streams.chain.EncodedAppend.append_encoded`
     payloads: list[bytes | None] = field(default_factory=list)
-
-
-@runtime_checkable
-class EncodedAppend(Protocol):
-    """A log that can store payloads already serialised (the SQLite backend)."""
-
-    async def append_encoded(
-        self, events: Sequence[Event], payloads: Sequence[bytes | None]
-    ) -> list[Event]:
-        """``append(events)``; ``payloads[i]``, unless None, is ``events[i].data`` as JSON."""
-        ...
 
 
 @dataclass(slots=True)
@@ -103,6 +94,13 @@ def _parse(
         return _aside(source, line, exc.reason, raw)
     if payload is None and event.data is data:  # not upcast: the bytes describe it
         payload = bounded
+    if event.type == "k8s.watch":
+        stripped = strip_watch(event.data)
+        if stripped is not event.data:  # secrets dropped: the id is of what is kept
+            given = record.get("id")
+            id_ = given if isinstance(given, str) else content_id(event.type, event.at, stripped)
+            event = build_event(event.type, event.at, id_, stripped, event.cause, -1, event.v)
+            payload = None
     return event, payload
 
 
@@ -215,9 +213,11 @@ async def import_recording(
     first bad line stops the import with a :class:`~streams.log.CapabilityError` (the
     batches before it are on the log; importing again skips them).
 
-    Each batch is one atomic, idempotent append. The next batch is parsed in a worker
-    thread while this coroutine stores the current one, so the event loop stays free to
-    drive the backend (whose driver releases the GIL while it writes). ``on_progress``
+    Each batch is one atomic, idempotent append, linked into the log's hash chain
+    (:class:`~streams.chain.ChainWriter`, which also holds the writer lock). The next
+    batch is parsed in a worker thread while this coroutine stores the current one, so
+    the event loop stays free to drive the backend (whose driver releases the GIL while
+    it writes). ``on_progress``
     is called with the bytes of the recording consumed after each batch.
 
     The cyclic garbage collector is paused meanwhile: parsed JSON holds no cycles, and
@@ -225,6 +225,22 @@ async def import_recording(
     """
     summary = ImportSummary()
     batches = read_batches(source, size=batch_size, extra=extra)
+    sent = 0
+    async with ChainWriter(log, adopt=True) as writer:
+        sent = await _import(batches, log, writer, summary, on_progress, name=_name(source))
+    summary.duplicates = sent - summary.imported - summary.conflicts
+    return summary
+
+
+async def _import(
+    batches: Generator[Batch, None, None],
+    log: EventLog,
+    writer: ChainWriter,
+    summary: ImportSummary,
+    on_progress: Callable[[int], None] | None,
+    *,
+    name: str,
+) -> int:
     sent = 0
     with paused_gc():
         ahead = asyncio.ensure_future(asyncio.to_thread(next, batches, None))
@@ -236,13 +252,10 @@ async def import_recording(
                     summary.set_aside.extend(batch.bad)
                 if batch.events:
                     sent += len(batch.events)
-                    if isinstance(log, EncodedAppend):
-                        added = await log.append_encoded(batch.events, batch.payloads)
-                    else:
-                        added = await log.append(batch.events)
+                    added = await writer.append(batch.events, batch.payloads)
                     summary.imported += len(added)
                     clashes = await find_conflicts(
-                        log, batch.events, batch.lines, added, source=_name(source)
+                        log, batch.events, batch.lines, added, source=name
                     )
                     if clashes:
                         await quarantine_of(log).set_aside(clashes)
@@ -254,8 +267,7 @@ async def import_recording(
             # never close the generator while the worker thread may still be inside it
             await asyncio.gather(ahead, return_exceptions=True)
             batches.close()
-    summary.duplicates = sent - summary.imported - summary.conflicts
-    return summary
+    return sent
 
 
 def _name(source: Source) -> str:
@@ -294,4 +306,4 @@ def _write_chunk(stream: IO[bytes], chunk: list[bytes]) -> int:
 
 def _aside(source: str, line: int, reason: str, raw: bytes) -> Quarantined:
     text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
-    return Quarantined(source=source, line=line, reason=reason, raw=text)
+    return Quarantined(source=source, line=line, reason=reason, raw=redact_raw(text))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import tempfile
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
+import click
 import typer
 
 from controller.framework.errors import ConfigError
@@ -17,7 +21,7 @@ from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
 from projections.store import checkpoint_world, open_log_store, resume_world
 from projections.world import World
-from streams.backends import open_log
+from streams.backends import normalise_url, open_log
 from streams.events import Event
 from streams.gcpause import paused_gc
 from streams.log import LogError, Quarantine, Quarantined
@@ -41,19 +45,62 @@ R = TypeVar("R")
 #: traceback. ConfigError, ValidationError, CheckpointError and ScenarioError are ValueErrors.
 DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
 
+#: exit codes (README, "Exit codes"): success; input set aside or a verification
+#: difference; a usage or configuration error; an internal error (a bug in tide)
+EXIT_OK, EXIT_DIFFERENCE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+#: what the command line raises on purpose (an exit, a usage error): never an internal error
+_CLI_EXITS: tuple[type[BaseException], ...] = (
+    typer.Exit,
+    typer.Abort,
+    typer.BadParameter.__mro__[2],  # the ClickException typer raises (it bundles click)
+    click.exceptions.Exit,
+    click.ClickException,
+    click.Abort,
+)
+
 
 def guarded(command: Callable[P, R]) -> Callable[P, R]:
-    """``command`` with its domain errors turned into one ``error:`` line and exit code 1."""
+    """``command`` with its domain errors turned into one ``error:`` line and exit code 2,
+    and any other exception into one line naming where its traceback was written, exit 3."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except _CLI_EXITS:
+            raise
         except DOMAIN_ERRORS as exc:
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            fail(lines[0], code=1)
+            fail(lines[0], code=EXIT_USAGE)
+        except Exception as exc:
+            internal_error(exc)
 
     return run
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """Write ``exc``'s traceback to a fresh file and exit 3 with one line naming it."""
+    details = "".join(traceback.format_exception(exc))
+    try:
+        fd, name = tempfile.mkstemp(prefix="tide-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as out:
+            out.write(details)
+        where = f"details in {name}"
+    except OSError:
+        where = "the details could not be written"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    fail(f"internal error: {type(exc).__name__}: {first} ({where})", code=EXIT_INTERNAL)
+
+
+def require_persistent(url: str, *, option: str = "--log") -> None:
+    """Refuse a log that cannot outlive the command (``memory://``, ``sqlite://``,
+    ``sqlite:///``) where keeping the records is the point."""
+    normal = normalise_url(url)
+    scheme, rest = normal.split("://", 1)
+    if scheme == "memory" or (scheme == "sqlite" and rest.removeprefix("/") in ("", ":memory:")):
+        fail(f"{option} {url}: a throw-away log would be lost when the command ends; name a file")
 
 
 def guard_all(app: typer.Typer) -> None:
@@ -150,10 +197,12 @@ def read_log_events(source: str) -> list[Event]:
         return asyncio.run(load())
 
 
-def persist(url: str, events: Sequence[Event]) -> int:
+def persist(
+    url: str, events: Sequence[Event], *, run: str | None = None, another_run: bool = False
+) -> int:
     """Append ``events`` to the log at ``url`` and checkpoint it (:func:`save_checkpoint`);
-    returns how many were new."""
-    added = save_log(url, list(events))
+    returns how many were new. ``run``: see :class:`streams.chain.ChainWriter`."""
+    added = save_log(url, list(events), run=run, another_run=another_run)
     save_checkpoint(url)
     return added
 

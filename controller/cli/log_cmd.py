@@ -4,8 +4,9 @@
 quarantine, and in the summary with their line numbers) and exiting 1 if there were
 any, so a script notices. ``export`` writes records back out in canonical form, so an
 import followed by an export reproduces a canonical recording byte for byte.
-``quarantine`` lists what was set aside. The work lives in ``streams.recording``; this
-module parses options, opens the log and reports.
+``quarantine`` lists what was set aside. ``verify`` walks the log's hash chain
+(``streams/chain.py``) and names the first bad offset. The work lives in
+``streams.recording``; this module parses options, opens the log and reports.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from controller.cli.common import RECORD_CHECKS
+from controller.cli.common import RECORD_CHECKS, read_log_events, require_persistent
 from controller.settings import DEFAULT_LOG
 from projections.store import checkpoint_world, open_log_store
 from streams.backends import normalise_url, open_log
+from streams.chain import ChainReport, check_chain, check_log
 from streams.events import EVENT_TYPES
 from streams.log import EventLog, LogError, Quarantined, quarantine_of
 from streams.recording import ImportSummary, export_log, import_recording
@@ -60,6 +62,7 @@ def import_command(
     log: LogOption = DEFAULT_LOG,
 ) -> None:
     """Append a recording to a log; bad lines are set aside (exit code 1 if any)."""
+    require_persistent(log)
     size = file.stat().st_size
     with _progress(enabled=sys.stdout.isatty() and size >= PROGRESS_FROM_BYTES, total=size) as on:
 
@@ -112,6 +115,7 @@ def export_command(
     async def run(dest: IO[bytes] | Path) -> int:
         async with await _open(log, create=False) as source:  # before touching --out
             if isinstance(dest, Path):
+                _refuse_own_files(dest, source)
                 with dest.open("wb") as stream:
                     return await export_log(
                         source, stream, start=start, stop=stop, types=types or ()
@@ -141,6 +145,45 @@ def quarantine_command(log: LogOption = DEFAULT_LOG) -> None:
         typer.echo(_where(item))
 
 
+@log_app.command("verify")
+def verify_command(
+    log: Annotated[
+        str, typer.Argument(help="A log URL, a .db path or an exported .jsonl recording.")
+    ] = DEFAULT_LOG,
+) -> None:
+    """Check the log's hash chain: exit 1 naming the first bad offset, or when a chained
+    log was not marked complete (its writer did not end cleanly)."""
+    if log.endswith(".jsonl") and "://" not in log:
+        report = check_chain(read_log_events(log))
+        complete_known = False
+    else:
+
+        async def run() -> ChainReport:
+            async with await _open(log, create=False) as source:
+                return await check_log(source)
+
+        report = _run(run())
+        complete_known = True
+    typer.echo(report.describe(sealable=complete_known))
+    for note in report.notes:
+        typer.echo(f"  note: {note}")
+    if not report.ok or (complete_known and report.chained and not report.complete):
+        raise typer.Exit(1)
+
+
+def _refuse_own_files(dest: Path, log: EventLog) -> None:
+    """``--out`` must not be the log itself (nor its -wal/-shm/.lock files): opening it
+    for writing would truncate the log before a record is read."""
+    path = getattr(log, "path", None)
+    if not isinstance(path, str) or path == ":memory:":
+        return
+    own = [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", ".lock")]
+    target = dest.resolve()
+    for file in own:
+        if target == file.resolve() or (dest.exists() and file.exists() and dest.samefile(file)):
+            _fail(f"--out {dest} is the log {log.url} itself; exporting would destroy it")
+
+
 def _where(item: Quarantined) -> str:
     return f"{item.source}:{item.line}: {item.reason}"
 
@@ -163,7 +206,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coro)
     except LogError as exc:
-        _fail(str(exc), code=1)
+        _fail(str(exc), code=2)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import sys
 from collections import Counter
@@ -11,14 +12,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
+import orjson
 import typer
 
 from controller.cli.common import (
     RECORD_CHECKS,
     fail,
-    persist,
     read_log_events,
     read_policy,
+    require_persistent,
     resume_from,
     save_checkpoint,
     set_aside_in,
@@ -41,8 +43,10 @@ from controller.simulate.spool import Spool
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from replay.verify import ReplayReport, replay
+from streams.backends import is_sqlite_log, open_log
+from streams.chain import ChainReport, Sealable, check_chain, check_log, run_id
 from streams.codec import decision_line
-from streams.events import Event, parse_time
+from streams.events import Event, format_time, parse_time
 from streams.log import Quarantined
 from streams.payloads import DECISION_KINDS, REASON_CODES
 from streams.recording import read_batches
@@ -82,6 +86,15 @@ def _lazy_inputs(
             yield event
 
 
+def _digest(path: Path) -> bytes:
+    """A digest of the file at ``path`` (what the run read), in one streaming pass."""
+    h = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.digest()
+
+
 def simulate(
     recording: Annotated[Path, typer.Argument(help="A JSON Lines recording or a scenario YAML.")],
     config: Annotated[
@@ -109,8 +122,17 @@ def simulate(
     metrics_address: Annotated[
         str, typer.Option(help="Address the metrics server binds (default: this host only).")
     ] = "127.0.0.1",
+    another_run: Annotated[
+        bool,
+        typer.Option(
+            "--another-run",
+            help="Append to a --log that another run (other inputs or configuration) started.",
+        ),
+    ] = False,
 ) -> None:
     """Run the controller over a recording in virtual time against the simulated cluster."""
+    if log:
+        require_persistent(log)
     policy = read_policy(config)
     scenario = is_scenario(recording)
     bad: list[Quarantined] = []
@@ -148,8 +170,15 @@ def simulate(
             fail(str(exc))
     size = len(events) if isinstance(events, list) else recording.stat().st_size // 4096
     keep_all = metrics_port is not None and not log
+    # a run is its configuration, its input file and its end: the same run may be written
+    # again (idempotent by id), another one only with --another-run
+    run = run_id(
+        orjson.dumps(dict(policy.raw), option=orjson.OPT_SORT_KEYS, default=str),
+        _digest(recording),
+        (format_time(stop) if stop else "").encode(),
+    )
     with (
-        Spool(None if keep_all else log) as spool,
+        Spool(None if keep_all else log, run=run, another_run=another_run) as spool,
         Progress("simulate", span, size=size) as bar,
     ):
         result = Simulation(
@@ -167,10 +196,7 @@ def simulate(
         if decisions:
             out.close()
     if log:
-        if keep_all:
-            persist(log, result.log.events)
-        else:
-            save_checkpoint(log)
+        save_checkpoint(log)
         if bad:  # the lines set aside go to the log's quarantine, as an import's do
             set_aside_in(log, bad)
     typer.echo(
@@ -214,6 +240,8 @@ def demo(
     db: Annotated[Path, typer.Option(help="Where to keep the demo's log.")] = Path("tide-demo.db"),
 ) -> None:
     """A built-in co-located cluster through a day of virtual time; ends with its report."""
+    if db.exists() and not is_sqlite_log(db):
+        fail(f"--db {db} exists and is not a tide log; the demo replaces its log: name another")
     run_demo(db)
     save_checkpoint(f"sqlite:///{db}")
     from controller.cli.report_cmd import write_report
@@ -265,7 +293,9 @@ def replay_cmd(
     if override is None and not is_recording(log):
         if "://" not in log and not Path(log).exists():
             fail(f"{log}: no such log")
-        _print_replay(replay_log(log, start=start, stop_at_first=not diff), verify=verify)
+        report = replay_log(log, start=start, stop_at_first=not diff)
+        chain = _log_chain(log) if verify and start is None else None
+        _print_replay(report, verify=verify, chain=chain)
         return
     world = None
     if start is None or (log.endswith(".jsonl") and "://" not in log):
@@ -288,18 +318,47 @@ def replay_cmd(
 
         print_whatif(events, report, start=start or 0, as_json=as_json, diff=diff)
         return
-    _print_replay(report, verify=verify)
+    chain = _chain(log, events) if verify and start is None else None
+    _print_replay(report, verify=verify, chain=chain)
 
 
-def _print_replay(report: ReplayReport, *, verify: bool) -> None:
+def _print_replay(report: ReplayReport, *, verify: bool, chain: ChainReport | None) -> None:
     for difference in report.differences:
         typer.echo(difference.describe())
+    for item in report.unaccounted:
+        typer.echo(item.describe())
+    if chain is not None and (chain.chained or not chain.ok):
+        typer.echo(chain.describe())
+    broken = chain is not None and not chain.ok
+    problems = len(report.differences) + len(report.unaccounted) + broken
     typer.echo(
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
-        + ("identical" if report.ok else f"{len(report.differences)} difference(s)")
+        + (f"{problems} difference(s)" if problems else "identical")
     )
-    if verify and not report.ok:
+    if verify and problems:
         raise typer.Exit(1)
+
+
+def _chain(source: str, events: list[Event]) -> ChainReport:
+    """The hash chain of a whole log already read (with its seal, if it keeps one)."""
+    if source.endswith(".jsonl") and "://" not in source:
+        return check_chain(events)
+
+    async def seal() -> tuple[int, str] | None:
+        async with await open_log(source) as log:
+            return await log.sealed() if isinstance(log, Sealable) else None
+
+    return check_chain(events, asyncio.run(seal()))
+
+
+def _log_chain(source: str) -> ChainReport:
+    """The hash chain of the log at ``source``, read once more a page at a time."""
+
+    async def check() -> ChainReport:
+        async with await open_log(source) as log:
+            return await check_log(log)
+
+    return asyncio.run(check())
 
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from controller.effector.applier import Applier
@@ -80,6 +80,9 @@ class LiveLoop:
     ) -> None:
         self.step = step
         self.log = log
+        #: how records reach the log: ``tide run`` swaps in the recorder's chain writer
+        #: (hash chain links, writer lock) once it exists
+        self.append: Callable[[list[Event]], Awaitable[list[Event]]] = log.append
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.config = config
         self.offset = offset
@@ -188,7 +191,7 @@ class LiveLoop:
 
     async def _append(self, records: list[Event]) -> list[Event]:
         """Append as one batch and fold (the lock is held)."""
-        added = await self.log.append(records)
+        added = await self.append(records)
         self.step.fold(added)
         self._noted(added)
         return added
@@ -226,7 +229,7 @@ class LiveLoop:
                 chunk = [e for e in chunk if e.type != "metrics.node"]
                 if not chunk:
                     return
-            added = await self.log.append(chunk)
+            added = await self.append(chunk)
             now = self.clock.now()
             decisions: list[Event] = []
             for record in added:

@@ -61,7 +61,7 @@ def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
     ).run(events, until=until)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    save_log(f"sqlite:///{db}", result.log.events)
+    save_log(f"sqlite:///{db}", result.log.events, run="demo")
     if not echo:
         return result.decisions
     out = typer.echo

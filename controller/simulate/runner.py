@@ -27,6 +27,7 @@ from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.memory import MemoryLog
+from streams.chain import ChainWriter
 from streams.events import Event, make_event
 from streams.gcpause import paced
 from streams.payloads import ConfigPayload, as_json
@@ -161,14 +162,25 @@ class _Watched:
         return self.cluster.apply(decision)
 
 
-def save_log(url: str, events: list[Event], *, batch: int = 5000) -> int:
-    """Append a run's records to the log at ``url``; returns how many were new."""
+def save_log(
+    url: str,
+    events: list[Event],
+    *,
+    batch: int = 5000,
+    run: str | None = None,
+    another_run: bool = False,
+) -> int:
+    """Append a run's records to the log at ``url``, linked into its hash chain; returns
+    how many were new. ``run`` and ``another_run``: see :class:`streams.chain.ChainWriter`."""
 
     async def write() -> int:
         added = 0
-        async with await open_log(url) as log:
+        async with (
+            await open_log(url) as log,
+            ChainWriter(log, run=run, another_run=another_run) as writer,
+        ):
             for i in range(0, len(events), batch):
-                added += len(await log.append(events[i : i + batch]))
+                added += len(await writer.append(events[i : i + batch]))
         return added
 
     return asyncio.run(write())

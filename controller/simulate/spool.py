@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 
 from streams.backends import open_log
+from streams.chain import ChainWriter
 from streams.codec import check_appendable
 from streams.events import Event
 from streams.log import EventLog
@@ -32,8 +33,19 @@ class Spool:
     """Offsets assigned here, records appended to ``url`` (None: counted, then dropped)
     ``batch`` at a time. A context manager: the last batch is written on a clean exit."""
 
-    def __init__(self, url: str | None, *, batch: int = BATCH, keep: timedelta = KEEP) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        batch: int = BATCH,
+        keep: timedelta = KEEP,
+        run: str | None = None,
+        another_run: bool = False,
+    ) -> None:
         self.url = url
+        self.run = run
+        self.another_run = another_run
+        self._writer: ChainWriter | None = None
         self.count = 0  # records appended so far (the next offset)
         self.written = 0  # records the log at ``url`` took as new
         self._batch = batch
@@ -49,8 +61,14 @@ class Spool:
             self._runner = asyncio.Runner()
             try:
                 self._log = self._runner.run(open_log(self.url))
+                # the log's hash chain and writer lock, held for the run (a clean end seals)
+                writer = ChainWriter(self._log, run=self.run, another_run=self.another_run)
+                self._writer = self._runner.run(writer.__aenter__())
             except BaseException:
+                if self._log is not None:
+                    self._runner.run(self._log.close())
                 self._runner.close()
+                self._log = None
                 raise
         return self
 
@@ -62,6 +80,9 @@ class Spool:
                 self.flush()
         finally:
             if self._runner is not None:
+                if self._writer is not None:
+                    writer, self._writer = self._writer, None
+                    self._runner.run(writer.__aexit__(kind, exc, tb))
                 if self._log is not None:
                     self._runner.run(self._log.close())
                 self._runner.close()
@@ -90,10 +111,10 @@ class Spool:
 
     def flush(self) -> None:
         """Append the records held to the log at ``url``."""
-        if self._runner is None or self._log is None or not self._pending:
+        if self._runner is None or self._writer is None or not self._pending:
             return
         batch, self._pending = self._pending, []
-        self.written += len(self._runner.run(self._log.append(batch)))
+        self.written += len(self._runner.run(self._writer.append(batch)))
 
     def _forget(self) -> None:
         assert self._latest is not None

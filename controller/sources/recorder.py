@@ -27,6 +27,7 @@ from controller.sources.known import KnownObjects
 from controller.sources.metrics import MetricsSource
 from controller.sources.tap import Tap
 from controller.sources.watch import WatchSource
+from streams.chain import ChainWriter
 from streams.events import Event
 from streams.log import EventLog, Quarantine, Quarantined
 
@@ -83,6 +84,10 @@ class Recorder:
         self.client = client
         self.sink = sink
         self.log = log
+        #: the recorder's append path: the log's hash chain and writer lock, held from
+        #: prepare() until run() ends (a clean end seals the log)
+        self.chain = ChainWriter(log)
+        self._holding = False
         self.now = now
         self.options = options
         self.warn = warn
@@ -120,6 +125,9 @@ class Recorder:
     async def prepare(self, config: Event | None = None) -> None:
         """Fold the log and append ``config`` (a ``config.applied``) unless the last one on
         the log has the same payload; start the probes."""
+        if not self._holding:
+            await self.chain.__aenter__()
+            self._holding = True
         last_config = None
         async for event in self.log.read(0):
             if event.type == "config.applied":
@@ -127,7 +135,7 @@ class Recorder:
             else:
                 self.known.fold((event,))
         if config is not None and config.data != last_config:
-            await self.log.append([config])
+            await self.chain.append([config])
         options = self.options
         self.sources = [
             WatchSource(
@@ -167,10 +175,19 @@ class Recorder:
             await asyncio.gather(writer, return_exceptions=True)
             if self.health is not None:
                 await self.health.stop()
+            failed = [t for t in [*tasks, writer] if t.done() and not t.cancelled()]
+            await self._release(done_error=any(t.exception() is not None for t in failed))
         for task in done:
             error = None if task is stopper else task.exception()
             if error is not None:
                 raise error
+
+    async def _release(self, *, done_error: bool) -> None:
+        """Let go of the writer lock; seal the log only when recording ended cleanly."""
+        if self._holding:
+            self._holding = False
+            error = RuntimeError("recording failed") if done_error else None
+            await self.chain.__aexit__(type(error) if error else None, error, None)
 
     async def _write(self) -> None:
         queue = self.tap.queue
@@ -185,7 +202,7 @@ class Recorder:
                 if self.sink is not None:
                     await self.sink(events)
                 else:
-                    await self.log.append(events)
+                    await self.chain.append(events)
                 self.written += len(events)
                 self.lag = (self.now() - events[0].at).total_seconds()
             if bad:

@@ -25,6 +25,7 @@ from controller.sources.known import KnownObjects, identity_of, key_of
 from streams.events import Event, make_event
 from streams.gcpause import paused_gc
 from streams.log import Quarantined
+from streams.redact import redact_raw, strip_watch
 from streams.validation import ValidationError, validate
 
 __all__ = ["Tap", "TapStats"]
@@ -128,9 +129,11 @@ class Tap:
             validate(type_, data)
         except ValidationError as exc:
             self.stats.set_aside += 1
-            raw = orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode()
+            raw = redact_raw(orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode())
             self.queue.put_nowait(Quarantined(source, 0, exc.reason, raw))
             return False
+        if type_ == "k8s.watch":
+            data = strip_watch(data)
         self.queue.put_nowait(make_event(type_, self.now(), data))
         self.stats.queued += 1
         return True

@@ -50,3 +50,12 @@ async def open_log(url: str) -> EventLog:
         Callable[[str], Awaitable[EventLog]], importlib.import_module(module_name).open_url
     )
     return await opener(url)
+
+
+def is_sqlite_log(path: str | Path) -> bool:
+    """Whether ``path`` is a SQLite file holding a tide log (``streams.backends.sqlite``
+    looks, read-only; the driver is imported only when this is called)."""
+    check = cast(
+        Callable[[str | Path], bool], importlib.import_module(OPENERS["sqlite"]).is_sqlite_log
+    )
+    return check(path)

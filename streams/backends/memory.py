@@ -20,6 +20,7 @@ class MemoryLog(EventLog):
         self._ids: set[str] = set()
         self._quarantine: dict[Quarantined, None] = {}  # ordered, and idempotent
         self._grew = asyncio.Event()
+        self._seal: tuple[int, str] | None = None
 
     async def append(self, events: Sequence[Event]) -> list[Event]:
         return self.append_now(events)
@@ -73,6 +74,12 @@ class MemoryLog(EventLog):
 
     async def quarantine(self) -> list[Quarantined]:
         return list(self._quarantine)
+
+    async def seal(self, offset: int, head: str) -> None:
+        self._seal = (offset, head)
+
+    async def sealed(self) -> tuple[int, str] | None:
+        return self._seal
 
 
 async def open_url(url: str) -> MemoryLog:

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
@@ -46,7 +49,8 @@ CREATE TABLE IF NOT EXISTS events (
     type TEXT NOT NULL,
     cause TEXT,
     v INTEGER NOT NULL DEFAULT 1,
-    data BLOB NOT NULL
+    data BLOB NOT NULL,
+    prev TEXT
 );
 CREATE INDEX IF NOT EXISTS events_type ON events (type);
 CREATE TABLE IF NOT EXISTS quarantine (
@@ -57,19 +61,29 @@ CREATE TABLE IF NOT EXISTS quarantine (
     raw TEXT NOT NULL,
     UNIQUE (source, line, reason, raw)
 );
+CREATE TABLE IF NOT EXISTS seal (
+    one INTEGER PRIMARY KEY CHECK (one = 0),
+    "offset" INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
 """
+_SEAL = 'INSERT OR REPLACE INTO seal (one, "offset", head) VALUES (0, ?, ?)'
+_SEALED = 'SELECT "offset", head FROM seal WHERE one = 0'
 _INSERT = (
-    'INSERT OR IGNORE INTO events ("offset", id, at, type, cause, v, data) '
-    'VALUES ((SELECT IFNULL(MAX("offset") + 1, 0) FROM events), ?, ?, ?, ?, ?, ?)'
+    'INSERT OR IGNORE INTO events ("offset", id, at, type, cause, v, data, prev) '
+    'VALUES ((SELECT IFNULL(MAX("offset") + 1, 0) FROM events), ?, ?, ?, ?, ?, ?, ?)'
 )
+#: logs written before the hash chain lack the ``prev`` column: it is added on open
+_COLUMNS = "SELECT name FROM pragma_table_info('events')"
+_ADD_PREV = "ALTER TABLE events ADD COLUMN prev TEXT"
 _LAST = 'SELECT IFNULL(MAX("offset"), -1) FROM events'
 _ADDED = 'SELECT "offset", id FROM events WHERE "offset" >= ?'
 _PAGE = (
-    'SELECT "offset", id, at, type, cause, v, data FROM events '
+    'SELECT "offset", id, at, type, cause, v, data, prev FROM events '
     'WHERE "offset" >= ? ORDER BY "offset" LIMIT ?'
 )
 _TYPE_PAGE = (
-    'SELECT "offset", id, at, type, cause, v, data FROM events '
+    'SELECT "offset", id, at, type, cause, v, data, prev FROM events '
     'WHERE type = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
 )
 _CONTAINS = "SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?))"
@@ -80,9 +94,9 @@ _BY_IDS = (
 _SET_ASIDE = "INSERT OR IGNORE INTO quarantine (source, line, reason, raw) VALUES (?, ?, ?, ?)"
 _QUARANTINE = "SELECT source, line, reason, raw FROM quarantine ORDER BY seq"
 
-Row = tuple[str, str, str, str | None, int, bytes]
+Row = tuple[str, str, str, str | None, int, bytes, str | None]
 #: a row as :data:`_PAGE` selects it: ``offset`` first, then :data:`Row`'s columns
-StoredRow = tuple[int, str, str, str, str | None, int, bytes]
+StoredRow = tuple[int, str, str, str, str | None, int, bytes, str | None]
 
 
 class SQLiteLog(EventLog):
@@ -106,6 +120,8 @@ class SQLiteLog(EventLog):
         ``busy_timeout``: how long a write waits for another process's write lock before
         failing with :class:`~streams.log.BackendUnavailableError`.
         """
+        if str(path) != ":memory:":
+            _create_private(Path(path))
         connection = aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
         _daemonise(connection)
         try:
@@ -121,6 +137,9 @@ class SQLiteLog(EventLog):
             await db.execute("PRAGMA wal_autocheckpoint=10000")
             await db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             await db.executescript(_SCHEMA)
+            if ("prev",) not in list(await db.execute_fetchall(_COLUMNS, ())):
+                await db.execute(_ADD_PREV)
+                await db.commit()
         except aiosqlite.Error as exc:
             await db.close()
             raise _wrap(exc, f"cannot open SQLite log {path}") from exc
@@ -250,6 +269,37 @@ class SQLiteLog(EventLog):
         async with self._lock:
             return await self._fetch(_TYPE_PAGE, (type_, max(offset, 0), limit))
 
+    async def seal(self, offset: int, head: str) -> None:
+        """Record where the log ended cleanly (see ``streams/chain.py``)."""
+        async with self._lock:
+            try:
+                await self._db.execute(_SEAL, (offset, head))
+                await self._db.commit()
+            except BaseException as exc:
+                await _rollback(self._db)
+                if isinstance(exc, aiosqlite.Error):
+                    raise _wrap(exc, "seal failed") from exc
+                raise
+
+    async def sealed(self) -> tuple[int, str] | None:
+        async with self._lock:
+            rows = await self._fetch(_SEALED, ())
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    @contextlib.asynccontextmanager
+    async def writer_lock(self) -> AsyncIterator[None]:
+        """Hold ``<path>.lock`` (``flock``) while writing: one writer at a time, so its
+        chain links are computed against the records actually before them."""
+        if self.path == ":memory:":
+            yield
+            return
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
     async def _rows(self, offset: int, limit: int) -> list[StoredRow]:
         """Up to ``limit`` stored rows from ``offset`` on, still encoded.
 
@@ -291,7 +341,29 @@ def _row(event: Event, payload: bytes | None = None) -> Row:
     # the payload is stored as orjson bytes; key order does not matter here (export
     # re-encodes canonically), so unsorted dumps is fine when no bytes were handed over
     data = orjson.dumps(event.data) if payload is None else payload
-    return (event.id, _format_at(event.at), event.type, event.cause, event.v, data)
+    return (event.id, _format_at(event.at), event.type, event.cause, event.v, data, event.prev)
+
+
+def _create_private(path: Path) -> None:
+    """Create a new log file readable by its owner only (0600): logs hold cluster objects.
+    SQLite gives its -wal and -shm files the database file's mode."""
+    with contextlib.suppress(FileExistsError, OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def is_sqlite_log(path: str | Path) -> bool:
+    """Whether ``path`` is a SQLite file holding a tide log (an ``events`` table), read
+    without writing; commands that replace a log check this before deleting a file."""
+    try:
+        with Path(path).open("rb") as file:
+            if file.read(16) != b"SQLite format 3\x00":
+                return False
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+    except (OSError, sqlite3.Error):
+        return False
+    return {"offset", "id", "at", "type", "data"} <= columns
 
 
 def _daemonise(connection: aiosqlite.Connection) -> None:

@@ -132,7 +132,8 @@ async def test_the_file_is_wal_with_the_documented_table(tmp_path: Path) -> None
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         columns = [row[1] for row in db.execute("PRAGMA table_info(events)")]
-        assert columns == ["offset", "id", "at", "type", "cause", "v", "data"]
+        # prev: the record's hash-chain link (streams/chain.py), added after the others
+        assert columns == ["offset", "id", "at", "type", "cause", "v", "data", "prev"]
         indexes = {row[1] for row in db.execute("PRAGMA index_list(events)")}
         assert "events_type" in indexes
         row = db.execute('SELECT "offset", id, at, type, cause, v FROM events').fetchone()
