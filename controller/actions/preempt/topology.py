@@ -45,10 +45,10 @@ from controller.actions.preempt.args import PreemptArgs
 from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.victims import (
     Filter,
+    iter_victim_order,
     node_preemptees,
     same_tasks,
     validate_victims,
-    victim_order,
 )
 from controller.framework.errors import StatementError
 from controller.framework.points import FitError
@@ -129,7 +129,7 @@ def select_victims_on_node(
         return None
     if not same_tasks(victims, preemptees) and not validate_victims(preemptor, node, victims):
         return None
-    queued = victim_order(ssn, preemptor, victims, rank)
+    queued = iter_victim_order(ssn, preemptor, victims, rank)
     scratch = Scratch(ssn, [node.name])
     potential: list[TaskInfo] = []
     trial = ssn.disruptions.trial() if ssn.disruptions.active else None

@@ -12,7 +12,7 @@ the plugins' business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cmp_to_key
 
 from controller.actions.preempt.fastpath import TaskRank
@@ -93,7 +93,17 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[Task
 def victim_order(
     ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo], rank: TaskRank | None = None
 ) -> list[TaskInfo]:
-    """The victims, the one to evict first first.
+    """The victims, the one to evict first first (all of :func:`iter_victim_order`)."""
+    return list(iter_victim_order(ssn, preemptor, victims, rank))
+
+
+def iter_victim_order(
+    ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo], rank: TaskRank | None = None
+) -> Iterator[TaskInfo]:
+    """The victims, the one to evict first first, each job's tasks sorted only when the
+    walk reaches that job (a dry run that stops early sorts less).
+
+    Read it before the session changes: the job and queue orders are asked as it goes.
 
     Volcano's ``BuildVictimsPriorityQueue``: within one job the task that would be
     scheduled last goes first; a victim whose job left the session goes before one whose
@@ -149,10 +159,9 @@ def victim_order(
                 return fast
         return sorted(group, key=cmp_to_key(by_task))
 
-    out = tasks_of(orphans)
+    yield from tasks_of(orphans)
     for job_id in sorted(groups, key=cmp_to_key(by_job)):
-        out.extend(tasks_of(groups[job_id]))
-    return out
+        yield from tasks_of(groups[job_id])
 
 
 def eligible(ssn: Session, preemptor: TaskInfo, nominated: str) -> str | None:
