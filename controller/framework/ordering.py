@@ -86,3 +86,21 @@ class Ordered(Generic[T]):
 
     def __lt__(self, other: Ordered[T]) -> bool:
         return self.cmp(self.item, other.item) < 0
+
+
+def task_fallback_key(task: TaskInfo, *, indexed: bool) -> tuple[Any, ...]:
+    """A sort key equal to :func:`task_fallback` on a set of tasks that all have a pod
+    index (``indexed``) or that all have none.
+
+    :func:`task_fallback` is not transitive on a mix of both (an indexed pair compares by
+    index, a mixed pair by creation), so no key can match it there; on either uniform set
+    it is the lexicographic order of this tuple (equal indices fall through to the same
+    creation / UID / namespace / name tuple).
+    """
+    rest = (_created(task.creation), task.uid, task.namespace, task.name)
+    if indexed:
+        index = pod_index(task.name)
+        if index is None:
+            raise ValueError(f"task {task.namespace}/{task.name} has no pod index")
+        return (index, *rest)
+    return rest

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.actions.preempt.args import NAME, PreemptArgs, parse_args
+from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.normal import normal_preempt
 from controller.actions.preempt.topology import topology_aware_preempt
 from controller.actions.preempt.victims import Filter, eligible, inter_job, intra_job
@@ -70,17 +71,21 @@ class PreemptAction:
     name = NAME
     triggers: frozenset[str] | None = frozenset({"tick"})
 
-    def __init__(self, args: PreemptArgs) -> None:
+    def __init__(self, args: PreemptArgs, *, fast: bool = True) -> None:
         self.args = args
+        #: the shortcuts of :mod:`~.fastpath` (off only to compare against the plain path)
+        self.fast = fast
 
     def execute(self, ssn: Session) -> None:
-        _Run(ssn, self.args).execute()
+        _Run(ssn, self.args, fast=self.fast).execute()
 
 
 class _Run:
-    def __init__(self, ssn: Session, args: PreemptArgs) -> None:
+    def __init__(self, ssn: Session, args: PreemptArgs, *, fast: bool = True) -> None:
         self.ssn = ssn
         self.args = args
+        self.fast = fast
+        self.rank = TaskRank.of(ssn) if fast else None
         self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
         self.nominated = nominations_of(ssn)
         self.tdm = any(name == "tdm" for row in ssn.chain("preemptable") for name, _ in row)
@@ -100,12 +105,27 @@ class _Run:
             and job.tasks[key].scheduler_name == scheduler
         ]
 
+    def _jobs_with_pending(self) -> set[str]:
+        """Jobs with a Pending task of tide's scheduler now (the session's pending index).
+
+        Only they can preempt: a job without one has no tasks for phase 1 or 2, and the
+        empty statement it would get changes nothing. Pending tasks only leave that state
+        within a session, so the set found at the start holds for the whole run.
+        """
+        scheduler = self.ssn.ctx.scheduler_name
+        return {
+            task.job for task in self.ssn.view.pending_tasks() if task.scheduler_name == scheduler
+        }
+
     def execute(self) -> None:
         ssn = self.ssn
         by_queue: dict[str, list[Ordered[str]]] = {}
         under_request: dict[str, list[str]] = {}
         tasks: dict[str, list[Ordered[TaskInfo]]] = {}
+        waiting = self._jobs_with_pending() if self.fast else None
         for job_id in ssn.jobs:
+            if waiting is not None and job_id not in waiting:
+                continue  # nothing to preempt for: its statement would stay empty
             job = ssn.jobs[job_id]
             if ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
@@ -195,10 +215,19 @@ class _Run:
         }
         if self.args.topology_aware:
             node = topology_aware_preempt(
-                ssn, stmt, preemptor, found.feasible, accept=accept, args=self.args, evict=evict
+                ssn,
+                stmt,
+                preemptor,
+                found.feasible,
+                accept=accept,
+                args=self.args,
+                evict=evict,
+                rank=self.rank,
             )
         else:
-            node = normal_preempt(ssn, stmt, preemptor, found.feasible, accept=accept, evict=evict)
+            node = normal_preempt(
+                ssn, stmt, preemptor, found.feasible, accept=accept, evict=evict, rank=self.rank
+            )
         return node is not None
 
 

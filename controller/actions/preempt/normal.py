@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.victims import (
     Filter,
     node_preemptees,
+    same_tasks,
     validate_victims,
     victim_order,
 )
@@ -61,6 +63,7 @@ def normal_preempt(
     *,
     accept: Filter,
     evict: dict[str, Any],
+    rank: TaskRank | None = None,
 ) -> str | None:
     """Try the nodes in score order; the node the preemptor was pipelined on, or None.
 
@@ -71,6 +74,7 @@ def normal_preempt(
         nodes: The feasible nodes (:func:`controller.framework.nodes.preempt_check`).
         accept: The phase's victim filter.
         evict: ``reason``, ``source`` and the evidence shared by every eviction.
+        rank: The session's task order as a key (:mod:`~.fastpath`), or None.
     """
     job = ssn.jobs.lookup(preemptor.job)
     if job is None:
@@ -80,10 +84,13 @@ def normal_preempt(
     order = sort_nodes(prioritize_nodes(ssn, preemptor, nodes))
     for name in order:
         node = ssn.nodes[name]
-        victims = ssn.preemptable(preemptor, node_preemptees(node, accept))
-        if not validate_victims(preemptor, node, victims):
+        preemptees = node_preemptees(node, accept)
+        if not validate_victims(preemptor, node, preemptees):
+            continue  # the plugins' answer is a subset: it cannot make room either
+        victims = ssn.preemptable(preemptor, preemptees)
+        if not same_tasks(victims, preemptees) and not validate_victims(preemptor, node, victims):
             continue
-        queued = victim_order(ssn, preemptor, victims)
+        queued = victim_order(ssn, preemptor, victims, rank)
         node_stmt = ssn.statement()
         ok = preemptor_fits(ssn, queue, preemptor, node)
         while not ok and queued:

@@ -42,11 +42,13 @@ from datetime import datetime
 from typing import Any
 
 from controller.actions.preempt.args import PreemptArgs
+from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.victims import (
     Filter,
+    iter_victim_order,
     node_preemptees,
+    same_tasks,
     validate_victims,
-    victim_order,
 )
 from controller.framework.errors import StatementError
 from controller.framework.points import FitError
@@ -96,22 +98,38 @@ def offset_of(preemptor: TaskInfo, trigger_id: str, n: int) -> int:
 
 
 def _fits(scratch: Scratch, queue: QueueInfo, preemptor: TaskInfo, node: str) -> bool:
+    # the resource test first: it is the cheapest, and every check is free of side effects
+    # on the session (the scratch state a hook makes on first use is the scratch's own)
     return (
-        scratch.allocatable(queue, preemptor)
-        and scratch.fits(preemptor, node, future=True)
+        scratch.fits(preemptor, node, future=True)
+        and scratch.allocatable(queue, preemptor)
         and scratch.predicate(preemptor, node) is None
     )
 
 
 def select_victims_on_node(
-    ssn: Session, preemptor: TaskInfo, queue: QueueInfo, node: NodeInfo, accept: Filter
+    ssn: Session,
+    preemptor: TaskInfo,
+    queue: QueueInfo,
+    node: NodeInfo,
+    accept: Filter,
+    rank: TaskRank | None = None,
 ) -> tuple[TaskInfo, ...] | None:
     """The minimal victims on ``node`` (most protected first), or None if the node is
-    no candidate. A dry run on a scratch copy: the session is not changed."""
-    victims = ssn.preemptable(preemptor, node_preemptees(node, accept))
-    if not victims or not validate_victims(preemptor, node, victims):
+    no candidate. A dry run on a scratch copy: the session is not changed.
+
+    A node where even every task ``accept`` lets through cannot make room is passed over
+    before the plugins are asked (their answer is a subset of those tasks); ``rank``
+    orders victims by key (:mod:`~.fastpath`)."""
+    preemptees = node_preemptees(node, accept)
+    if not preemptees or not validate_victims(preemptor, node, preemptees):
         return None
-    queued = victim_order(ssn, preemptor, victims)
+    victims = ssn.preemptable(preemptor, preemptees)
+    if not victims:
+        return None
+    if not same_tasks(victims, preemptees) and not validate_victims(preemptor, node, victims):
+        return None
+    queued = iter_victim_order(ssn, preemptor, victims, rank)
     scratch = Scratch(ssn, [node.name])
     potential: list[TaskInfo] = []
     trial = ssn.disruptions.trial() if ssn.disruptions.active else None
@@ -145,6 +163,7 @@ def find_candidates(
     *,
     accept: Filter,
     args: PreemptArgs,
+    rank: TaskRank | None = None,
 ) -> list[Candidate]:
     """The first ``num_candidates`` candidates in visiting order from the offset."""
     n = len(nodes)
@@ -157,7 +176,7 @@ def find_candidates(
     for first in range(0, n, batch):
         for i in range(first, min(first + batch, n)):
             node = nodes[(start + i) % n]
-            victims = select_victims_on_node(ssn, preemptor, queue, node, accept)
+            victims = select_victims_on_node(ssn, preemptor, queue, node, accept, rank)
             if victims is not None:
                 found.append(Candidate(node.name, victims))
         if len(found) >= want:
@@ -186,6 +205,7 @@ def topology_aware_preempt(
     accept: Filter,
     args: PreemptArgs,
     evict: dict[str, Any],
+    rank: TaskRank | None = None,
 ) -> str | None:
     """Dry-run the candidates, evict the best one's victims and pipeline the preemptor
     there; the node, or None when no node is a candidate."""
@@ -193,7 +213,7 @@ def topology_aware_preempt(
     if job is None:
         return None
     queue = ssn.queues[job.queue]
-    candidates = find_candidates(ssn, preemptor, queue, nodes, accept=accept, args=args)
+    candidates = find_candidates(ssn, preemptor, queue, nodes, accept=accept, args=args, rank=rank)
     order = ranked(candidates, ssn.now)
     if not order:
         return None

@@ -12,9 +12,10 @@ the plugins' business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cmp_to_key
 
+from controller.actions.preempt.fastpath import TaskRank
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, TaskInfo, TaskStatus
@@ -75,6 +76,11 @@ def node_preemptees(node: NodeInfo, accept: Filter) -> list[TaskInfo]:
     return [node.tasks[key] for key in sorted(node.tasks) if accept(node.tasks[key])]
 
 
+def same_tasks(left: Sequence[TaskInfo], right: Sequence[TaskInfo]) -> bool:
+    """Whether two lists hold the very same task objects in the same order."""
+    return len(left) == len(right) and all(a is b for a, b in zip(left, right, strict=True))
+
+
 def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:
     """Volcano's ``ValidateVictims``: the node's future idle plus every victim's request
     must hold the preemptor's request (no victims is fine if future idle already does)."""
@@ -84,8 +90,20 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[Task
     return preemptor.init_resreq.less_equal(room)
 
 
-def victim_order(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo]) -> list[TaskInfo]:
-    """The victims, the one to evict first first.
+def victim_order(
+    ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo], rank: TaskRank | None = None
+) -> list[TaskInfo]:
+    """The victims, the one to evict first first (all of :func:`iter_victim_order`)."""
+    return list(iter_victim_order(ssn, preemptor, victims, rank))
+
+
+def iter_victim_order(
+    ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo], rank: TaskRank | None = None
+) -> Iterator[TaskInfo]:
+    """The victims, the one to evict first first, each job's tasks sorted only when the
+    walk reaches that job (a dry run that stops early sorts less).
+
+    Read it before the session changes: the job and queue orders are asked as it goes.
 
     Volcano's ``BuildVictimsPriorityQueue``: within one job the task that would be
     scheduled last goes first; a victim whose job left the session goes before one whose
@@ -97,7 +115,8 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo])
     different session jobs are ordered by their queues or jobs alone (the queue and job
     comparisons end in a name, so they never tie between two queues or two jobs), so
     the jobs are sorted once and each job's tasks once, instead of comparing (and
-    looking up the jobs of) every pair of victims.
+    looking up the jobs of) every pair of victims. With ``rank`` (the session's task order
+    as a key, :mod:`~.fastpath`) a group's tasks are sorted by that key when it applies.
     """
     jobs = ssn.jobs
     task_cmp = ssn.task_order_compare
@@ -133,10 +152,16 @@ def victim_order(ssn: Session, preemptor: TaskInfo, victims: Sequence[TaskInfo])
                 return -ssn.queue_order_compare(lq, rq)
         return -ssn.job_order_compare(lj, rj)
 
-    out = sorted(orphans, key=cmp_to_key(by_task))
+    def tasks_of(group: list[TaskInfo]) -> list[TaskInfo]:
+        if rank is not None and len(group) > 1:
+            fast = rank.sort(group, reverse=True)
+            if fast is not None:
+                return fast
+        return sorted(group, key=cmp_to_key(by_task))
+
+    yield from tasks_of(orphans)
     for job_id in sorted(groups, key=cmp_to_key(by_job)):
-        out.extend(sorted(groups[job_id], key=cmp_to_key(by_task)))
-    return out
+        yield from tasks_of(groups[job_id])
 
 
 def eligible(ssn: Session, preemptor: TaskInfo, nominated: str) -> str | None:

@@ -1,0 +1,86 @@
+"""Shortcuts of the preempt action's dry runs that change no answer.
+
+At 5,000 nodes a topology-aware preempt cycle runs thousands of dry runs, and each one
+orders a node's victims through the session's pairwise task comparison (every plugin's
+``task_order``, then :func:`~controller.framework.ordering.task_fallback`). That
+comparison is the same for every dry run of the session, so :class:`TaskRank` replaces
+it by a sort key, computed once per task and session, when the key provably gives the
+same order:
+
+* the ``task_order`` chain holds only plugin comparisons this module knows a key for
+  (:data:`KNOWN_ORDERS`: priority's, higher ``task.priority`` first);
+* the tasks sorted together all have a pod index or all have none
+  (:func:`~controller.framework.ordering.task_fallback_key`; on a mix the fallback is not
+  transitive, so the pairwise sort stays).
+
+Any other chain (a plugin tide does not know a key for) leaves every sort pairwise. The
+equivalence is checked by tests/controller/actions/preempt/test_fastpath.py (hypothesis),
+and the action's decisions with and without these shortcuts by a seeded comparison there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from controller.framework.ordering import pod_index, task_fallback_key
+from controller.framework.session import Session
+from controller.plugins import priority
+from projections.model import TaskInfo
+
+#: Plugin task comparisons with an equivalent key (ascending = first in task order).
+KNOWN_ORDERS: dict[Any, Callable[[TaskInfo], Any]] = {
+    priority.task_order: lambda task: -task.priority,
+}
+
+
+class TaskRank:
+    """The session's task order as a sort key (see the module docstring).
+
+    Args:
+        parts: The key functions of the session's ``task_order`` chain, in chain order.
+    """
+
+    def __init__(self, parts: list[Callable[[TaskInfo], Any]]) -> None:
+        self._parts = parts
+        #: task key → (has a pod index, sort key): the fields read never change in a session
+        self._memo: dict[str, tuple[bool, tuple[Any, ...]]] = {}
+
+    @classmethod
+    def of(cls, ssn: Session) -> TaskRank | None:
+        """The rank of ``ssn``'s task order, or None when a plugin's comparison has no
+        known key."""
+        parts: list[Callable[[TaskInfo], Any]] = []
+        for row in ssn.chain("task_order"):
+            for _, fn in row:
+                part = KNOWN_ORDERS.get(fn)
+                if part is None:
+                    return None
+                parts.append(part)
+        return cls(parts)
+
+    def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
+        """Whether ``task`` has a pod index, and its key among tasks alike in that."""
+        found = self._memo.get(task.key)
+        if found is None:
+            indexed = pod_index(task.name) is not None
+            key = (
+                *(part(task) for part in self._parts),
+                *task_fallback_key(task, indexed=indexed),
+            )
+            found = self._memo[task.key] = (indexed, key)
+        return found
+
+    def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:
+        """``tasks`` in task order (``reverse``: last first), or None when they mix tasks
+        with and without a pod index (sort them pairwise then).
+
+        Keys end in namespace and name, so two tasks never tie and the sort never
+        compares the tasks themselves.
+        """
+        entries = [self.entry(task) for task in tasks]
+        first = entries[0][0] if entries else False
+        if any(indexed is not first for indexed, _ in entries):
+            return None
+        pairs = sorted(zip((key for _, key in entries), tasks, strict=True), reverse=reverse)
+        return [task for _, task in pairs]
