@@ -10,10 +10,14 @@ calls nothing that changes the cluster (every outcome ``effect.skipped: dry-run`
 or SIGINT stops the sources, lets the effects under way finish, hands back the ones
 waiting for their time, and leaves a World checkpoint in the log's file.
 
-The leadership and the observer are parameters of :func:`run_live`, so a caller wires a
-Lease elector and a Prometheus observer with a few lines; the command uses
-:class:`~controller.loop.leadership.AlwaysLeader` and
-:class:`~controller.observe.hooks.NoObserver`.
+With ``--leader-elect`` the replicas campaign for a ``coordination.k8s.io/v1`` Lease
+(:class:`~controller.kube.lease.LeaseElector`) and only the leader decides and acts; on
+SIGTERM the leader finishes its calls in flight, then releases the Lease, so a standby
+takes over at its next retry. One HTTP server (:mod:`controller.observe.http`) serves
+``/metrics`` (a :class:`~controller.observe.metrics.PrometheusObserver`), ``/healthz`` and
+``/readyz`` on ``--metrics-address``/``--metrics-port``; the address really bound is
+printed. ``--log-format json`` writes one JSON object per log line, the lines about a
+decision and its effect carrying its id.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -33,13 +38,16 @@ from controller.effector.limits import EvictionLimits
 from controller.framework.errors import ConfigError
 from controller.kube.client import KubeClient, KubeConfigError
 from controller.kube.errors import KubeError
+from controller.kube.lease import LeaseElector
 from controller.loop.leadership import Leadership
 from controller.loop.live import LiveLoop
 from controller.loop.step import Step
 from controller.observe.hooks import LiveObserver
+from controller.observe.http import serve
+from controller.observe.logs import configure_logging
+from controller.observe.metrics import PrometheusObserver
 from controller.policy import Policy
 from controller.settings import DEFAULT_LOG, Settings, load_settings
-from controller.sources.health import parse_address
 from controller.sources.recorder import Recorder, RecorderOptions
 from controller.triggers.clock import ShiftedClock, SystemClock
 from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
@@ -49,12 +57,33 @@ from streams.log import LogError
 from streams.payloads import ConfigPayload, as_json
 
 
+class LogFormat(StrEnum):
+    """``--log-format``."""
+
+    text = "text"
+    json = "json"
+
+
 def _warn(line: str) -> None:
     typer.echo(f"warning: {line}", err=True)
 
 
 def _say(line: str) -> None:
     typer.echo(line, err=True)
+
+
+def lease_elector(client: KubeClient, settings: Settings) -> LeaseElector:
+    """The Lease elector of the ``leader_election`` settings group."""
+    group = settings.leader_election
+    return LeaseElector(
+        client,
+        name=group.lease_name,
+        namespace=group.lease_namespace,
+        identity=group.identity,
+        lease_duration=group.lease_duration_seconds,
+        renew_deadline=group.renew_deadline_seconds,
+        retry_period=group.retry_period_seconds,
+    )
 
 
 def effector_options(settings: Settings) -> EffectorOptions:
@@ -82,7 +111,12 @@ async def run_live(
     observer: LiveObserver | None = None,
     stop: asyncio.Event | None = None,
 ) -> LiveLoop:
-    """Run the live controller until ``stop`` (default: SIGTERM / SIGINT); the loop run."""
+    """Run the live controller until ``stop`` (default: SIGTERM / SIGINT); the loop run.
+
+    ``leadership`` None: a Lease elector when ``settings.leader_election`` is enabled, else
+    this replica always leads. A :class:`PrometheusObserver` is served on the
+    ``settings.observe`` address (``/metrics``, ``/healthz``, ``/readyz``).
+    """
     if stop is None:  # first: a SIGTERM while starting is a clean stop too
         stop = asyncio.Event()
         running = asyncio.get_running_loop()
@@ -95,6 +129,16 @@ async def run_live(
     except KubeConfigError as exc:
         fail(str(exc))
     async with client, await open_log(settings.log.url) as log:
+        if leadership is None and settings.leader_election.enabled:
+            leadership = lease_elector(client, settings)
+        server = None
+        if isinstance(observer, PrometheusObserver):
+            address = settings.observe.metrics_address
+            try:
+                server = await serve(observer, host=address, port=settings.observe.metrics_port)
+            except OSError as exc:
+                fail(f"--metrics-address {address} --metrics-port: {exc}")
+            _say(f"serving /metrics /healthz /readyz on {server.url}")
         step = Step(config=policy.config, eviction=policy.eviction)
         loop = LiveLoop(
             step,
@@ -118,6 +162,11 @@ async def run_live(
             await recorder.prepare(make_event("config.applied", clock.now(), as_json(payload)))
         except OSError as exc:
             fail(f"--health-address {options.health_address}: {exc}")
+        if isinstance(leadership, LeaseElector):
+            _say(
+                f"leader election on lease {leadership.namespace}/{leadership.name} "
+                f"as {leadership.identity}"
+            )
         folded = await loop.prepare()
         pending = len(loop.effects.pending)
         mode = "dry run: nothing will be changed" if settings.effector.dry_run else "acting"
@@ -125,7 +174,11 @@ async def run_live(
             f"running against {client.host} onto {log.url or settings.log.url} ({mode}); "
             f"{folded} records folded, {pending} decisions to reconcile"
         )
-        await loop.run(stop, recorder)
+        try:
+            await loop.run(stop, recorder)
+        finally:
+            if server is not None:
+                await server.close()
         _say(
             f"stopped: {len(loop.decisions)} decisions written, "
             f"{len(loop.effects.pending)} without an outcome"
@@ -146,9 +199,6 @@ def run(
     metrics_interval: Annotated[
         float, typer.Option(help="Seconds between metrics.k8s.io polls; 0 polls none.")
     ] = 10.0,
-    health_address: Annotated[
-        str, typer.Option(help="host:port of /healthz and /readyz; '' serves none.")
-    ] = "127.0.0.1:8081",
     watch_timeout: Annotated[
         int, typer.Option(help="Seconds each watch request lasts before it is renewed.")
     ] = 300,
@@ -165,6 +215,37 @@ def run(
     max_evictions_per_cluster: Annotated[
         int | None, typer.Option(help="Guard rail: evictions in the cluster per minute.")
     ] = None,
+    leader_elect: Annotated[
+        bool,
+        typer.Option(
+            "--leader-elect/--no-leader-elect",
+            help="Campaign for a Lease; only the leader decides and acts.",
+        ),
+    ] = False,
+    lease_name: Annotated[str, typer.Option(help="The Lease the replicas share.")] = "tide-leader",
+    lease_namespace: Annotated[str, typer.Option(help="The Lease's namespace.")] = "tide",
+    leader_identity: Annotated[
+        str | None,
+        typer.Option(help="This replica's holderIdentity (default: $POD_NAME, else host name)."),
+    ] = None,
+    lease_duration: Annotated[
+        float, typer.Option(help="Seconds after the last renewal before a standby takes over.")
+    ] = 15.0,
+    renew_deadline: Annotated[
+        float, typer.Option(help="Seconds the leader keeps failing to renew before it stops.")
+    ] = 10.0,
+    retry_period: Annotated[
+        float, typer.Option(help="Seconds between two attempts to acquire or renew.")
+    ] = 2.0,
+    metrics_address: Annotated[
+        str, typer.Option(help="Address of /metrics, /healthz, /readyz (0.0.0.0: every one).")
+    ] = "127.0.0.1",
+    metrics_port: Annotated[
+        int, typer.Option(help="Port of /metrics, /healthz, /readyz (0: any free port).")
+    ] = 8080,
+    log_format: Annotated[
+        LogFormat, typer.Option(help="text for a terminal, json (one object a line) for a pod.")
+    ] = LogFormat.text,
 ) -> None:
     """Run the controller: watch the cluster, decide on the real clock, act (until SIGTERM)."""
     policy = read_policy(config)
@@ -180,6 +261,20 @@ def run(
                     "max_evictions_per_cluster": max_evictions_per_cluster,
                 },
                 "triggers": {"clock_offset": timedelta(seconds=clock_offset)},
+                "leader_election": {
+                    "enabled": leader_elect,
+                    "lease_name": lease_name,
+                    "lease_namespace": lease_namespace,
+                    "lease_duration_seconds": lease_duration,
+                    "renew_deadline_seconds": renew_deadline,
+                    "retry_period_seconds": retry_period,
+                }
+                | ({"identity": leader_identity} if leader_identity is not None else {}),
+                "observe": {
+                    "metrics_address": metrics_address,
+                    "metrics_port": metrics_port,
+                    "json_logs": log_format is LogFormat.json,
+                },
             }
         )
     except ConfigError as exc:
@@ -188,18 +283,15 @@ def run(
         fail(f"--metrics-interval {metrics_interval}: must be 0 (none) or positive")
     if watch_timeout <= 0:
         fail(f"--watch-timeout {watch_timeout}: must be positive")
-    if health_address:
-        try:
-            parse_address(health_address)
-        except ValueError as exc:
-            fail(f"--health-address: {exc}")
     options = RecorderOptions(
         metrics_interval=metrics_interval or None,
         watch_timeout=watch_timeout,
-        health_address=health_address or None,
+        health_address=None,  # the one server of /metrics serves the probes too
     )
+    configure_logging(json=settings.observe.json_logs)
+    observer = PrometheusObserver()
     try:
-        asyncio.run(run_live(settings, policy, options, source=str(config)))
+        asyncio.run(run_live(settings, policy, options, source=str(config), observer=observer))
     except KubeError as exc:
         fail(f"{exc} (does the ClusterRole in deploy/ grant it?)")
     except (LogError, ValueError) as exc:

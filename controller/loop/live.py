@@ -30,6 +30,7 @@ outcome, session, append lag, watch restart, readiness and leadership change.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -39,14 +40,18 @@ from controller.framework.config import TideConfig
 from controller.loop.leadership import AlwaysLeader, Leadership
 from controller.loop.step import Step
 from controller.observe.hooks import LiveObserver, NoObserver
+from controller.observe.logs import decision_fields
 from controller.sources.recorder import Recorder
 from controller.triggers.clock import Clock, SystemClock
 from controller.triggers.live import LiveTriggers
 from projections.effects import EffectsState
+from projections.world import World
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.log import EventLog
 
 __all__ = ["LiveLoop"]
+
+logger = logging.getLogger(__name__)
 
 #: seconds between two looks for a due pressure follow-up
 FOLLOWUP_POLL = 0.2
@@ -97,6 +102,8 @@ class LiveLoop:
         self._leading = False
         self._stopping = False
         self._fired: list[Event] = []
+        self._end = 0  # the log's offset after the last record this replica read
+        self._appended = 0  # records appended here since then
 
     # ---- start ------------------------------------------------------------------------
 
@@ -106,8 +113,29 @@ class LiveLoop:
         async for record in self.log.read(0):
             self.step.world.apply(record)
             self.effects.apply(record)
+            self._end = record.offset + 1
             count += 1
         return count
+
+    async def _catch_up(self) -> None:
+        """On a gained lead (the lock is held): when another replica appended since this
+        one last read the log, fold the whole log afresh, so the World decided on and the
+        open decisions are the log's, not this replica's share of it."""
+        read = 0
+        async for record in self.log.read(self._end):
+            self._end = record.offset + 1
+            read += 1
+        foreign, self._appended = read != self._appended, 0
+        if not foreign:
+            return
+        world, effects = World(), EffectsState()
+        async for record in self.log.read(0):
+            world.apply(record)
+            effects.apply(record)
+        self.step.world, self.effects = world, effects
+        if self.applier is not None:
+            self.applier.effects = effects
+        logger.info("took over: folded the log afresh up to offset %d", self._end - 1)
 
     @property
     def leading(self) -> bool:
@@ -144,9 +172,9 @@ class LiveLoop:
             if self.applier is not None:  # before the campaign ends: a loss halts effects
                 await self.applier.stop()
                 await self.applier.drain()
+            await self.leadership.release()  # a standby takes over without waiting
             campaign.cancel()
             await asyncio.gather(campaign, return_exceptions=True)
-            await self.leadership.release()
             self.observer.ready(False)
 
     # ---- leadership -------------------------------------------------------------------
@@ -156,6 +184,7 @@ class LiveLoop:
 
     async def _gained(self) -> None:
         async with self._lock:
+            await self._catch_up()
             self._leading = True
             self.observer.leader(True)
             if self.applier is not None:
@@ -198,12 +227,26 @@ class LiveLoop:
 
     def _noted(self, added: Sequence[Event]) -> None:
         for record in added:
+            self._appended += 1
             self.effects.apply(record)
             if record.type in DECISION_TYPES:
                 self.decisions.append(record)
                 self.observer.decided(record)
+                logger.info(
+                    "decided %s", _about(record), extra=decision_fields(record.id, at=record.at)
+                )
             elif record.type in EFFECT_TYPES:
                 self.observer.effect(record)
+                data = record.data
+                logger.log(
+                    logging.WARNING if record.type == "effect.failed" else logging.INFO,
+                    "%s %s%s",
+                    record.type,
+                    _about(record),
+                    f": {data['error']}" if data.get("error") else "",
+                    extra=decision_fields(str(data.get("decision"))),
+                )
+            self.observer.record(record)
 
     def _act(self, added: Sequence[Event]) -> None:
         if self.applier is None or not self.leading:
@@ -233,7 +276,9 @@ class LiveLoop:
             now = self.clock.now()
             decisions: list[Event] = []
             for record in added:
+                self._appended += 1
                 self.observer.append_lag(max(0.0, (now - record.at).total_seconds()))
+                self.observer.record(record)
                 self.effects.apply(record)
                 if self.leading:
                     decisions.extend(self.step.on_input(record))
@@ -285,3 +330,14 @@ class LiveLoop:
                     if records:
                         self._act(await self._append(records))
             await asyncio.sleep(FOLLOWUP_POLL)
+
+
+def _about(record: Event) -> str:
+    """``evict batch/train-0`` / ``taint hot``: what a decision or outcome is about."""
+    data = record.data
+    kind = str(data.get("kind") or record.type.removeprefix("decision."))
+    if "target" in data:
+        return f"{kind} {data['target']}"
+    if "pod" in data:
+        return f"{kind} {data.get('namespace')}/{data.get('pod')}"
+    return f"{kind} {data.get('node', '')}".rstrip()

@@ -35,6 +35,10 @@ class LiveObserver(Protocol):
     def ready(self, ready: bool) -> None:
         """The loop has (True) or has lost (False) its initial fold and its watches."""
 
+    def record(self, event: Event) -> None:
+        """Any record was appended (decisions and outcomes too, after ``decided`` /
+        ``effect``): the koordlet gauges fold watch events and metric samples."""
+
 
 class NoObserver:
     """Ignores everything (the default observer)."""
@@ -59,3 +63,6 @@ class NoObserver:
 
     def ready(self, ready: bool) -> None:
         del ready
+
+    def record(self, event: Event) -> None:
+        del event

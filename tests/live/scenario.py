@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -131,12 +130,6 @@ async def hot_metrics(double: ApiDouble, *, offset: float) -> None:
         await asyncio.sleep(0.25)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Tide:
     """A ``tide run`` subprocess against the double."""
 
@@ -148,14 +141,20 @@ class Tide:
         offset: float,
         dry_run: bool,
         config: dict[str, Any] | None = None,
+        name: str = "tide",
+        db: Path | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
-        self.kubeconfig = double.write_kubeconfig(tmp / "kubeconfig")
-        self.config = tmp / "tide.yaml"
+        self.kubeconfig = double.write_kubeconfig(tmp / f"{name}.kubeconfig")
+        self.config = tmp / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(config or CONFIG))
-        self.db = tmp / "tide.db"
+        self.db = db or tmp / "tide.db"
         self.offset = offset
         self.dry_run = dry_run
+        self.extra = extra
         self.proc: asyncio.subprocess.Process | None = None
+        #: ``http://HOST:PORT`` of /metrics, /healthz and /readyz (known once ready)
+        self.url = ""
 
     async def start(self) -> None:
         args = [
@@ -166,8 +165,8 @@ class Tide:
             str(self.kubeconfig),
             "--log",
             str(self.db),
-            "--health-address",
-            f"127.0.0.1:{free_port()}",
+            "--metrics-port",
+            "0",
             "--metrics-interval",
             "0.25",
             "--watch-timeout",
@@ -177,6 +176,7 @@ class Tide:
         ]
         if self.dry_run:
             args.append("--dry-run")
+        args.extend(self.extra)
         self.proc = await asyncio.create_subprocess_exec(
             *TIDE, *args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -191,6 +191,8 @@ class Tide:
                 lines.append(line)
                 if not line:
                     raise AssertionError("tide run ended while starting:\n" + "".join(lines))
+                if line.startswith("serving /metrics"):
+                    self.url = line.split(" on ")[-1].strip()
                 if line.startswith("running against"):
                     return
 

@@ -56,6 +56,9 @@ class Heard:
     def ready(self, ready: bool) -> None:
         self.calls[f"ready={ready}"] += 1
 
+    def record(self, event: Event) -> None:
+        self.calls["records"] += 1
+
 
 async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) -> None:
     config: dict[str, Any] = copy.deepcopy(CONFIG)

@@ -1,6 +1,9 @@
 """``tide run`` as a subprocess against the API double: the window closes, pressure
 evicts and taints, pending pods are bound; every decision has its outcome, the log
-replays with ``--verify``; ``--dry-run`` on the same scenario changes nothing."""
+replays with ``--verify``; ``--dry-run`` on the same scenario changes nothing.
+
+The real run elects itself leader on a Lease and serves ``/metrics``, scraped before it
+stops; the calls the double recorded are the measure of deploy/run's least privilege."""
 
 from __future__ import annotations
 
@@ -9,7 +12,11 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
+from tests.controller.sources.test_deploy_run import Grant, role
 from tests.kubedouble import ApiDouble
 from tests.live.scenario import CLOSE_AFTER, Tide, cli, clock_offset, cluster, hot_metrics
 
@@ -36,13 +43,47 @@ def without_outcome(events: list[Event]) -> list[str]:
     return [e.id for e in events if e.type in DECISION_TYPES and e.id not in outcomes]
 
 
-async def scenario_run(double: ApiDouble, tmp: Path, *, dry_run: bool) -> list[Event]:
+#: the real run campaigns for a Lease (short durations: it wins at once)
+ELECT = (
+    "--leader-elect",
+    "--leader-identity=e2e",
+    "--lease-duration=3",
+    "--renew-deadline=2",
+    "--retry-period=0.5",
+)
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def scrape(url: str) -> Samples:
+    """Every sample of ``url``/metrics: (name, sorted labels) → value."""
+    async with aiohttp.ClientSession() as session, session.get(f"{url}/metrics") as answer:
+        assert answer.status == 200
+        text = await answer.text()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def total(samples: Samples, name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    return sum(
+        value
+        for (sample, found), value in samples.items()
+        if sample == name and set(labels.items()) <= set(found)
+    )
+
+
+async def scenario_run(
+    double: ApiDouble, tmp: Path, *, dry_run: bool
+) -> tuple[list[Event], Samples]:
     offset = clock_offset()
     close = asyncio.get_running_loop().time() + CLOSE_AFTER.total_seconds()
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
-    tide = Tide(double, tmp, offset=offset, dry_run=dry_run)
+    tide = Tide(double, tmp, offset=offset, dry_run=dry_run, extra=() if dry_run else ELECT)
     try:
         await tide.start()
         await tide.ready()
@@ -50,6 +91,7 @@ async def scenario_run(double: ApiDouble, tmp: Path, *, dry_run: bool) -> list[E
         assert left > 0, "tide run started after the window closed: the machine is too slow"
         await asyncio.sleep(left + AFTER_CLOSE)
         assert tide.running, await tide.stderr()
+        samples = await scrape(tide.url)
         assert await tide.stop() == 0, await tide.stderr()
     finally:
         feeder.cancel()
@@ -58,13 +100,13 @@ async def scenario_run(double: ApiDouble, tmp: Path, *, dry_run: bool) -> list[E
     events = await tide.events()
     code, out, err = await cli("replay", str(tide.db), "--verify")
     assert code == 0, out + err
-    return events
+    return events, samples
 
 
 async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     (tmp_path / "dry").mkdir()
-    events = await scenario_run(double, tmp_path / "real", dry_run=False)
+    events, samples = await scenario_run(double, tmp_path / "real", dry_run=False)
     found = targets(events)
     kinds = Counter(t[0] for t in found)
     assert ("decision.evict", "batch/train-0", "tdm-window-closed") in found, found
@@ -82,17 +124,42 @@ async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path
     }
     applied = {e.cause: e.at for e in events if e.type == "effect.applied"}
     assert all(applied[e.id] - e.at < timedelta(seconds=3) for e in closing)
-    calls = Counter(what for what, _, status in double.mutations if status < 300)
+    calls = Counter(
+        what for what, _, status in double.mutations if status < 300 and "leases" not in what
+    )
     assert calls == {"create pods/eviction": 3, "create pods/binding": 2, "patch nodes": 2}
     assert not {"batch/train-0", "batch/train-1"} & set(double.objects["pods"])
     assert double.objects["pods"]["web/gang-0"]["spec"]["nodeName"]
     assert not double.objects["nodes"]["hot"]["spec"].get("taints")
     assert len(double.events) == 7  # one Event per applied decision
+    # /metrics of the running process counted what the log holds
+    decided = Counter(
+        str(e.data.get("kind") or e.type[9:]) for e in events if e.type in DECISION_TYPES
+    )
+    for kind, count in decided.items():
+        assert total(samples, "tide_decisions_total", kind=kind) == count, kind
+    assert total(samples, "tide_decisions_total", reason="tdm-window-closed") == 2
+    assert total(samples, "tide_effects_total", kind="evict", result="applied") == 3
+    assert total(samples, "tide_effects_total", result="failed") == 0
+    assert samples[("tide_leader", ())] == 1
+    assert samples[("tide_ready", ())] == 1
+    pressure = [e for e in events if e.type == "decision.evict" and e.data["pod"].startswith("be")]
+    assert total(samples, "koordlet_eviction_total") == len(pressure)
+    assert total(samples, "koordlet_evicted_pods_total") == len(pressure)
+    # the cooldown after the eviction, held at the latest metric sample (observer.record)
+    assert total(samples, "koordlet_eviction_cooldown_active", node="hot", resource="cpu") == 1
+    # least privilege: deploy/run's role grants exactly the calls the run made
+    used: set[Grant] = {(r.group, r.resource, r.verb) for r in double.requests}
+    # what the run needs beyond tide record's reads (bound to its account too)
+    beyond = used - role("tide-record")
+    # the preemptor's nomination (pods/status patch) is not in this scenario;
+    # tests/live/test_effector.py calls it
+    assert role("tide-run") == beyond | {("", "pods/status", "patch")}
 
     dry = ApiDouble()
     await dry.start()
     try:
-        dry_events = await scenario_run(dry, tmp_path / "dry", dry_run=True)
+        dry_events, _ = await scenario_run(dry, tmp_path / "dry", dry_run=True)
     finally:
         await dry.stop()
     dry.check()

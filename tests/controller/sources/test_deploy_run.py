@@ -2,39 +2,30 @@
 (least privilege), and the Deployment runs two replicas with leader election and the
 metrics endpoint on every interface.
 
-What the run path calls: the reads of `tide record` (its ClusterRole, bound to the run
-account too; tests/controller/sources/test_record_e2e.py proves them), the leader
-election's Lease calls, measured here against the API double, and the effector's writes.
+What the run path calls is measured, not declared: tests/live/test_run_e2e.py compares
+the `tide-run` role with the calls the API double recorded during a real `tide run`
+(beyond the reads of `tide record`, whose ClusterRole is bound to the run account too;
+tests/controller/sources/test_record_e2e.py proves those). Every argument the Deployment
+passes is parsed by the real command line here.
 """
 
 from __future__ import annotations
 
-import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
+import typer
 import yaml
 
-from controller.kube.client import KubeClient
-from controller.kube.lease import LeaseElector
-from tests.kubedouble import ApiDouble
+from controller.cli import app
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 RUN = DEPLOY / "run"
 KUBERNETES = "1.33"
 Grant = tuple[str, str, str]  # (API group, resource, verb)
-
-#: the effector's writes: Eviction API, Binding subresource, node taints by patch, the
-#: preemptor's nomination on the pod's status, Kubernetes Events on what it acts on
-EFFECTOR: set[Grant] = {
-    ("", "pods/eviction", "create"),
-    ("", "pods/binding", "create"),
-    ("", "nodes", "patch"),
-    ("", "pods/status", "patch"),
-    ("", "events", "create"),
-}
 
 
 def docs(name: str) -> list[dict[str, Any]]:
@@ -81,52 +72,10 @@ def test_the_run_deployment_uses_the_shared_configuration() -> None:
     assert deployment["metadata"]["namespace"] == config["metadata"]["namespace"]
 
 
-async def lease_calls(double: ApiDouble) -> set[Grant]:
-    """Every call leader election makes: create, lose, take over, renew, release."""
-    async with (
-        KubeClient.for_host(double.url, request_timeout=5) as one,
-        KubeClient.for_host(double.url, request_timeout=5) as two,
-    ):
-        a, b = (
-            LeaseElector(
-                kube,
-                name="tide-leader",
-                namespace="tide",
-                identity=identity,
-                lease_duration=1.0,
-                renew_deadline=0.6,
-                retry_period=0.05,
-            )
-            for kube, identity in ((one, "a"), (two, "b"))
-        )
-        assert await a.try_acquire_or_renew()  # create
-        assert not await b.try_acquire_or_renew()  # a live lease of another
-        assert await a.try_acquire_or_renew()  # renew (update)
-        noop = asyncio.Event()
-
-        async def nothing() -> None:
-            noop.set()
-
-        task = asyncio.create_task(a.run(nothing, nothing))
-        await asyncio.wait_for(noop.wait(), 2)
-        await a.release()  # update: holder emptied
-        task.cancel()
-        assert await b.try_acquire_or_renew()  # takeover (update)
-    return {(r.group, r.resource, r.verb) for r in double.requests}
-
-
-async def test_the_run_role_grants_exactly_the_run_path_writes(double: ApiDouble) -> None:
-    used = await lease_calls(double)
-    assert used == {
-        ("coordination.k8s.io", "leases", "get"),
-        ("coordination.k8s.io", "leases", "create"),
-        ("coordination.k8s.io", "leases", "update"),
-    }
-    assert role("tide-run") == used | EFFECTOR
-
-
-def test_the_run_role_adds_only_writes_to_the_record_role() -> None:
+def test_the_run_role_adds_only_writes_and_node_gets_to_the_record_role() -> None:
     assert not role("tide-run") & role("tide-record")
+    reads = {g for g in role("tide-run") if g[2] in ("get", "list", "watch")}
+    assert reads == {("", "nodes", "get"), ("coordination.k8s.io", "leases", "get")}
     assert {verb for _, _, verb in role("tide-record")} <= {"list", "watch"}
 
 
@@ -160,3 +109,23 @@ def test_the_run_deployment_elects_a_leader_among_two_replicas() -> None:
     # two replicas read one log: not a SQLite file
     [log] = [a for a in args if a.startswith("--log=")]
     assert log.startswith("--log=kafka://")
+
+
+def test_every_deployment_argument_parses_with_the_real_command_line() -> None:
+    [deployment] = docs("deployment.yaml")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: f"<{e['name']}>" for e in container["env"]}
+    # the kubelet expands $(VAR) from the container's env
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container["args"]]
+    assert args[0] == "run"
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    run = command.commands["run"]
+    context = run.make_context("run", args[1:])  # a wrong flag or value raises here
+    given = {a.split("=")[0] for a in args[1:]}
+    assert given <= {f"--{p.replace('_', '-')}" for p in context.params}
+    assert context.params["leader_elect"] is True
+    assert context.params["lease_namespace"] == "<POD_NAMESPACE>"
+    assert context.params["metrics_address"] == "0.0.0.0"
+    assert context.params["metrics_port"] == container["ports"][0]["containerPort"]
+    assert str(context.params["log_format"]) == "json"
