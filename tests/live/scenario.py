@@ -148,11 +148,14 @@ class Tide:
         offset: float,
         dry_run: bool,
         config: dict[str, Any] | None = None,
+        log: str | None = None,
     ) -> None:
         self.kubeconfig = double.write_kubeconfig(tmp / "kubeconfig")
         self.config = tmp / "tide.yaml"
         self.config.write_text(yaml.safe_dump(config or CONFIG))
         self.db = tmp / "tide.db"
+        #: the log's URL: ``log`` (a ``kafka://`` topic, say), else the SQLite file ``db``
+        self.log = log or str(self.db)
         self.offset = offset
         self.dry_run = dry_run
         self.proc: asyncio.subprocess.Process | None = None
@@ -165,7 +168,7 @@ class Tide:
             "--kubeconfig",
             str(self.kubeconfig),
             "--log",
-            str(self.db),
+            self.log,
             "--health-address",
             f"127.0.0.1:{free_port()}",
             "--metrics-interval",
@@ -209,7 +212,7 @@ class Tide:
         return (await self.proc.stderr.read()).decode()
 
     async def events(self) -> list[Event]:
-        async with await open_log(str(self.db)) as log:
+        async with await open_log(self.log) as log:
             return await log.read_all()
 
 

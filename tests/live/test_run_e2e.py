@@ -36,13 +36,17 @@ def without_outcome(events: list[Event]) -> list[str]:
     return [e.id for e in events if e.type in DECISION_TYPES and e.id not in outcomes]
 
 
-async def scenario_run(double: ApiDouble, tmp: Path, *, dry_run: bool) -> list[Event]:
+async def scenario_run(
+    double: ApiDouble, tmp: Path, *, dry_run: bool, log: str | None = None
+) -> list[Event]:
+    """Run the scenario with ``tide run`` onto ``log`` (a SQLite file in ``tmp`` when None);
+    the log's events, after ``tide replay --verify`` passed on it."""
     offset = clock_offset()
     close = asyncio.get_running_loop().time() + CLOSE_AFTER.total_seconds()
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
-    tide = Tide(double, tmp, offset=offset, dry_run=dry_run)
+    tide = Tide(double, tmp, offset=offset, dry_run=dry_run, log=log)
     try:
         await tide.start()
         await tide.ready()
@@ -56,7 +60,7 @@ async def scenario_run(double: ApiDouble, tmp: Path, *, dry_run: bool) -> list[E
         if tide.running:
             await tide.stop()
     events = await tide.events()
-    code, out, err = await cli("replay", str(tide.db), "--verify")
+    code, out, err = await cli("replay", tide.log, "--verify")
     assert code == 0, out + err
     return events
 
