@@ -9,11 +9,17 @@ Every payload then goes through :func:`streams.validation.validate`: a bad one i
 for the quarantine with its reason, and the stream goes on. What passes is stamped with
 the time ``now`` tells and queued, in the order offered, for the writer
 (:class:`controller.sources.recorder.Recorder`), which appends it in batches.
+
+A record's id is the hash of what was observed (:func:`observed_id`: its type and
+payload), not of when: several recorders of one cluster appending to one log (or one
+restarted while the others go on) give the same watch event or sample the same id, and
+the log's idempotent append by id keeps it once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,9 +34,16 @@ from streams.log import Quarantined
 from streams.redact import redact_raw, strip_watch
 from streams.validation import ValidationError, validate
 
-__all__ = ["Tap", "TapStats"]
+__all__ = ["Tap", "TapStats", "observed_id"]
 
 Item = Event | Quarantined
+
+
+def observed_id(type_: str, data: dict[str, Any]) -> str:
+    """The id of an observation: a hash of its type and canonical payload, without the
+    time it was recorded (the same object version or sample has one id, whoever saw it)."""
+    body = orjson.dumps({"type": type_, "data": data}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(body, digest_size=12).hexdigest()
 
 
 @dataclass
@@ -134,6 +147,6 @@ class Tap:
             return False
         if type_ == "k8s.watch":
             data = strip_watch(data)
-        self.queue.put_nowait(make_event(type_, self.now(), data))
+        self.queue.put_nowait(make_event(type_, self.now(), data, id=observed_id(type_, data)))
         self.stats.queued += 1
         return True

@@ -144,11 +144,14 @@ class Tide:
         name: str = "tide",
         db: Path | None = None,
         extra: tuple[str, ...] = (),
+        log: str | None = None,
     ) -> None:
         self.kubeconfig = double.write_kubeconfig(tmp / f"{name}.kubeconfig")
         self.config = tmp / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(config or CONFIG))
         self.db = db or tmp / "tide.db"
+        #: the log's URL: ``log`` (a ``kafka://`` topic, say), else the SQLite file ``db``
+        self.log = log or str(self.db)
         self.offset = offset
         self.dry_run = dry_run
         self.extra = extra
@@ -164,7 +167,7 @@ class Tide:
             "--kubeconfig",
             str(self.kubeconfig),
             "--log",
-            str(self.db),
+            self.log,
             "--metrics-port",
             "0",
             "--metrics-interval",
@@ -211,7 +214,7 @@ class Tide:
         return (await self.proc.stderr.read()).decode()
 
     async def events(self) -> list[Event]:
-        async with await open_log(str(self.db)) as log:
+        async with await open_log(self.log) as log:
             return await log.read_all()
 
 

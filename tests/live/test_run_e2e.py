@@ -76,14 +76,18 @@ def total(samples: Samples, name: str, **labels: str) -> float:
 
 
 async def scenario_run(
-    double: ApiDouble, tmp: Path, *, dry_run: bool
+    double: ApiDouble, tmp: Path, *, dry_run: bool, log: str | None = None
 ) -> tuple[list[Event], Samples]:
+    """Run the scenario with ``tide run`` onto ``log`` (a SQLite file in ``tmp`` when None):
+    the log's events, after ``tide replay --verify`` passed on it, and the last scrape."""
     offset = clock_offset()
     close = asyncio.get_running_loop().time() + CLOSE_AFTER.total_seconds()
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
-    tide = Tide(double, tmp, offset=offset, dry_run=dry_run, extra=() if dry_run else ELECT)
+    tide = Tide(
+        double, tmp, offset=offset, dry_run=dry_run, extra=() if dry_run else ELECT, log=log
+    )
     try:
         await tide.start()
         await tide.ready()
@@ -98,7 +102,7 @@ async def scenario_run(
         if tide.running:
             await tide.stop()
     events = await tide.events()
-    code, out, err = await cli("replay", str(tide.db), "--verify")
+    code, out, err = await cli("replay", tide.log, "--verify")
     assert code == 0, out + err
     return events, samples
 

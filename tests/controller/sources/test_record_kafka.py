@@ -5,6 +5,7 @@ topic back, as an auditor beside the recorder would."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,3 +98,49 @@ async def test_record_onto_kafka_then_replay_and_audit_from_it(
         again = await log.read_all()
     assert duplicates(again) == []
     assert log_state(again) == double_state(double)
+
+
+async def test_two_recorders_on_one_topic_write_every_watch_event_once(
+    double: ApiDouble, broker: Broker, tmp_path: Path
+) -> None:
+    """Two recorders of one cluster, one killed and restarted mid-way: each observation is
+    one id whoever records it, so the topic reads as if one recorder had written it."""
+    cluster(double)
+    url = broker.url()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = KafkaTide(double, tmp_path / "a", url)
+    second = KafkaTide(double, tmp_path / "b", url)
+    await first.start()
+    await first.ready()
+    await second.start()
+    await second.ready()
+    double.create("pods", build_pod("batch", "be-2", node="n1"))
+    double.create("pods", build_pod("batch", "be-3", node="n2"))
+    async with await open_log(url) as log:
+        await converge(log, double, timeout=30)
+    assert await second.stop(signal.SIGKILL) == -signal.SIGKILL
+    double.delete("pods", "batch/be-2")
+    pod = double.get("pods", "batch/be-3")
+    pod["status"]["phase"] = "Succeeded"
+    double.update("pods", pod)
+    async with await open_log(url) as log:
+        await converge(log, double, timeout=30)
+    await second.start()  # relists what it missed: all of it already on the topic
+    await second.ready()
+    double.delete("pods", "batch/be-1")
+    double.create("pods", build_pod("batch", "be-4", node="n1"))
+    async with await open_log(url) as log:
+        await converge(log, double, timeout=30)
+        await asyncio.sleep(1.0)  # both watches have delivered the last changes
+        events = await log.read_all()
+    assert await first.stop() == 0, await first.stderr()
+    assert await second.stop() == 0, await second.stderr()
+
+    assert duplicates(events) == []
+    assert len({e.id for e in events}) == len(events)
+    assert log_state(events) == double_state(double)
+    assert [e.type for e in events].count("config.applied") == 1
+    assert [e.data["metadata"]["name"] for e in events if e.type == "metrics.node"] == ["n1"]
+    code, out, err = await cli("replay", url, "--verify")
+    assert code == 0, out + err
