@@ -151,6 +151,7 @@ async def run_live(
         )
         effector = KubernetesEffector(client, now=clock.now, options=effector_options(settings))
         loop.applier = Applier(effector, loop.effects, loop.write, now=clock.now)
+        loop.readers.append(effector.guard.seen)
         recorder = Recorder(client, log, now=clock.now, options=options, warn=_warn, sink=loop.feed)
         loop.append = recorder.chain.append
         payload: ConfigPayload = {

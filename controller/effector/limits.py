@@ -8,9 +8,9 @@ node, in its namespace or in the whole cluster; the refusal is an ``effect.skipp
 naming the limit, and the decision's overlay reverts so the next session sees the truth.
 
 The window is the real clock's last 60 seconds of *applied* evictions (refused and failed
-ones do not count). The state is the process's own: a restart forgets it, which can let up
-to one more minute's worth through; the policies' own limits are folds of the log and are
-not affected.
+ones do not count). The guard is a fold of the log like the policies' own limits: on start
+and on a takeover the live loop feeds it the log (:meth:`LimitGuard.seen`), so the
+evictions applied in the minute before a restart, by this replica or another, still count.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from streams.events import Event
 
 __all__ = ["EvictionLimits", "LimitGuard"]
 
@@ -40,6 +42,24 @@ class LimitGuard:
     def __init__(self, limits: EvictionLimits) -> None:
         self.limits = limits
         self._applied: deque[tuple[datetime, str, str]] = deque()  # (at, node, namespace)
+        #: evictions decided, by decision id: (node, namespace), until their outcome
+        self._decided: dict[str, tuple[str, str]] = {}
+        #: decisions whose applied eviction was counted (a log read twice counts once)
+        self._counted: set[str] = set()
+
+    def seen(self, record: Event) -> None:
+        """Fold one record of the log: an ``effect.applied`` eviction counts at its time."""
+        if record.type == "decision.evict":
+            data = record.data
+            self._decided[record.id] = (str(data.get("node") or ""), str(data.get("namespace")))
+        elif record.type in ("effect.applied", "effect.failed", "effect.skipped"):
+            decision = str(record.data.get("decision"))
+            where = self._decided.pop(decision, None)
+            if where is None or record.type != "effect.applied" or decision in self._counted:
+                return
+            self._counted.add(decision)
+            self._applied.append((record.at, *where))
+            self._expire(record.at)
 
     def refusal(self, *, node: str, namespace: str, now: datetime) -> str | None:
         """The limit an eviction on ``node`` in ``namespace`` at ``now`` would exceed, named

@@ -95,6 +95,9 @@ class LiveLoop:
         self.observer: LiveObserver = observer if observer is not None else NoObserver()
         self.effects = EffectsState()
         self.applier: Applier | None = None
+        #: folds fed every record read back from the log on start and on a takeover
+        #: (the effector's guard rails)
+        self.readers: list[Callable[[Event], None]] = []
         self.triggers: LiveTriggers | None = None
         #: every decision this process wrote, in order
         self.decisions: list[Event] = []
@@ -113,6 +116,8 @@ class LiveLoop:
         async for record in self.log.read(0):
             self.step.world.apply(record)
             self.effects.apply(record)
+            for reader in self.readers:
+                reader(record)
             self._end = record.offset + 1
             count += 1
         return count
@@ -132,6 +137,8 @@ class LiveLoop:
         async for record in self.log.read(0):
             world.apply(record)
             effects.apply(record)
+            for reader in self.readers:
+                reader(record)
         self.step.world, self.effects = world, effects
         if self.applier is not None:
             self.applier.effects = effects
