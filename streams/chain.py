@@ -113,6 +113,12 @@ class ChainWriter:
     an empty log only if the first record comes with a link, so a recording written
     before the chain imports and exports byte for byte as it was. Leaving the block
     without an error seals the log (on a :class:`Sealable` backend).
+
+    ``shared`` (the live controller, whose replicas append to one log): the writer lock is
+    taken for each append, not for the whole block, and the link is computed against the
+    log's tail read under it, so several processes may write one chain in turns; the last
+    to leave seals it (records a replica appends after another one sealed are noted by
+    the check, not an error).
     """
 
     def __init__(
@@ -122,8 +128,10 @@ class ChainWriter:
         run: str | None = None,
         another_run: bool = False,
         adopt: bool = False,
+        shared: bool = False,
     ):
         self.log = log
+        self.shared = shared
         self.run = run
         self.another_run = another_run
         self.adopt = adopt
@@ -134,7 +142,7 @@ class ChainWriter:
         self._chained: bool | None = None if adopt else True
 
     async def __aenter__(self) -> ChainWriter:
-        if isinstance(self.log, WriterLock):
+        if isinstance(self.log, WriterLock) and not self.shared:
             self._lock = self.log.writer_lock()
             await self._lock.__aenter__()
         try:
@@ -145,6 +153,14 @@ class ChainWriter:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self.shared and isinstance(self.log, WriterLock):
+            async with self.log.writer_lock():
+                self._last = None  # another writer may have appended since: seal the tail
+                await self._seal(*exc)
+            return
+        await self._seal(*exc)
+
+    async def _seal(self, *exc: object) -> None:
         try:
             if exc[0] is None and self._chained is True and isinstance(self.log, Sealable):
                 last = self._last if self._last is not None else await tail(self.log)
@@ -179,6 +195,15 @@ class ChainWriter:
         self, events: Sequence[Event], payloads: Sequence[bytes | None] = ()
     ) -> list[Event]:
         """Append ``events`` (``payloads`` as for :class:`EncodedAppend`), linked."""
+        if self.shared and isinstance(self.log, WriterLock):
+            async with self.log.writer_lock():
+                self._last = await tail(self.log)
+                return await self._append(events, payloads)
+        return await self._append(events, payloads)
+
+    async def _append(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None] = ()
+    ) -> list[Event]:
         if self._chained is None and events:
             self._chained = events[0].prev is not None
         if not self._chained:

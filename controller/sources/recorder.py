@@ -27,7 +27,7 @@ from controller.sources.known import KnownObjects
 from controller.sources.metrics import MetricsSource
 from controller.sources.tap import Tap
 from controller.sources.watch import WatchSource
-from streams.chain import ChainWriter
+from streams.chain import ChainWriter, WriterLock
 from streams.events import Event
 from streams.log import EventLog, Quarantine, Quarantined
 
@@ -85,8 +85,11 @@ class Recorder:
         self.sink = sink
         self.log = log
         #: the recorder's append path: the log's hash chain and writer lock, held from
-        #: prepare() until run() ends (a clean end seals the log)
-        self.chain = ChainWriter(log)
+        #: prepare() until run() ends (a clean end seals the log); under ``tide run``
+        #: (``sink``), whose replicas share the log, the lock is taken per append
+        #: (a live log on Kafka is not chained yet: its writers hold no lock to link by)
+        live = sink is not None
+        self.chain = ChainWriter(log, shared=live, adopt=live and not isinstance(log, WriterLock))
         self._holding = False
         self.now = now
         self.options = options

@@ -45,7 +45,10 @@ async def test_run_onto_kafka_decides_acts_and_replays(
     outcomes = Counter(e.data["decision"] for e in events if e.type in EFFECT_TYPES)
     assert len({e.id for e in events}) == len(events)
     assert {d.id: outcomes[d.id] for d in decisions} == {d.id: 1 for d in decisions}
-    calls = Counter(what for what, _, status in double.mutations if status < 300)
+    # the effects' calls (the scenario's run campaigns for a Lease too: not an effect)
+    calls = Counter(
+        what for what, _, status in double.mutations if status < 300 and "leases" not in what
+    )
     assert calls == {"create pods/eviction": 3, "create pods/binding": 2, "patch nodes": 2}
 
     code, out, err = await cli("audit", "summary", "--log", url)

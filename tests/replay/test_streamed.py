@@ -4,6 +4,7 @@ log spans many of them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from replay.streamed import ReportFold, WhyFold
 from replay.timeline import timeline, timeline_summary
 from replay.whynot import why_not
 from streams import paging
+from streams.backends import open_log
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event
 from streams.recording import read_recording
@@ -42,7 +44,13 @@ def _db(name: str, tmp_path: Path) -> tuple[str, list[Event]]:
     events = _events(name)
     url = str(tmp_path / f"{name}.db")
     save_log(url, events)
-    return url, events
+    # the log as stored (it carries its hash-chain links), read whole: the reference
+    return url, asyncio.run(_read_all(url))
+
+
+async def _read_all(url: str) -> list[Event]:
+    async with await open_log(url) as log:
+        return await log.read_all()
 
 
 def _pods(events: list[Event]) -> list[str]:
