@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from controller.cli import live_cmd, log_cmd, record_cmd, report_cmd, run_cmd, state_cmd
+from controller.cli import (
+    audit_cmd,
+    live_cmd,
+    log_cmd,
+    record_cmd,
+    report_cmd,
+    run_cmd,
+    state_cmd,
+)
 from controller.cli.common import guard_all
 
 app = typer.Typer(
@@ -19,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (log_cmd, state_cmd, run_cmd, report_cmd, record_cmd, live_cmd):
+for module in (log_cmd, state_cmd, run_cmd, audit_cmd, report_cmd, record_cmd, live_cmd):
     module.register(app)
 guard_all(app)
 

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from controller.cli.audit_cmd import audit_app
 from controller.cli.common import fail, read_log_events, read_policy
 from controller.cli.progress import Progress, tracked
 from controller.cli.reading import decisions, folded, records
@@ -128,7 +129,5 @@ def audit_series(
 
 def register(app: typer.Typer) -> None:
     """Add `tide report` and `tide audit series`."""
-    from controller.cli.run_cmd import audit_app
-
     app.command()(report)
     audit_app.command("series")(audit_series)

@@ -1,4 +1,4 @@
-"""`tide simulate`, `tide demo`, `tide replay` and `tide audit`."""
+"""`tide simulate`, `tide demo` and `tide replay`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ import asyncio
 import hashlib
 import itertools
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
 import typer
@@ -26,9 +25,8 @@ from controller.cli.common import (
     set_aside_in,
 )
 from controller.cli.progress import Progress
-from controller.cli.reading import decisions, is_recording, records, replay_log
+from controller.cli.reading import is_recording, records, replay_log
 from controller.framework.durations import parse_duration
-from controller.settings import DEFAULT_LOG
 from controller.simulate.demo import run_demo
 from controller.simulate.inputs import main_window, outlier, read_inputs
 from controller.simulate.runner import Simulation
@@ -40,15 +38,12 @@ from controller.simulate.scenario import (
     read_scenario,
 )
 from controller.simulate.spool import Spool
-from replay.audit import select_decisions
-from replay.timeline import timeline, timeline_summary
 from replay.verify import ReplayReport, replay
 from streams.backends import is_sqlite_log, open_log
 from streams.chain import ChainReport, Sealable, check_chain, check_log, run_id
 from streams.codec import decision_line
 from streams.events import Event, format_time, parse_time
 from streams.log import Quarantined
-from streams.payloads import DECISION_KINDS, REASON_CODES
 from streams.recording import read_batches
 
 
@@ -361,112 +356,8 @@ def _log_chain(source: str) -> ChainReport:
     return asyncio.run(check())
 
 
-audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
-
-
-@audit_app.command("why")
-def audit_why(
-    pod: Annotated[str, typer.Argument(help="namespace/name or name")],
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts.")] = False,
-) -> None:
-    """Why was this pod evicted or bound (or not)? Sentences first, then the evidence."""
-    from controller.cli.explain_cmd import why_streamed
-
-    why_streamed(log, pod, as_json=as_json)
-
-
-def _known(option: str, value: str | None, valid: frozenset[str]) -> None:
-    if value is not None and value not in valid:
-        raise typer.BadParameter(
-            f"unknown {option.lstrip('-')} {value!r} (valid: {', '.join(sorted(valid))})",
-            param_hint=option,
-        )
-
-
-@audit_app.command("decisions")
-def audit_decisions(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
-    reason: str | None = None,
-    node: str | None = None,
-    namespace: str | None = None,
-    kind: str | None = None,
-    since: Annotated[str | None, typer.Option("--from", help="RFC 3339")] = None,
-    until: Annotated[str | None, typer.Option("--to", help="RFC 3339")] = None,
-) -> None:
-    """Decisions by time range, reason, node, namespace or kind (JSON Lines)."""
-    _known("--reason", reason, REASON_CODES)
-    _known("--kind", kind, DECISION_KINDS)
-    try:
-        start = parse_time(since) if since else None
-        stop = parse_time(until) if until else None
-    except ValueError as exc:
-        fail(str(exc))
-    for event in select_decisions(
-        decisions(log),
-        reason=reason,
-        node=node,
-        namespace=namespace,
-        kind=kind,
-        since=start,
-        until=stop,
-    ):
-        typer.echo(decision_line(event).decode())
-
-
-@audit_app.command("timeline")
-def audit_timeline(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
-    pod: str | None = None,
-    node: str | None = None,
-    metrics: Annotated[
-        bool, typer.Option("--metrics/--no-metrics", help="Include the usage samples.")
-    ] = True,
-    summary: Annotated[bool, typer.Option(help="A few lines instead of every record.")] = False,
-) -> None:
-    """Everything that happened to one pod or node (pressure as % of capacity)."""
-    if not pod and not node:
-        fail("give --pod or --node")
-    events = records(log)
-    if summary:
-        lines = timeline_summary(events, pod=pod, node=node)
-    else:
-        lines = timeline(events, pod=pod, node=node, metrics=metrics)
-    for line in lines:
-        typer.echo(line)
-
-
-@audit_app.command("metrics")
-def audit_metrics(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
-) -> None:
-    """The pressure-eviction metrics, computed from the log (Prometheus text format)."""
-    from projections.metrics import compute_metrics
-    from replay.metrics import render
-
-    typer.echo(render(compute_metrics(records(log))), nl=False)
-
-
-@audit_app.command("summary")
-def audit_summary(
-    log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
-) -> None:
-    """Counts of records and decisions by type and reason."""
-    types: Counter[str] = Counter()
-    reasons: Counter[tuple[Any, Any]] = Counter()
-    for e in records(log):
-        types[e.type] += 1
-        if e.type.startswith("decision."):
-            reasons[e.data.get("kind"), e.data.get("reason")] += 1
-    for name, count in sorted(types.items()):
-        typer.echo(f"{name:18} {count}")
-    for (kind, reason), count in sorted(reasons.items(), key=lambda kv: (str(kv[0]), kv[1])):
-        typer.echo(f"  {kind} {reason}: {count}")
-
-
 def register(app: typer.Typer) -> None:
-    """Add simulate, demo, replay and audit."""
+    """Add simulate, demo and replay."""
     app.command()(simulate)
     app.command()(demo)
     app.command("replay")(replay_cmd)
-    app.add_typer(audit_app, name="audit")
