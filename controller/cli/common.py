@@ -7,7 +7,7 @@ import functools
 import os
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
@@ -17,6 +17,7 @@ import typer
 from controller.framework.errors import ConfigError
 from controller.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.framework.unwrap import unwrap
+from controller.kube.errors import KubeError
 from controller.policy import Policy, load_policy
 from controller.simulate.runner import save_log
 from projections.store import checkpoint_world, open_log_store, resume_world
@@ -232,6 +233,18 @@ def save_checkpoint(url: str) -> None:
                 await checkpoint_world(log, store)
 
     asyncio.run(run())
+
+
+def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None:
+    """Run a command that talks to a cluster (``tide record``, ``tide run``) to its end,
+    turn its API and log errors into one line, and leave a checkpoint at the log's head."""
+    try:
+        asyncio.run(main)
+    except KubeError as exc:
+        fail(f"{exc} (does the ClusterRole in deploy/ grant it?)")
+    except (LogError, ValueError) as exc:
+        fail(str(exc))
+    save_checkpoint(log_url)
 
 
 async def resume_from(source: str, start: int) -> tuple[World | None, list[Event]]:

@@ -31,13 +31,12 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, read_policy, save_checkpoint
+from controller.cli.common import fail, read_policy, run_against_cluster
 from controller.effector.applier import Applier
 from controller.effector.kubernetes import EffectorOptions, KubernetesEffector
 from controller.effector.limits import EvictionLimits
 from controller.framework.errors import ConfigError
 from controller.kube.client import KubeClient, KubeConfigError
-from controller.kube.errors import KubeError
 from controller.kube.lease import LeaseElector
 from controller.loop.leadership import Leadership
 from controller.loop.live import LiveLoop
@@ -53,7 +52,6 @@ from controller.triggers.clock import ShiftedClock, SystemClock
 from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from streams.backends import open_log
 from streams.events import make_event
-from streams.log import LogError
 from streams.payloads import ConfigPayload, as_json
 
 
@@ -291,13 +289,10 @@ def run(
     )
     configure_logging(json=settings.observe.json_logs)
     observer = PrometheusObserver()
-    try:
-        asyncio.run(run_live(settings, policy, options, source=str(config), observer=observer))
-    except KubeError as exc:
-        fail(f"{exc} (does the ClusterRole in deploy/ grant it?)")
-    except (LogError, ValueError) as exc:
-        fail(str(exc))
-    save_checkpoint(settings.log.url)
+    run_against_cluster(
+        run_live(settings, policy, options, source=str(config), observer=observer),
+        settings.log.url,
+    )
 
 
 def register(app: typer.Typer) -> None:

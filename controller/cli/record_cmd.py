@@ -18,17 +18,15 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, read_policy, save_checkpoint
+from controller.cli.common import fail, read_policy, run_against_cluster
 from controller.framework.errors import ConfigError
 from controller.kube.client import KubeClient, KubeConfigError
-from controller.kube.errors import KubeError
 from controller.settings import DEFAULT_LOG, Settings, load_settings
 from controller.sources.health import parse_address
 from controller.sources.recorder import Recorder, RecorderOptions
 from controller.triggers.clock import SystemClock
 from streams.backends import open_log
 from streams.events import make_event
-from streams.log import LogError
 from streams.payloads import ConfigPayload, as_json
 
 #: seconds between two progress lines on a terminal
@@ -136,13 +134,7 @@ def record(
         health_address=health_address or None,
     )
     payload: ConfigPayload = {"config": dict(policy.raw), "source": str(config)}
-    try:
-        asyncio.run(_record(settings, options, payload))
-    except KubeError as exc:
-        fail(f"{exc} (does the ClusterRole in deploy/ grant it?)")
-    except (LogError, ValueError) as exc:
-        fail(str(exc))
-    save_checkpoint(settings.log.url)
+    run_against_cluster(_record(settings, options, payload), settings.log.url)
 
 
 def register(app: typer.Typer) -> None:
