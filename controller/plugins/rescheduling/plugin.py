@@ -35,11 +35,11 @@ this module turns the session into those loads and hands the victims to ``shuffl
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller.framework.disruption import Disruptions
 from controller.framework.plugin import Interval, PluginContext, Schedule
 from controller.framework.points import Victim
 from controller.framework.session import Session
@@ -81,17 +81,11 @@ def never_victim(task: TaskInfo) -> bool:
 
 
 def average(series: Series | None, now: datetime, period: timedelta) -> tuple[float, float, int]:
-    """``(cpu, memory, samples)``: the mean of the points in ``(now - period, now]``."""
+    """``(cpu, memory, samples)``: the mean of the points in ``(now - period, now]``, read
+    from the series' running sums (:meth:`projections.usage.Series.mean`)."""
     if series is None:
         return 0.0, 0.0, 0
-    end = to_seconds(now)
-    times = series.times
-    lo = bisect_right(times, end - period.total_seconds())
-    hi = bisect_right(times, end)
-    n = hi - lo
-    if n <= 0:
-        return 0.0, 0.0, 0
-    return sum(series.cpu[lo:hi]) / n, sum(series.memory[lo:hi]) / n, n
+    return series.mean(to_seconds(now), period.total_seconds())
 
 
 def node_loads(
@@ -102,10 +96,12 @@ def node_loads(
     loads: list[NodeLoad] = []
     stale: list[str] = []
     series = usage.nodes
+    end, seconds = to_seconds(now), period.total_seconds()
     for node in nodes:
         if node.unschedulable or not node.ready:
             continue
-        cpu, memory, n = average(series.get(node.name), now, period)
+        found = series.get(node.name)
+        cpu, memory, n = (0.0, 0.0, 0) if found is None else found.mean(end, seconds)
         if n == 0:
             stale.append(node.name)
             continue
@@ -149,14 +145,17 @@ class ReschedulingPlugin:
         chosen: list[Victim] = []
         left: dict[str, int] = {}
         budgets: dict[str, list[dict[str, Any]]] = {}
+        end, seconds = to_seconds(now), period.total_seconds()
+        pods = ssn.usage.pods
+        disruptions = ssn.disruptions
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
             result = select(
                 loads,
                 params,
                 candidates=lambda name: _candidates(ssn, name),
-                pod_load=lambda task: _pod_load(ssn.usage, task, now, period),
-                may_evict=lambda task: _may_evict(ssn, task, left, budgets),
+                pod_load=lambda task: _pod_load(pods, task, end, seconds),
+                may_evict=lambda task: _may_evict(ssn, disruptions, task, left, budgets),
                 shared={
                     "metrics_period": _go(period),
                     "interval": _go(args.interval),
@@ -164,10 +163,11 @@ class ReschedulingPlugin:
                 },
             )
             self.rounds.append(result)
-            for choice in result.victims:
-                covered = budgets.get(choice.task.key)
-                if covered:
-                    choice.evidence["disruption_budgets"] = covered
+            if budgets:
+                for choice in result.victims:
+                    covered = budgets.get(choice.task.key)
+                    if covered:
+                        choice.evidence["disruption_budgets"] = covered
             chosen.extend(Victim(c.task, REASON, c.evidence, NAME) for c in result.victims)
         return chosen
 
@@ -181,25 +181,31 @@ def _candidates(ssn: Session, node: str) -> Iterator[TaskInfo]:
             yield task
 
 
-def _pod_load(usage: UsageState, task: TaskInfo, now: datetime, period: timedelta) -> PodLoad:
-    cpu, memory, n = average(usage.pods.get(task.key), now, period)
-    if n:
-        return PodLoad(cpu, memory, "metrics")
+def _pod_load(pods: Mapping[str, Series], task: TaskInfo, end: float, seconds: float) -> PodLoad:
+    """The pod's mean usage over the window (a one-off read: no running sums are kept for
+    pods), or its request when it has no sample there."""
+    series = pods.get(task.key)
+    if series is not None:
+        cpu, memory, n = series.mean(end, seconds, keep=False)
+        if n:
+            return PodLoad(cpu, memory, "metrics")
     return PodLoad(task.resreq.milli_cpu, task.resreq.memory, "request")
 
 
 def _running(job: JobInfo) -> int:
-    running = TaskStatus.RUNNING
-    return sum(1 for task in job.tasks.values() if task.status == running)
+    return [task.status for task in job.tasks.values()].count(TaskStatus.RUNNING)
 
 
 def _may_evict(
-    ssn: Session, task: TaskInfo, left: dict[str, int], budgets: dict[str, list[dict[str, Any]]]
+    ssn: Session,
+    disruptions: Disruptions,
+    task: TaskInfo,
+    left: dict[str, int],
+    budgets: dict[str, list[dict[str, Any]]],
 ) -> bool:
     """No PodDisruptionBudget forbids it (counting the round's earlier victims) and its
     gang keeps its minimum; a victim it allows is counted against both, and the budgets
     covering it (as they stood before it) go to ``budgets`` for its evidence."""
-    disruptions = ssn.disruptions
     if disruptions.active and disruptions.blocking(task) is not None:
         return False
     if not _gang_allows(ssn, task, left):
