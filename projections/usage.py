@@ -89,16 +89,17 @@ class Series:
             times.append(t)
             self.cpu.append(cpu)
             self.memory.append(memory)
-            i = len(times) - 1
+            if self.window is not None:
+                self.window.appended(self)
         else:  # out of order: insert in place, then recompute the growth run
             i = bisect_right(times, t)
             times.insert(i, t)
             self.cpu.insert(i, cpu)
             self.memory.insert(i, memory)
             self._recompute_run()
+            if self.window is not None:
+                self.window.inserted(self, i)
         window = self.window
-        if window is not None:
-            window.inserted(self, i)
         cut = bisect_left(times, keep_after)
         cut = max(cut, len(times) - limit)
         if cut > 0:

@@ -13,12 +13,13 @@ folded); a read over another window length re-keys it.
 
 Exactness (the averages are bit-identical to ``sum(points) / n`` over the slice): a point
 is *exact* when both its values are integral floats in ``[0, 2**53)`` (milli-cores and
-bytes parsed from Kubernetes quantities nearly always are), and the sums of the exact
-points are Python integers. When every point of the window is exact and each sum is below
-``2**53``, every partial sum of the float left-to-right addition is an integer below
-``2**53`` and so exact: the float sum equals ``float(int sum)`` and so does the mean. A
-window holding an inexact point, or whose sum reaches ``2**53``, or a read whose end falls
-before the series' newest point, is averaged by the slice sum as before.
+bytes parsed from Kubernetes quantities nearly always are). The sums of the exact points
+are floats that hold integers: while a sum stays below ``2**53`` every addition and
+subtraction is exact, and so is every partial sum of the slice's left-to-right addition,
+so the two sums are the same integer and the means the same float. A window holding an
+inexact point, or whose sum reached ``2**53`` (its sums are rebuilt at the next read), or a
+read whose end falls before the series' newest point, is averaged by the slice sum as
+before.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Protocol
 
-#: below this every integral float and every sum of them adds exactly
-EXACT_LIMIT = 2**53
+#: below this every integral float and every sum of them adds exactly (a float: comparing
+#: a float with a large int is slow)
+EXACT_LIMIT = 2.0**53
 
 
 class Points(Protocol):
@@ -41,10 +43,9 @@ class Points(Protocol):
 def exact(cpu: float, memory: float) -> bool:
     """Both values are integral floats in ``[0, 2**53)`` (see the module docstring)."""
     return (
-        cpu.is_integer()
-        and memory.is_integer()
-        and 0.0 <= cpu < EXACT_LIMIT
-        and (0.0 <= memory < EXACT_LIMIT)
+        0.0 <= cpu < EXACT_LIMIT
+        and 0.0 <= memory < EXACT_LIMIT
+        and (cpu.is_integer() and memory.is_integer())
     )
 
 
@@ -57,54 +58,86 @@ def slice_mean(points: Points, lo: int, hi: int) -> tuple[float, float, int]:
 
 
 class RunningWindow:
-    """Sums over the points ``[lo, len)`` of one series, for windows of ``seconds``."""
+    """Sums over the points ``[lo, len)`` of one series, for windows of ``seconds``.
 
-    __slots__ = ("cpu", "inexact", "lo", "memory", "seconds")
+    The sums are floats holding integers: while both stay below ``2**53`` every addition
+    and subtraction of an exact point is exact; one that reaches it marks the sums
+    ``spoilt``, and the next read rebuilds them from the points.
+    """
+
+    __slots__ = ("cpu", "inexact", "lo", "memory", "seconds", "spoilt")
 
     def __init__(self, seconds: float, lo: int) -> None:
         self.seconds = seconds
         self.lo = lo  # the window starts at this index; it always runs to the newest point
-        self.cpu = 0  # sums of the exact points, as integers
-        self.memory = 0
+        self.cpu = 0.0  # sums of the exact points (integral floats)
+        self.memory = 0.0
         self.inexact = 0  # inexact points held
+        self.spoilt = False
 
-    def _take(self, points: Points, lo: int, hi: int, sign: int) -> None:
+    def _take(self, points: Points, lo: int, hi: int, sign: float) -> None:
         cpu, memory = points.cpu, points.memory
         for i in range(lo, hi):
             c, m = cpu[i], memory[i]
-            if exact(c, m):
-                self.cpu += sign * int(c)
-                self.memory += sign * int(m)
+            if (
+                0.0 <= c < EXACT_LIMIT
+                and 0.0 <= m < EXACT_LIMIT
+                and (c.is_integer() and m.is_integer())
+            ):
+                self.cpu += sign * c
+                self.memory += sign * m
             else:
-                self.inexact += sign
+                self.inexact += 1 if sign > 0 else -1
+        if self.cpu >= EXACT_LIMIT or self.memory >= EXACT_LIMIT:
+            self.spoilt = True
 
-    def inserted(self, points: Points, i: int) -> None:
-        """The point now at index ``i`` was just added to the series. A newest point also
-        expires the points the window anchored on it no longer holds, so that a read soon
-        after the last sample finds almost nothing left to take off."""
-        if i < self.lo:
-            self.lo += 1
-            return
-        c, m = points.cpu[i], points.memory[i]
-        if exact(c, m):
-            self.cpu += int(c)
-            self.memory += int(m)
+    def appended(self, points: Points) -> None:
+        """A point was just appended to the series (the fold's hot path: kept flat). It
+        also expires the points the window anchored on it no longer holds, so that a read
+        soon after the last sample finds almost nothing left to take off."""
+        times, cpu, memory = points.times, points.cpu, points.memory
+        last = len(times) - 1
+        c, m = cpu[last], memory[last]
+        if (
+            0.0 <= c < EXACT_LIMIT
+            and 0.0 <= m < EXACT_LIMIT
+            and c.is_integer()
+            and (m.is_integer())
+        ):
+            self.cpu += c
+            self.memory += m
+            if self.cpu >= EXACT_LIMIT or self.memory >= EXACT_LIMIT:
+                self.spoilt = True
         else:
             self.inexact += 1
-        times = points.times
-        if i == len(times) - 1:
-            start = times[i] - self.seconds
-            lo = self.lo
-            while lo <= i and times[lo] <= start:
-                lo += 1
-            if lo > self.lo:
-                self._take(points, self.lo, lo, -1)
-                self.lo = lo
+        start = times[last] - self.seconds
+        lo = self.lo
+        while lo <= last and times[lo] <= start:
+            c, m = cpu[lo], memory[lo]
+            if (
+                0.0 <= c < EXACT_LIMIT
+                and 0.0 <= m < EXACT_LIMIT
+                and c.is_integer()
+                and (m.is_integer())
+            ):
+                self.cpu -= c
+                self.memory -= m
+            else:
+                self.inexact -= 1
+            lo += 1
+        self.lo = lo
+
+    def inserted(self, points: Points, i: int) -> None:
+        """A point arrived out of order and is now at index ``i``."""
+        if i < self.lo:
+            self.lo += 1
+        else:
+            self._take(points, i, i + 1, 1.0)
 
     def trimming(self, points: Points, cut: int) -> None:
         """The series is about to drop its first ``cut`` points."""
         if cut > self.lo:
-            self._take(points, self.lo, cut, -1)
+            self._take(points, self.lo, cut, -1.0)
             self.lo = 0
         else:
             self.lo -= cut
@@ -116,14 +149,17 @@ class RunningWindow:
         lo = bisect_right(times, end - self.seconds)
         if size and times[-1] > end:  # the window ends before the newest point
             return slice_mean(points, lo, bisect_right(times, end))
+        if self.spoilt:  # rebuild from the points
+            self.cpu = self.memory = 0.0
+            self.inexact, self.lo, self.spoilt = 0, size, False
         if lo > self.lo:
-            self._take(points, self.lo, lo, -1)
+            self._take(points, self.lo, lo, -1.0)
         elif lo < self.lo:
-            self._take(points, lo, self.lo, 1)
+            self._take(points, lo, self.lo, 1.0)
         self.lo = lo
         n = size - lo
         if n <= 0:
             return 0.0, 0.0, 0
-        if self.inexact or self.cpu >= EXACT_LIMIT or self.memory >= EXACT_LIMIT:
+        if self.inexact or self.spoilt:
             return slice_mean(points, lo, size)
-        return float(self.cpu) / n, float(self.memory) / n, n
+        return self.cpu / n, self.memory / n, n
