@@ -118,6 +118,17 @@ def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
     return (task.pod_priority, qos_rank(task), task.namespace, task.name, task.uid)
 
 
+def _victim_key(task: TaskInfo) -> tuple[int, int, str, str, str]:
+    """:func:`victim_order` with :func:`qos_rank` inlined (the sort's key)."""
+    return (
+        task.pod_priority,
+        QOS_RANK.get(task.k8s_qos, 0 if task.best_effort else 1),
+        task.namespace,
+        task.name,
+        task.uid,
+    )
+
+
 def classify(
     loads: Iterable[NodeLoad], params: LnuParams
 ) -> tuple[list[NodeLoad], list[NodeLoad], int]:
@@ -202,7 +213,7 @@ def select(
             if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
             if ordered is None:
-                ordered = sorted(candidates(load.name), key=victim_order)
+                ordered = sorted(candidates(load.name), key=_victim_key)
             if rank >= len(ordered):
                 break
             task = ordered[rank]

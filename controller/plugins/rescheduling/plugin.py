@@ -35,7 +35,7 @@ this module turns the session into those loads and hands the victims to ``shuffl
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -147,7 +147,7 @@ class ReschedulingPlugin:
         budgets: dict[str, list[dict[str, Any]]] = {}
         end, seconds = to_seconds(now), period.total_seconds()
         pods = ssn.usage.pods
-        disruptions = ssn.disruptions
+        disruptions = ssn.disruptions if ssn.disruptions.active else None
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
             result = select(
@@ -172,13 +172,20 @@ class ReschedulingPlugin:
         return chosen
 
 
-def _candidates(ssn: Session, node: str) -> Iterator[TaskInfo]:
+def _candidates(ssn: Session, node: str) -> list[TaskInfo]:
     """The node's Running, preemptable, not protected tasks (their job is checked later,
-    by :func:`_gang_allows`, only for the few the round reaches)."""
+    by :func:`_gang_allows`, only for the few the round reaches); :func:`never_victim`,
+    inlined with the cheap tests first (every task of every hot node passes here)."""
     running = TaskStatus.RUNNING
-    for task in ssn.nodes[node].tasks.values():
-        if task.status == running and task.preemptable and not never_victim(task):
-            yield task
+    return [
+        task
+        for task in ssn.nodes[node].tasks.values()
+        if task.status == running
+        and task.preemptable
+        and task.namespace != SYSTEM_NAMESPACE
+        and task.priority_class not in CRITICAL_CLASSES
+        and not is_system(task)
+    ]
 
 
 def _pod_load(pods: Mapping[str, Series], task: TaskInfo, end: float, seconds: float) -> PodLoad:
@@ -198,19 +205,20 @@ def _running(job: JobInfo) -> int:
 
 def _may_evict(
     ssn: Session,
-    disruptions: Disruptions,
+    disruptions: Disruptions | None,
     task: TaskInfo,
     left: dict[str, int],
     budgets: dict[str, list[dict[str, Any]]],
 ) -> bool:
     """No PodDisruptionBudget forbids it (counting the round's earlier victims) and its
     gang keeps its minimum; a victim it allows is counted against both, and the budgets
-    covering it (as they stood before it) go to ``budgets`` for its evidence."""
-    if disruptions.active and disruptions.blocking(task) is not None:
+    covering it (as they stood before it) go to ``budgets`` for its evidence.
+    ``disruptions`` is None when no budget exists (nothing is held back then)."""
+    if disruptions is not None and disruptions.blocking(task) is not None:
         return False
     if not _gang_allows(ssn, task, left):
         return False
-    if disruptions.active:
+    if disruptions is not None:
         covered = disruptions.evidence(task)
         if covered:
             budgets[task.key] = covered
@@ -221,19 +229,21 @@ def _may_evict(
 def _gang_allows(ssn: Session, task: TaskInfo, left: dict[str, int]) -> bool:
     """A PodGroup job keeps at least ``minAvailable`` Running pods; records the taking.
 
-    ``left`` counts, per job, the Running pods the round has not taken yet.
+    ``left`` counts, per job (by the task's job key), the Running pods the round has not
+    taken yet.
     """
-    job = ssn.job_of(task)
+    job = ssn.jobs.lookup(task.job)
     if job is None:
         return False
     if not job.implicit:
-        count = left.get(job.id)
+        key = task.job
+        count = left.get(key)
         if count is None:
             count = _running(job)
         if count - 1 < job.min_available:
-            left[job.id] = count
+            left[key] = count
             return False
-        left[job.id] = count - 1
+        left[key] = count - 1
     return True
 
 
