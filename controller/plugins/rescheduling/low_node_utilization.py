@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from controller.plugins.rescheduling.args import LnuParams
@@ -118,15 +119,20 @@ def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
     return (task.pod_priority, qos_rank(task), task.namespace, task.name, task.uid)
 
 
-def _victim_key(task: TaskInfo) -> tuple[int, int, str, str, str]:
-    """:func:`victim_order` with :func:`qos_rank` inlined (the sort's key)."""
-    return (
-        task.pod_priority,
-        QOS_RANK.get(task.k8s_qos, 0 if task.best_effort else 1),
-        task.namespace,
-        task.name,
-        task.uid,
-    )
+_PRIORITY = attrgetter("pod_priority")
+_QOS = attrgetter("k8s_qos")
+_NAMES = attrgetter("namespace", "name", "uid")
+
+
+def in_victim_order(tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """``tasks`` sorted by :func:`victim_order`, with the keys built by C-level getters
+    (every task of every hot node is sorted here): ``(priority, QoS rank, (namespace,
+    name, uid))`` orders as the flat tuple does."""
+    ranks: list[int | None] = list(map(QOS_RANK.get, map(_QOS, tasks)))
+    if None in ranks:
+        ranks = [qos_rank(task) for task in tasks]
+    keys = list(zip(map(_PRIORITY, tasks), ranks, map(_NAMES, tasks), strict=True))
+    return [tasks[i] for i in sorted(range(len(tasks)), key=keys.__getitem__)]
 
 
 def classify(
@@ -213,7 +219,7 @@ def select(
             if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
             if ordered is None:
-                ordered = sorted(candidates(load.name), key=_victim_key)
+                ordered = in_victim_order(list(candidates(load.name)))
             if rank >= len(ordered):
                 break
             task = ordered[rank]
