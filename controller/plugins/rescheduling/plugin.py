@@ -141,7 +141,7 @@ class ReschedulingPlugin:
         del tasks
         args = self.args
         now, period = ssn.now, args.metrics_period
-        nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        nodes = ssn.view.node_list  # the session's nodes, by name
         chosen: list[Victim] = []
         left: dict[str, int] = {}
         budgets: dict[str, list[dict[str, Any]]] = {}
