@@ -12,7 +12,9 @@ window a policy reads (leak detection: ``memoryLeakDuration``; prediction:
 Queries used by the policies:
 
 * :meth:`UsageState.latest_node` / :meth:`latest_pod`: the newest point;
-* :meth:`Series.average` over a window ending now (Volcano's ``metricsPeriod``, 5 m);
+* :meth:`Series.average` / :meth:`Series.mean` over a window ending now (Volcano's
+  ``metricsPeriod``, 5 m), read from running sums kept up as points are folded
+  (:mod:`projections.usage_window`), bit-identical to summing the window;
 * :meth:`Series.at_or_before`: the value one ``trendWindow`` ago (the newest point not
   later than ``now - window``);
 * :meth:`Series.tail`: the last *n* points (pressure streaks: one point is one check);

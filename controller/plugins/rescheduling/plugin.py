@@ -18,8 +18,11 @@ this module turns the session into those loads and hands the victims to ``shuffl
 * **Measuring a node.** The mean of the node's ``metrics.node`` samples in ``(now −
   metricsPeriod, now]``. A node with no sample in that window is *stale* and takes no part
   (neither low nor high, and not counted in "every node is low"); one sample is enough.
-  Unschedulable and NotReady nodes take no part either.
-* **Measuring a pod.** The mean of its ``metrics.pod`` samples over the same window; a pod
+  Unschedulable and NotReady nodes take no part either. The mean is read from the series'
+  running window sums (:mod:`projections.usage_window`, kept up as samples are folded and
+  equal to the plain mean to the bit), so a round costs O(nodes + victims), not O(samples).
+* **Measuring a pod.** The mean of its ``metrics.pod`` samples over the same window (read
+  only for the victims, summed once, no running sums kept for pods); a pod
   with none counts its request instead (the evidence says ``usage_source: request``).
 * **Who may go.** Running pods of session jobs on the hot node (shuffle's candidates)
   whose ``task.preemptable`` is true; never a DaemonSet or mirror pod, nor a
