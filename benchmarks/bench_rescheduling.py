@@ -17,8 +17,9 @@ Baseline (same run): one pass over the same samples, averaging every node's and 
 pod's window (``sum(points) / n``); ``ratio`` = round / pass, both CPU medians.
 
 Info rows: every node's average alone (running sums, and the slice sums a round made
-before), and the cost per sample of folding ``metrics.node`` into ``UsageState`` with
-running sums held against without (the pressure check's hot path).
+before), the ``usage`` plugin scoring every node once in a session, and the cost per
+sample of folding ``metrics.node`` into ``UsageState`` with running sums held against
+without (the pressure check's hot path).
 """
 
 from __future__ import annotations
@@ -152,6 +153,34 @@ def node_averages(world: Any, now: Any, runs: int) -> tuple[list[float], list[fl
     return running, sliced
 
 
+def usage_scoring(world: Any, now: Any, runs: int) -> list[float]:
+    """CPU seconds of the ``usage`` plugin scoring every node once in a session (what an
+    allocate session with ``usage`` listed pays once; later tasks read its memo)."""
+    usage_mod = need("controller.plugins.usage", "build", "parse_args", "NAME")
+    session_mod = need("controller.framework.session", "Session")
+    tiers_mod = need("controller.framework.tiers", "PluginConf", "TierConf")
+    plugin_mod = need("controller.framework.plugin", "PluginContext")
+    from zoneinfo import ZoneInfo
+
+    from benchmarks.bench_policy import trigger
+
+    ctx_plugin = plugin_mod.PluginContext(ZoneInfo("UTC"), "volcano")
+    plugin = usage_mod.build(usage_mod.parse_args({}), ctx_plugin)
+    tiers = [tiers_mod.TierConf((tiers_mod.PluginConf.of(usage_mod.NAME, all_flags=True),))]
+    task = world.cluster.tasks[min(world.cluster.tasks)]
+    spent: list[float] = []
+    for _ in range(runs):
+        ssn = session_mod.Session(
+            world, trigger(now, "session-tick", "tick"), tiers=tiers, ctx=ctx_plugin
+        )
+        began = time.process_time()
+        ssn.open([plugin])
+        for node in ssn.view.node_list:
+            ssn.node_order(task, node)
+        spent.append(time.process_time() - began)
+    return spent
+
+
 def fold_cost(runs: int) -> tuple[list[float], list[float]]:
     """CPU seconds per ``metrics.node`` sample folded into ``UsageState`` (1,000 nodes ×
     60 samples, 5 s apart): ``(running sums held, none held)``, interleaved."""
@@ -258,6 +287,21 @@ def run(ctx: Context) -> list[Result]:
             "(info)",
             None,
             notes=f"running {spread(running)}; slices {spread(sliced)}",
+        )
+    )
+    scoring = usage_scoring(world, now, runs)
+    rows.append(
+        Result(
+            "rescheduling",
+            "  usage plugin: every node scored once per session",
+            statistics.median(scoring) * 1000,
+            "ms",
+            statistics.median(sliced) * 1000,
+            "every node's average by slice sums (CPU)",
+            statistics.median(scoring) / statistics.median(sliced),
+            "(info)",
+            None,
+            notes=f"CPU {spread(scoring)}",
         )
     )
     fill_usage(world, now, hot=0.01, pods=False)
