@@ -12,7 +12,9 @@ window a policy reads (leak detection: ``memoryLeakDuration``; prediction:
 Queries used by the policies:
 
 * :meth:`UsageState.latest_node` / :meth:`latest_pod`: the newest point;
-* :meth:`Series.average` over a window ending now (Volcano's ``metricsPeriod``, 5 m);
+* :meth:`Series.average` / :meth:`Series.mean` over a window ending now (Volcano's
+  ``metricsPeriod``, 5 m), read from running sums kept up as points are folded
+  (:mod:`projections.usage_window`), bit-identical to summing the window;
 * :meth:`Series.at_or_before`: the value one ``trendWindow`` ago (the newest point not
   later than ``now - window``);
 * :meth:`Series.tail`: the last *n* points (pressure streaks: one point is one check);
@@ -34,6 +36,7 @@ from typing import Any, NamedTuple
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.parsing import milli_uncached, units_uncached
+from projections.usage_window import RunningWindow, slice_mean
 from streams.events import Event
 
 DEFAULT_HORIZON = timedelta(hours=2)
@@ -63,7 +66,7 @@ def from_seconds(seconds: float) -> datetime:
 class Series:
     """The bounded history of one node or pod; parallel lists, oldest first."""
 
-    __slots__ = ("cpu", "memory", "run_min", "run_start", "times")
+    __slots__ = ("cpu", "memory", "run_min", "run_start", "times", "window")
 
     def __init__(self) -> None:
         self.times: list[float] = []
@@ -71,6 +74,8 @@ class Series:
         self.memory: list[float] = []
         self.run_start = 0.0
         self.run_min = 0.0  # the lowest memory point since run_start
+        #: running sums for :meth:`mean`, made by its first read (not checkpointed)
+        self.window: RunningWindow | None = None
 
     def __len__(self) -> int:
         return len(self.times)
@@ -86,15 +91,22 @@ class Series:
             times.append(t)
             self.cpu.append(cpu)
             self.memory.append(memory)
+            if self.window is not None:
+                self.window.appended(self)
         else:  # out of order: insert in place, then recompute the growth run
             i = bisect_right(times, t)
             times.insert(i, t)
             self.cpu.insert(i, cpu)
             self.memory.insert(i, memory)
             self._recompute_run()
+            if self.window is not None:
+                self.window.inserted(self, i)
+        window = self.window
         cut = bisect_left(times, keep_after)
         cut = max(cut, len(times) - limit)
         if cut > 0:
+            if window is not None:
+                window.trimming(self, cut)
             del times[:cut], self.cpu[:cut], self.memory[:cut]
 
     def _recompute_run(self) -> None:
@@ -137,13 +149,26 @@ class Series:
 
     def average(self, now: datetime, window: timedelta) -> Sample | None:
         """Mean of the points in ``(now - window, now]``; None when there are none."""
-        end = to_seconds(now)
-        lo = bisect_right(self.times, end - window.total_seconds())
-        hi = bisect_right(self.times, end)
-        if hi <= lo:
-            return None
-        n = hi - lo
-        return Sample(now, sum(self.cpu[lo:hi]) / n, sum(self.memory[lo:hi]) / n)
+        cpu, memory, n = self.mean(to_seconds(now), window.total_seconds())
+        return Sample(now, cpu, memory) if n else None
+
+    def mean(self, end: float, seconds: float, *, keep: bool = True) -> tuple[float, float, int]:
+        """``(cpu, memory, n)``: the mean of the ``n`` points in ``(end - seconds, end]``
+        (POSIX seconds; ``n`` 0 and zeros when there are none), read from running sums
+        (:mod:`projections.usage_window`), equal to the plain mean to the bit.
+
+        ``keep=False`` is for a one-off read (a pod's usage): without running sums for
+        ``seconds`` already, it sums the slice and leaves none behind.
+        """
+        window = self.window
+        if window is None or window.seconds != seconds:
+            if not keep:
+                times = self.times
+                return slice_mean(
+                    self, bisect_right(times, end - seconds), bisect_right(times, end)
+                )
+            self.window = window = RunningWindow(seconds, len(self.times))
+        return window.mean(self, end)
 
     def leak(self, now: datetime, duration: timedelta) -> tuple[Sample, Sample] | None:
         """``(first, last)`` when memory grew over the last ``duration`` (faulty-pod rule).

@@ -34,6 +34,7 @@ from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from projections.model import NodeInfo, TaskInfo
+from projections.usage import to_seconds
 
 NAME = "usage"
 METRICS_ACTIVE = timedelta(minutes=5)
@@ -123,20 +124,23 @@ class UsagePlugin:
     def on_session_open(self, ssn: Session) -> None:
         args = self.args
         memo: dict[str, tuple[float, float] | None] = {}
+        series_of = ssn.usage.nodes
+        end, seconds = to_seconds(ssn.now), args.metrics_period.total_seconds()
+        # the newest sample is recent when it is not older than METRICS_ACTIVE: compared in
+        # the series' seconds (exact for the log's microsecond times)
+        active_since = to_seconds(ssn.now - METRICS_ACTIVE)
 
         def percent(node: NodeInfo) -> tuple[float, float] | None:
             if node.name in memo:
                 return memo[node.name]
             found: tuple[float, float] | None = None
-            latest = ssn.usage.latest_node(node.name)
-            if latest is not None and ssn.now - latest.at <= METRICS_ACTIVE:
-                avg = ssn.usage.average_node(node.name, ssn.now, args.metrics_period)
+            series = series_of.get(node.name)
+            if series is not None and series.times and series.times[-1] >= active_since:
+                # the running window sums of projections.usage_window: O(change) per read
+                cpu, memory, n = series.mean(end, seconds)
                 alloc = node.allocatable
-                if avg is not None and alloc.milli_cpu > 0 and alloc.memory > 0:
-                    found = (
-                        100.0 * avg.cpu / alloc.milli_cpu,
-                        100.0 * avg.memory / alloc.memory,
-                    )
+                if n and alloc.milli_cpu > 0 and alloc.memory > 0:
+                    found = (100.0 * cpu / alloc.milli_cpu, 100.0 * memory / alloc.memory)
             memo[node.name] = found
             return found
 

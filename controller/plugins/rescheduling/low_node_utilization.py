@@ -36,15 +36,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
-from controller.plugins.rescheduling.args import RESOURCES, LnuParams
+from controller.plugins.rescheduling.args import LnuParams
 from projections.model import TaskInfo
 
 STRATEGY = "lowNodeUtilization"
 NO_LOW = "no node is below thresholds"
 ALL_LOW = "every node is below thresholds"
 NO_HIGH = "no node is above targetThresholds"
+GIB = 1024**3
 #: the most low-node names written into one victim's evidence (the count is always there)
 LOW_NODES_SHOWN = 16
 
@@ -117,6 +119,22 @@ def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
     return (task.pod_priority, qos_rank(task), task.namespace, task.name, task.uid)
 
 
+_PRIORITY = attrgetter("pod_priority")
+_QOS = attrgetter("k8s_qos")
+_NAMES = attrgetter("namespace", "name", "uid")
+
+
+def in_victim_order(tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """``tasks`` sorted by :func:`victim_order`, with the keys built by C-level getters
+    (every task of every hot node is sorted here): ``(priority, QoS rank, (namespace,
+    name, uid))`` orders as the flat tuple does."""
+    ranks: list[int | None] = list(map(QOS_RANK.get, map(_QOS, tasks)))
+    if None in ranks:
+        ranks = [qos_rank(task) for task in tasks]
+    keys = list(zip(map(_PRIORITY, tasks), ranks, map(_NAMES, tasks), strict=True))
+    return [tasks[i] for i in sorted(range(len(tasks)), key=keys.__getitem__)]
+
+
 def classify(
     loads: Iterable[NodeLoad], params: LnuParams
 ) -> tuple[list[NodeLoad], list[NodeLoad], int]:
@@ -125,13 +143,16 @@ def classify(
     low: list[NodeLoad] = []
     high: list[NodeLoad] = []
     count = 0
-    lo, hi = params.thresholds, params.target_thresholds
-    for load in loads:
+    lo_cpu, lo_mem = params.thresholds["cpu"], params.thresholds["memory"]
+    hi_cpu, hi_mem = params.target_thresholds["cpu"], params.target_thresholds["memory"]
+    for load in loads:  # NodeLoad.percent, inlined: one pass over every node
         count += 1
-        pct = load.percent()
-        if all(pct[r] < lo[r] for r in RESOURCES):
+        a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
+        p_cpu = 100.0 * load.cpu / a_cpu if a_cpu > 0 else 0.0
+        p_mem = 100.0 * load.memory / a_mem if a_mem > 0 else 0.0
+        if p_cpu < lo_cpu and p_mem < lo_mem:
             low.append(load)
-        elif any(pct[r] > hi[r] for r in RESOURCES):
+        elif p_cpu > hi_cpu or p_mem > hi_mem:
             high.append(load)
     return low, high, count
 
@@ -182,8 +203,9 @@ def select(
         "low_node_count": len(low),
         **(shared or {}),
     }
-    n_low = len(low)
-    high.sort(key=lambda n: (-sum(n.percent().values()), n.name))
+    # the part of every victim's sentence that is the same for the whole round
+    target_text = f" > target {t_cpu:g}%/{t_mem:g}%; {len(low)} low node(s) have "
+    high.sort(key=_hottest_first)
     victims = result.victims
     for load in high:
         a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
@@ -197,7 +219,7 @@ def select(
             if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
             if ordered is None:
-                ordered = sorted(candidates(load.name), key=victim_order)
+                ordered = in_victim_order(list(candidates(load.name)))
             if rank >= len(ordered):
                 break
             task = ordered[rank]
@@ -205,31 +227,34 @@ def select(
             if not may_evict(task):
                 continue
             usage = pod_load(task)
-            evidence = dict(common)
-            evidence["node"] = load.name
-            evidence["node_usage"] = {"cpu": round(p_cpu, 2), "memory": round(p_mem, 2)}
-            evidence["node_samples"] = load.samples
-            evidence["headroom"] = {"cpu": int(room_cpu), "memory": int(room_mem)}
-            evidence["rank"] = rank
-            evidence["victim_usage"] = {"cpu": int(usage.cpu), "memory": int(usage.memory)}
-            evidence["usage_source"] = usage.source
-            evidence["why"] = (
-                f"{load.name} averages cpu {p_cpu:.0f}%/mem {p_mem:.0f}% > target "
-                f"{t_cpu:g}%/{t_mem:g}%; {n_low} low node(s) have {_cores(room_cpu)}/"
-                f"{_gib(room_mem)} headroom; rank {rank}, uses {_cores(usage.cpu)}/"
-                f"{_gib(usage.memory)} ({usage.source})"
-            )
+            u_cpu, u_mem = usage.cpu, usage.memory
+            # one dict display per victim (the same keys, in the same order, as always)
+            evidence = {
+                **common,
+                "node": load.name,
+                "node_usage": {"cpu": round(p_cpu, 2), "memory": round(p_mem, 2)},
+                "node_samples": load.samples,
+                "headroom": {"cpu": int(room_cpu), "memory": int(room_mem)},
+                "rank": rank,
+                "victim_usage": {"cpu": int(u_cpu), "memory": int(u_mem)},
+                "usage_source": usage.source,
+                "why": (
+                    f"{load.name} averages cpu {p_cpu:.0f}%/mem {p_mem:.0f}%{target_text}"
+                    f"{room_cpu / 1000:.1f} cores/{room_mem / GIB:.1f}Gi headroom; rank {rank}, "
+                    f"uses {u_cpu / 1000:.1f} cores/{u_mem / GIB:.1f}Gi ({usage.source})"
+                ),
+            }
             victims.append(Choice(task, evidence))
-            load.cpu -= usage.cpu
-            load.memory -= usage.memory
-            room_cpu -= usage.cpu
-            room_mem -= usage.memory
+            load.cpu -= u_cpu
+            load.memory -= u_mem
+            room_cpu -= u_cpu
+            room_mem -= u_mem
     return result
 
 
-def _cores(milli: float) -> str:
-    return f"{milli / 1000:.1f} cores"
-
-
-def _gib(memory: float) -> str:
-    return f"{memory / 1024**3:.1f}Gi"
+def _hottest_first(load: NodeLoad) -> tuple[float, str]:
+    """Sort key: ``cpu% + memory%`` descending, then name."""
+    a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
+    p_cpu = 100.0 * load.cpu / a_cpu if a_cpu > 0 else 0.0
+    p_mem = 100.0 * load.memory / a_mem if a_mem > 0 else 0.0
+    return -(p_cpu + p_mem), load.name

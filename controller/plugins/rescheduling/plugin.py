@@ -18,8 +18,11 @@ this module turns the session into those loads and hands the victims to ``shuffl
 * **Measuring a node.** The mean of the node's ``metrics.node`` samples in ``(now −
   metricsPeriod, now]``. A node with no sample in that window is *stale* and takes no part
   (neither low nor high, and not counted in "every node is low"); one sample is enough.
-  Unschedulable and NotReady nodes take no part either.
-* **Measuring a pod.** The mean of its ``metrics.pod`` samples over the same window; a pod
+  Unschedulable and NotReady nodes take no part either. The mean is read from the series'
+  running window sums (:mod:`projections.usage_window`, kept up as samples are folded and
+  equal to the plain mean to the bit), so a round costs O(nodes + victims), not O(samples).
+* **Measuring a pod.** The mean of its ``metrics.pod`` samples over the same window (read
+  only for the victims, summed once, no running sums kept for pods); a pod
   with none counts its request instead (the evidence says ``usage_source: request``).
 * **Who may go.** Running pods of session jobs on the hot node (shuffle's candidates)
   whose ``task.preemptable`` is true; never a DaemonSet or mirror pod, nor a
@@ -35,11 +38,11 @@ this module turns the session into those loads and hands the victims to ``shuffl
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller.framework.disruption import Disruptions
 from controller.framework.plugin import Interval, PluginContext, Schedule
 from controller.framework.points import Victim
 from controller.framework.session import Session
@@ -81,17 +84,11 @@ def never_victim(task: TaskInfo) -> bool:
 
 
 def average(series: Series | None, now: datetime, period: timedelta) -> tuple[float, float, int]:
-    """``(cpu, memory, samples)``: the mean of the points in ``(now - period, now]``."""
+    """``(cpu, memory, samples)``: the mean of the points in ``(now - period, now]``, read
+    from the series' running sums (:meth:`projections.usage.Series.mean`)."""
     if series is None:
         return 0.0, 0.0, 0
-    end = to_seconds(now)
-    times = series.times
-    lo = bisect_right(times, end - period.total_seconds())
-    hi = bisect_right(times, end)
-    n = hi - lo
-    if n <= 0:
-        return 0.0, 0.0, 0
-    return sum(series.cpu[lo:hi]) / n, sum(series.memory[lo:hi]) / n, n
+    return series.mean(to_seconds(now), period.total_seconds())
 
 
 def node_loads(
@@ -102,10 +99,12 @@ def node_loads(
     loads: list[NodeLoad] = []
     stale: list[str] = []
     series = usage.nodes
+    end, seconds = to_seconds(now), period.total_seconds()
     for node in nodes:
         if node.unschedulable or not node.ready:
             continue
-        cpu, memory, n = average(series.get(node.name), now, period)
+        found = series.get(node.name)
+        cpu, memory, n = (0.0, 0.0, 0) if found is None else found.mean(end, seconds)
         if n == 0:
             stale.append(node.name)
             continue
@@ -145,18 +144,21 @@ class ReschedulingPlugin:
         del tasks
         args = self.args
         now, period = ssn.now, args.metrics_period
-        nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        nodes = ssn.view.node_list  # the session's nodes, by name
         chosen: list[Victim] = []
         left: dict[str, int] = {}
         budgets: dict[str, list[dict[str, Any]]] = {}
+        end, seconds = to_seconds(now), period.total_seconds()
+        pods = ssn.usage.pods
+        disruptions = ssn.disruptions if ssn.disruptions.active else None
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
             result = select(
                 loads,
                 params,
                 candidates=lambda name: _candidates(ssn, name),
-                pod_load=lambda task: _pod_load(ssn.usage, task, now, period),
-                may_evict=lambda task: _may_evict(ssn, task, left, budgets),
+                pod_load=lambda task: _pod_load(pods, task, end, seconds),
+                may_evict=lambda task: _may_evict(ssn, disruptions, task, left, budgets),
                 shared={
                     "metrics_period": _go(period),
                     "interval": _go(args.interval),
@@ -164,47 +166,62 @@ class ReschedulingPlugin:
                 },
             )
             self.rounds.append(result)
-            for choice in result.victims:
-                covered = budgets.get(choice.task.key)
-                if covered:
-                    choice.evidence["disruption_budgets"] = covered
+            if budgets:
+                for choice in result.victims:
+                    covered = budgets.get(choice.task.key)
+                    if covered:
+                        choice.evidence["disruption_budgets"] = covered
             chosen.extend(Victim(c.task, REASON, c.evidence, NAME) for c in result.victims)
         return chosen
 
 
-def _candidates(ssn: Session, node: str) -> Iterator[TaskInfo]:
+def _candidates(ssn: Session, node: str) -> list[TaskInfo]:
     """The node's Running, preemptable, not protected tasks (their job is checked later,
-    by :func:`_gang_allows`, only for the few the round reaches)."""
+    by :func:`_gang_allows`, only for the few the round reaches); :func:`never_victim`,
+    inlined with the cheap tests first (every task of every hot node passes here)."""
     running = TaskStatus.RUNNING
-    for task in ssn.nodes[node].tasks.values():
-        if task.status == running and task.preemptable and not never_victim(task):
-            yield task
+    return [
+        task
+        for task in ssn.nodes[node].tasks.values()
+        if task.status == running
+        and task.preemptable
+        and task.namespace != SYSTEM_NAMESPACE
+        and task.priority_class not in CRITICAL_CLASSES
+        and not is_system(task)
+    ]
 
 
-def _pod_load(usage: UsageState, task: TaskInfo, now: datetime, period: timedelta) -> PodLoad:
-    cpu, memory, n = average(usage.pods.get(task.key), now, period)
-    if n:
-        return PodLoad(cpu, memory, "metrics")
+def _pod_load(pods: Mapping[str, Series], task: TaskInfo, end: float, seconds: float) -> PodLoad:
+    """The pod's mean usage over the window (a one-off read: no running sums are kept for
+    pods), or its request when it has no sample there."""
+    series = pods.get(task.key)
+    if series is not None:
+        cpu, memory, n = series.mean(end, seconds, keep=False)
+        if n:
+            return PodLoad(cpu, memory, "metrics")
     return PodLoad(task.resreq.milli_cpu, task.resreq.memory, "request")
 
 
 def _running(job: JobInfo) -> int:
-    running = TaskStatus.RUNNING
-    return sum(1 for task in job.tasks.values() if task.status == running)
+    return [task.status for task in job.tasks.values()].count(TaskStatus.RUNNING)
 
 
 def _may_evict(
-    ssn: Session, task: TaskInfo, left: dict[str, int], budgets: dict[str, list[dict[str, Any]]]
+    ssn: Session,
+    disruptions: Disruptions | None,
+    task: TaskInfo,
+    left: dict[str, int],
+    budgets: dict[str, list[dict[str, Any]]],
 ) -> bool:
     """No PodDisruptionBudget forbids it (counting the round's earlier victims) and its
     gang keeps its minimum; a victim it allows is counted against both, and the budgets
-    covering it (as they stood before it) go to ``budgets`` for its evidence."""
-    disruptions = ssn.disruptions
-    if disruptions.active and disruptions.blocking(task) is not None:
+    covering it (as they stood before it) go to ``budgets`` for its evidence.
+    ``disruptions`` is None when no budget exists (nothing is held back then)."""
+    if disruptions is not None and disruptions.blocking(task) is not None:
         return False
     if not _gang_allows(ssn, task, left):
         return False
-    if disruptions.active:
+    if disruptions is not None:
         covered = disruptions.evidence(task)
         if covered:
             budgets[task.key] = covered
@@ -215,19 +232,21 @@ def _may_evict(
 def _gang_allows(ssn: Session, task: TaskInfo, left: dict[str, int]) -> bool:
     """A PodGroup job keeps at least ``minAvailable`` Running pods; records the taking.
 
-    ``left`` counts, per job, the Running pods the round has not taken yet.
+    ``left`` counts, per job (by the task's job key), the Running pods the round has not
+    taken yet.
     """
-    job = ssn.job_of(task)
+    job = ssn.jobs.lookup(task.job)
     if job is None:
         return False
     if not job.implicit:
-        count = left.get(job.id)
+        key = task.job
+        count = left.get(key)
         if count is None:
             count = _running(job)
         if count - 1 < job.min_available:
-            left[job.id] = count
+            left[key] = count
             return False
-        left[job.id] = count - 1
+        left[key] = count - 1
     return True
 
 

@@ -149,6 +149,17 @@ def test_usage_ignores_stale_metrics() -> None:
 
 
 @pytest.mark.parametrize(
+    "age",
+    [timedelta(0), timedelta(minutes=2), timedelta(minutes=5) - timedelta(microseconds=1)],
+    ids=["fresh", "two-minutes-old", "a-microsecond-inside-five-minutes"],
+)
+def test_usage_judges_recent_metrics_to_the_microsecond(age: timedelta) -> None:
+    ssn = usage_session({"hot": 95.0}, age=age)
+    with pytest.raises(FitError, match="CPU load"):
+        ssn.predicate(task(), ssn.nodes["hot"])
+
+
+@pytest.mark.parametrize(
     ("raw", "message"),
     [
         pytest.param({"thresholds": {"cpu": 120}}, "thresholds.cpu", id="over-100"),
