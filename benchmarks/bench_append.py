@@ -5,8 +5,10 @@ and pay for serialising each payload and storing it with a global order: tide's
 :meth:`streams.backends.sqlite.SQLiteLog.append` (offsets, the unique id index, the type
 index) and ``eventsourcing``'s ``SQLiteApplicationRecorder.insert_events`` (notification
 ids, the unique ``(originator_id, originator_version)`` key), each on a fresh file in
-WAL mode with ``synchronous=NORMAL``. Appends are made ``--batch`` events at a time
-(1: a live controller's decision; 100: a burst of watch events).
+WAL mode and with its own settings: tide ``synchronous=NORMAL``, eventsourcing SQLite's
+default ``FULL`` (an fsync per commit, which shows on the wall clock, hardly on the CPU
+clock the ratio is taken from). Appends are made ``--batch`` events at a time (1: a live
+controller's decision; 100: a burst of watch events).
 
 Every repeat runs the rows back to back (interleaved); times are ``time.process_time``
 beside the wall clock; the figure is records per CPU-second, median and range.
