@@ -27,9 +27,15 @@ from typing import IO
 import orjson
 
 from streams.chain import ChainWriter
-from streams.codec import DecodeError, decode_record_encoded, encode, json_kind
+from streams.codec import (
+    DecodeError,
+    content_id_encoded,
+    decode_record_encoded,
+    encode,
+    json_kind,
+)
 from streams.conflicts import find_conflicts
-from streams.events import Event, build_event, content_id
+from streams.events import Event, build_event
 from streams.gcpause import paused_gc
 from streams.limits import MAX_LINE_BYTES, LimitError, bounded_payload, check_time
 from streams.log import EventLog, Quarantined, quarantine_of
@@ -97,10 +103,16 @@ def _parse(
     if event.type == "k8s.watch":
         stripped = strip_watch(event.data)
         if stripped is not event.data:  # secrets dropped: the id is of what is kept
+            # serialised once, for the id and for the log (the store would otherwise
+            # serialise the payload again)
+            payload = orjson.dumps(stripped, option=orjson.OPT_SORT_KEYS)
             given = record.get("id")
-            id_ = given if isinstance(given, str) else content_id(event.type, event.at, stripped)
+            id_ = (
+                given
+                if isinstance(given, str)
+                else content_id_encoded(event.type, event.at, payload, event.cause)
+            )
             event = build_event(event.type, event.at, id_, stripped, event.cause, -1, event.v)
-            payload = None
     return event, payload
 
 

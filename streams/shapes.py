@@ -16,6 +16,7 @@ object whose listed keys have those shapes), ``{str: shape}`` (a map of any keys
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from streams.codec import json_kind
@@ -170,7 +171,83 @@ def name_problem(name: str, *, namespace: bool = False) -> str | None:
 
 
 def check_shape(value: Any, shape: Shape, path: str = "") -> None:
-    """Raise :class:`ShapeError` naming the first path in ``value`` not of ``shape``."""
+    """Raise :class:`ShapeError` naming the first path in ``value`` not of ``shape``.
+
+    The check itself runs a predicate compiled once per shape (:func:`_compile`), which
+    builds no paths; only a value that fails it is walked again to name the path.
+    """
+    check = _COMPILED.get(id(shape))
+    if check is None:
+        check = _COMPILED[id(shape)] = _compile(shape)
+        _KEEP.append(shape)  # ids stay unique while the shape is cached
+    if not check(value):
+        _explain(value, shape, path)
+
+
+Check = Callable[[Any], bool]
+_COMPILED: dict[int, Check] = {}
+_KEEP: list[Shape] = []
+
+
+def _compile(shape: Shape) -> Check:
+    """A predicate accepting exactly the values :func:`_explain` accepts."""
+    if isinstance(shape, dict):
+        if len(shape) == 1 and str in shape:
+            inner = shape[str]
+            if inner is str or inner is dict:
+                return lambda v: (
+                    v is None
+                    or (type(v) is dict and all(type(x) is inner or x is None for x in v.values()))
+                )
+            each = _compile(inner)
+            return lambda v: v is None or (type(v) is dict and all(map(each, v.values())))
+        fields = {key: _compile(inner) for key, inner in shape.items()}
+        listed = tuple(fields.items())
+        known = fields.get
+
+        def check_object(v: Any) -> bool:
+            if v is None:
+                return True
+            if type(v) is not dict:
+                return False
+            if len(v) < len(listed):  # walk the smaller side
+                for key, child in v.items():
+                    check = known(key)
+                    if check is not None and child is not None and not check(child):
+                        return False
+                return True
+            get = v.get
+            for key, check in listed:
+                child = get(key)
+                if child is not None and not check(child):
+                    return False
+            return True
+
+        return check_object
+    if isinstance(shape, list):
+        item = _compile(shape[0])
+        return lambda v: v is None or (type(v) is list and None not in v and all(map(item, v)))
+    if shape is TIME:
+        return _is_time
+    kind = shape
+    return lambda v: v is None or type(v) is kind
+
+
+def _is_time(value: Any) -> bool:
+    if value is None:
+        return True
+    if type(value) is not str:
+        return False
+    try:
+        parse_time(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _explain(value: Any, shape: Shape, path: str = "") -> None:
+    """Walk ``value`` against ``shape``, raising :class:`ShapeError` at the first path
+    that is wrong (the slow path of :func:`check_shape`)."""
     if value is None:
         return
     if isinstance(shape, dict):
@@ -179,12 +256,12 @@ def check_shape(value: Any, shape: Shape, path: str = "") -> None:
         if len(shape) == 1 and str in shape:
             inner = shape[str]
             for key in value:
-                check_shape(value[key], inner, _join(path, key))
+                _explain(value[key], inner, _join(path, key))
             return
         for key, inner in shape.items():
             child = value.get(key)
             if child is not None:
-                check_shape(child, inner, _join(path, key))
+                _explain(child, inner, _join(path, key))
         return
     if isinstance(shape, list):
         if type(value) is not list:
@@ -192,7 +269,7 @@ def check_shape(value: Any, shape: Shape, path: str = "") -> None:
         for i, item in enumerate(value):
             if item is None:  # an element is never "absent"
                 raise ShapeError(f"{path}[{i}]: null")
-            check_shape(item, shape[0], f"{path}[{i}]")
+            _explain(item, shape[0], f"{path}[{i}]")
         return
     if shape is TIME:
         if type(value) is not str:

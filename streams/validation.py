@@ -368,6 +368,10 @@ def _dict(parent: JSON, key: str, path: str) -> JSON | None:
     raise _FieldError(path, f"{_kind(value)}, not an object")
 
 
+#: quantity strings already found valid (a recording repeats a few hundred spellings)
+_GOOD_QUANTITIES: set[str] = set()
+
+
 def _quantities(parent: JSON, key: str, path: str) -> None:
     """Check ``parent[key]``, a ResourceList, when present."""
     values = parent.get(key)
@@ -375,7 +379,10 @@ def _quantities(parent: JSON, key: str, path: str) -> None:
         return
     if not isinstance(values, dict):
         raise _FieldError(path, f"{_kind(values)}, not an object")
+    good = _GOOD_QUANTITIES
     for name, value in values.items():
+        if type(value) is str and value in good:
+            continue
         _quantity(value, f"{path}.{name}")
 
 
@@ -389,6 +396,10 @@ def _quantity(value: Any, path: str) -> None:
     """A quantity of the grammar, within bounds, and not negative (Kubernetes refuses
     negative requests, limits and capacities)."""
     problem = quantity_problem(value)
+    if problem is None and type(value) is str:
+        if len(_GOOD_QUANTITIES) >= 1 << 14:
+            _GOOD_QUANTITIES.clear()
+        _GOOD_QUANTITIES.add(value)
     if problem is not None:
         if not isinstance(value, str | float | int) or isinstance(value, bool):
             raise _FieldError(path, f"{_kind(value)} is not a Kubernetes quantity")

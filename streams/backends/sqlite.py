@@ -3,12 +3,14 @@
 Why it looks the way it does (numbers measured with ``sqlite3`` and ``omnilib/aiosqlite``
 against ~1 KB JSON rows: aiosqlite runs every call on one worker thread):
 
-* every awaited aiosqlite call costs ~57 µs, so an append is one ``executemany`` for the
-  whole batch plus two small calls; the payload is stored as orjson bytes;
-* offsets are explicit, 0-based, and assigned inside the insert
-  (``MAX(offset) + 1``) under ``BEGIN IMMEDIATE``, so two processes appending to one file
-  still get one gap-free order; ``INSERT OR IGNORE`` on the unique ``id`` makes appends
-  idempotent, and the rows actually inserted are read back to return their offsets;
+* every awaited aiosqlite call costs ~57 µs, so an append is one trip to the
+  connection's thread (``_store``: the whole transaction, one ``executemany``); the
+  payload is stored as orjson bytes;
+* offsets are explicit, 0-based, and assigned per batch from the head read under
+  ``BEGIN IMMEDIATE``, so two processes appending to one file still get one gap-free
+  order; a batch holding an id already stored is redone with ``INSERT OR IGNORE`` and
+  ``MAX(offset) + 1`` per row (idempotent appends), the rows actually inserted read back
+  to return their offsets;
 * all statements share one connection, and an asyncio lock keeps a reader from seeing
   another coroutine's half-done transaction;
 * reads are paged ``fetchall`` (the fastest aiosqlite read) of the stored rows, each
@@ -26,7 +28,7 @@ import fcntl
 import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -72,6 +74,10 @@ _SEALED = 'SELECT "offset", head FROM seal WHERE one = 0'
 _INSERT = (
     'INSERT OR IGNORE INTO events ("offset", id, at, type, cause, v, data, prev) '
     'VALUES ((SELECT IFNULL(MAX("offset") + 1, 0) FROM events), ?, ?, ?, ?, ?, ?, ?)'
+)
+_INSERT_AT = (
+    'INSERT INTO events ("offset", id, at, type, cause, v, data, prev) '
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 #: logs written before the hash chain lack the ``prev`` column: it is added on open
 _COLUMNS = "SELECT name FROM pragma_table_info('events')"
@@ -170,17 +176,9 @@ class SQLiteLog(EventLog):
             return []
         async with self._lock:
             try:
-                cursor = await self._db.executemany(_INSERT, rows)
-                count = cursor.rowcount
-                offsets: dict[str, int] = {}
-                if count > 0:
-                    last = (await self._fetch(_LAST, ()))[0][0]
-                    first = last - count + 1
-                    if count == len(unique):
-                        offsets = dict(zip(unique, range(first, last + 1), strict=True))
-                    else:
-                        offsets = {i: o for o, i in await self._fetch(_ADDED, (first,))}
-                await self._db.commit()
+                # one hop to the connection's thread for the whole transaction
+                run: Callable[..., Awaitable[dict[str, int]]] = self._db._execute
+                offsets = await run(_store, self._db, rows, list(unique))
             except BaseException as exc:
                 await _rollback(self._db)
                 if isinstance(exc, aiosqlite.Error):
@@ -342,6 +340,37 @@ def _row(event: Event, payload: bytes | None = None) -> Row:
     # re-encodes canonically), so unsorted dumps is fine when no bytes were handed over
     data = orjson.dumps(event.data) if payload is None else payload
     return (event.id, _format_at(event.at), event.type, event.cause, event.v, data, event.prev)
+
+
+def _store(db: aiosqlite.Connection, rows: list[Row], ids: list[str]) -> dict[str, int]:
+    """Insert ``rows`` (ids ``ids``, all distinct) in one transaction on the connection's
+    own thread; the offsets given to the ids actually inserted.
+
+    Offsets are assigned per batch (the head read once under ``BEGIN IMMEDIATE``, then
+    consecutive); a batch holding an id already on the log fails on the unique index
+    and is redone row by row with ``INSERT OR IGNORE`` and ``MAX(offset) + 1``, so the
+    order stays gap-free and the append idempotent.
+    """
+    con: sqlite3.Connection = db._conn
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        first = con.execute(_LAST).fetchone()[0] + 1
+        try:
+            con.executemany(_INSERT_AT, [(first + i, *row) for i, row in enumerate(rows)])
+            offsets = dict(zip(ids, range(first, first + len(rows)), strict=True))
+        except sqlite3.IntegrityError:  # some ids are on the log already
+            con.rollback()
+            con.execute("BEGIN IMMEDIATE")
+            first = con.execute(_LAST).fetchone()[0] + 1
+            count = con.executemany(_INSERT, rows).rowcount
+            offsets = (
+                {} if count <= 0 else {i: o for o, i in con.execute(_ADDED, (first,)).fetchall()}
+            )
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return offsets
 
 
 def _create_private(path: Path) -> None:
