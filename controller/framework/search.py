@@ -12,7 +12,9 @@ that change no answer:
 * the fit test (``init_resreq ≤ future_idle``, and whether it also fits ``idle``) reads
   the view's free-resource columns (:mod:`controller.framework.columns`);
 * a predicate or scorer registered with a ``key`` (``Session.add_predicate_fn``) answers
-  from the session's memo while the node is unchanged (the view's node versions);
+  from the session's memo while the node is unchanged (the view's node versions); when
+  every predicate is keyed, one list per key combination (``Session.passes``) records the
+  node version at which all of them passed, so such a node costs one comparison;
 * the loop is inlined (no per-node function call of the framework's own);
 * when every scorer registered a ``batch`` (``Session.add_node_order_fn``), the scores of
   all candidate nodes come from one call per scorer (plugins answer from columns), summed
@@ -75,6 +77,7 @@ def find_fitting_nodes(
     cpu, mem = req.milli_cpu, req.memory
     scalars = [(value, *cols.scalar(name)) for name, value in sorted(req.scalars.items())]
     plan = ssn.plan("predicate", task)
+    passed = ssn.passes(plan, total)
     versions = view.versions
     idle_fit, future_fit = out.idle, out.future
     found = processed = 0
@@ -93,7 +96,7 @@ def find_fitting_nodes(
                 break
             if fits_idle and not value < idle_col[i]:
                 fits_idle = False
-        if error is None:
+        if error is None and (passed is None or passed[i] != versions[i]):
             version = versions[i]
             for fn, memo in plan:
                 if memo is not None:
@@ -111,6 +114,8 @@ def find_fitting_nodes(
                     memo[i] = (version, error)
                 if error is not None:
                     break
+            if error is None and passed is not None:
+                passed[i] = version
         if error is not None:
             if cache is not None:
                 cache[i] = error
