@@ -5,7 +5,8 @@
   ``tdm/rz1/window-end`` at 21:00:01 (APScheduler fires window ends at second 1).
   Target <= 50 ms. Informational: the same trigger with actions ``shuffle`` only.
 * Allocate: actions ``allocate``, a session tick just after the recording ends, over
-  the recording's Pending pods (1,000 by default). Target <= 1 s.
+  the recording's Pending pods (1,000 by default). Target <= 1 s of CPU (median of the
+  runs, range in the notes). Also with ``usage`` listed beside ``nodeorder``.
 
 The world is the fold the ``fold`` benchmark left (folded here when it did not run).
 ``run_cycle`` is pure, so each cycle runs on the same world; best of ``repeat`` (>= 3).
@@ -15,6 +16,7 @@ Baseline (same run, for scale only): one Python pass over every task of the worl
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -190,16 +192,53 @@ def run(ctx: Context) -> list[Result]:
         rows.append(
             row("  same trigger, shuffle only", spent, cold, decisions, None, shuffle_config)
         )
-    alloc_config = load("allocate")
-    spent, decisions, cold = cycle(world, tick, alloc_config, ctx.repeat, plugins)
-    rows.append(
-        row(
-            f"allocate cycle, {pending:,} pending pods",
-            spent,
-            cold,
-            decisions,
-            ALLOCATE_TARGET,
-            alloc_config,
+    usage_config = scheduler_config("allocate")
+    usage_config["tiers"][1]["plugins"].append({"name": "usage"})
+    for metric, alloc_config in (
+        (f"allocate cycle, {pending:,} pending pods", load("allocate")),
+        (
+            "  same, usage listed too (nodeorder + usage)",
+            config_mod.load_config(usage_config, plugins=plugins),
+        ),
+    ):
+        spent, decisions, cold, cpu = cpu_cycle(world, tick, alloc_config, ctx.repeat, plugins)
+        found = row(metric, spent, cold, decisions, ALLOCATE_TARGET, alloc_config)
+        pass_cpu = one_pass_cpu(world)
+        median = statistics.median(cpu)
+        found.notes += (
+            f"; CPU median {median * 1000:,.1f} ms (range {min(cpu) * 1000:,.1f}-"
+            f"{max(cpu) * 1000:,.1f}, {len(cpu)} runs), one pass {pass_cpu * 1000:,.2f} ms CPU"
         )
-    )
+        found.ok = median <= ALLOCATE_TARGET
+        found.extra = {"cpu_median_s": median, "cpu_min_s": min(cpu), "cpu_max_s": max(cpu)}
+        rows.append(found)
     return rows
+
+
+def cpu_cycle(
+    world: Any, event: Any, config: Any, repeat: int, plugins: dict[str, Any]
+) -> tuple[float, list[Any], float, list[float]]:
+    """:func:`cycle` with each run's CPU time too (``time.process_time``); the target is
+    judged on the CPU median (the machines are shared)."""
+    run_cycle = need("controller.engine", "run_cycle").run_cycle
+    times: list[float] = []
+    cpu: list[float] = []
+    decisions: list[Any] = []
+    for _ in range(max(3, repeat)):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        decisions = run_cycle(world, event, config, registry=plugins)
+        cpu.append(time.process_time() - start_cpu)
+        times.append(time.perf_counter() - start)
+    return min(times), decisions, times[0], cpu
+
+
+def one_pass_cpu(world: Any) -> float:
+    """:func:`one_pass` on the CPU clock (median of 3)."""
+    tasks = world.cluster.tasks
+    spent = []
+    for _ in range(3):
+        start = time.process_time()
+        for task in tasks.values():
+            task.status  # noqa: B018 - the pass is the point
+        spent.append(time.process_time() - start)
+    return statistics.median(spent)

@@ -166,6 +166,41 @@ class _Run:
         #: ``FitFailedRoles``; a role's later tasks are skipped, unless the role is "").
         self.failed_roles: dict[str, set[str]] = {}
         self.error_cache: dict[tuple[str, str], dict[int, FitError]] = {}
+        #: (predicate memo ids, request) -> ``view.changes`` when a search with them found
+        #: no node (see _search)
+        self.no_node: dict[tuple[Any, ...], int] = {}
+
+    def _search(self, task: TaskInfo, cache: dict[int, FitError] | None) -> Gradients:
+        """:func:`fitting_nodes`, skipped when it is sure to find nothing.
+
+        A search that found no node visited every node and left the cursor where it was.
+        A later task with the same request and the same predicate keys, searched while no
+        node changed (``view.changes``), is refused by every node for the same reasons;
+        its error cache only removes nodes. So its answer is known: no node (the error
+        cache it would fill serves only its role's later tasks, which a failed role skips
+        anyway). Only when every predicate is keyed (their answers then depend on the key
+        and the node alone), and only searches that started with an empty error cache are
+        remembered (a filled one skips nodes without asking them).
+        """
+        ssn = self.ssn
+        plan = ssn.plan("predicate", task)
+        if any(memo is None for _, memo in plan):
+            return fitting_nodes(ssn, task, cache=cache)
+        req = task.init_resreq
+        sign = (
+            tuple(id(memo) for _, memo in plan),  # the memos live as long as the session
+            req.milli_cpu,
+            req.memory,
+            tuple(sorted(req.scalars.items())),
+        )
+        changes = ssn.view.changes
+        if self.no_node.get(sign) == changes:
+            return Gradients()
+        fresh = not cache  # an error cache may hide nodes that fit other tasks
+        found = fitting_nodes(ssn, task, cache=cache)
+        if not len(found) and fresh:
+            self.no_node[sign] = changes
+        return found
 
     def allocate_job(
         self,
@@ -190,7 +225,7 @@ class _Run:
             cache = None
             if self.args.predicate_error_cache and task.task_role:
                 cache = self.error_cache.setdefault(role_key, {})
-            found = fitting_nodes(ssn, task, cache=cache)
+            found = self._search(task, cache)
             if not len(found):
                 failed.add(task.task_role)
                 if j.need_continue_allocating(ssn.jobs[job.id], failed):

@@ -99,6 +99,9 @@ class Extensions:
             "node_order": {},
         }
         self._memos: dict[Hashable, dict[int, Any]] = {}
+        #: memo ids of a predicate plan -> per node, the node version at which every
+        #: predicate of the plan passed (see :meth:`passes`)
+        self._passes: dict[tuple[int, ...], list[int]] = {}
         #: plugin -> its node scores over many nodes at once (``add_node_order_fn(batch=)``)
         self._batches: dict[str, BatchScoreFn | None] = {}
 
@@ -250,6 +253,21 @@ class Extensions:
                     memo = self._memos.setdefault((point, name, key(task)), {})
                 out.append((fn, memo))
         return out
+
+    def passes(self, plan: list[tuple[Any, dict[int, Any] | None]], nodes: int) -> list[int] | None:
+        """For a predicate ``plan`` whose callables are all keyed, one list over the
+        session's ``nodes``: the node version at which all of them passed (-1 when not
+        known), shared by every task with the same keys. None when one is not keyed.
+        """
+        ids: list[int] = []
+        for _, memo in plan:
+            if memo is None:
+                return None
+            ids.append(id(memo))  # the memos live as long as the session
+        found = self._passes.get(tuple(ids))
+        if found is None:
+            found = self._passes[tuple(ids)] = [-1] * nodes
+        return found
 
     def score_plan(
         self, task: TaskInfo

@@ -262,6 +262,9 @@ class ClusterView:
         #: Per node (view order): bumped whenever a statement changes the node, so that
         #: answers memoised for a node can tell they are stale.
         self.versions: list[int] = [0] * len(names)
+        #: Bumped with every node version: a search that found nothing stays valid while
+        #: this is unchanged (allocate's failed-search memo).
+        self.changes = 0
         self._job_versions: dict[str, int] = {}
         self._columns: FreeColumns | None = None
 
@@ -273,6 +276,7 @@ class ClusterView:
 
     def _changed(self, pos: int) -> None:
         self.versions[pos] += 1
+        self.changes += 1
         if self._columns is not None:
             self._columns.refresh(pos)
 

@@ -316,27 +316,93 @@ class ScoreColumns:
         alloc_cpu, alloc_mem = cols.alloc_cpu, cols.alloc_mem
         cpu = task.resreq.milli_cpu or DEFAULT_MILLI_CPU
         memory = task.resreq.memory or DEFAULT_MEMORY
-        resources = bool(least_w or most_w or bal_w)
+        if least_w or most_w or bal_w:
+            parts = resource_column(
+                cpu,
+                memory,
+                ([used_cpu[i] for i in stale], [used_mem[i] for i in stale]),
+                ([alloc_cpu[i] for i in stale], [alloc_mem[i] for i in stale]),
+                weights=(least_w, most_w, bal_w),
+            )
+        else:
+            parts = [0] * len(stale)
         affinity_w = args.node_affinity if task.affinity else 0
+        if affinity_w:
+            parts = [
+                total + node_affinity(task, pool[i]) * affinity_w
+                for total, i in zip(parts, stale, strict=True)
+            ]
         taint_w = args.taint_toleration
-        taints = self._taint_scores(task, key[3]) if taint_w else {}
-        for i in stale:
-            total = 0
-            if resources:
-                total += _resource_total(
-                    used_cpu[i] + cpu,
-                    used_mem[i] + memory,
-                    alloc_cpu[i],
-                    alloc_mem[i],
-                    least_w,
-                    most_w,
-                    bal_w,
-                )
-            if affinity_w:
-                total += node_affinity(task, pool[i]) * affinity_w
-            if taint_w:
-                total += taints.get(i, MAX_NODE_SCORE) * taint_w
+        if taint_w:
+            taints = self._taint_scores(task, key[3])
+            top = MAX_NODE_SCORE * taint_w
+            parts = [
+                total + (taints[i] * taint_w if i in taints else top)
+                for total, i in zip(parts, stale, strict=True)
+            ]
+        for total, i in zip(parts, stale, strict=True):
             totals[i] = total
+
+
+def resource_column(
+    cpu: float,
+    memory: float,
+    used: tuple[list[float], list[float]],
+    alloc: tuple[list[float], list[float]],
+    *,
+    weights: tuple[int, int, int],
+) -> list[int]:
+    """:func:`_resource_total` for many nodes at once, in one list pass.
+
+    ``used`` and ``alloc`` are (cpu, memory) columns of the nodes, ``cpu`` and ``memory``
+    the task's request (non-zero defaults applied), ``weights`` those of leastrequested,
+    mostrequested and balancedresource. The arithmetic is :func:`_least`, :func:`_most`
+    and the balanced part of :func:`_resource_total`, expression for expression (``min(x,
+    1.0)`` written as a conditional, which returns the same float).
+    """
+    lw, mw, bw = weights
+    top = MAX_NODE_SCORE
+    return [
+        (
+            (
+                (0 if ac <= 0 or rc > ac else int((ac - rc) * top // ac))
+                + (0 if am <= 0 or rm > am else int((am - rm) * top // am))
+            )
+            // 2
+            * lw
+            if lw
+            else 0
+        )
+        + (
+            (
+                (0 if ac <= 0 else int((rc if rc < ac else ac) * top // ac))
+                + (0 if am <= 0 else int((rm if rm < am else am) * top // am))
+            )
+            // 2
+            * mw
+            if mw
+            else 0
+        )
+        + (
+            int(
+                (
+                    1
+                    - abs(
+                        ((fc if (fc := rc / ac) <= 1.0 else 1.0) if ac > 0 else 1.0)
+                        - ((fm if (fm := rm / am) <= 1.0 else 1.0) if am > 0 else 1.0)
+                    )
+                    / 2
+                )
+                * top
+            )
+            * bw
+            if bw
+            else 0
+        )
+        for rc, rm, ac, am in zip(
+            [u + cpu for u in used[0]], [u + memory for u in used[1]], *alloc, strict=True
+        )
+    ]
 
 
 def build(args: NodeOrderArgs, ctx: PluginContext) -> NodeOrderPlugin:

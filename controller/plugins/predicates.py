@@ -140,6 +140,59 @@ def scheduling_key(task: TaskInfo) -> bytes:
     )
 
 
+#: Above this many distinct (namespace, term) pairs of required anti-affinity among the
+#: session's pods, :func:`session_key` keys by the pod's labels instead (as cheap as it gets).
+MAX_SELECTING_TERMS = 64
+
+
+def session_key(ssn: Session) -> Callable[[TaskInfo], bytes]:
+    """A memo key finer-grained than :func:`scheduling_key`, for one session.
+
+    A pod with no required hostname pod (anti-)affinity term of its own is refused by
+    the inter-pod check only through an anti-affinity term of a pod on the node, and
+    then only by whether that term selects it (its labels and namespace). The key
+    therefore names which of the session's required anti-affinity terms select the pod
+    instead of its labels, so replicas that differ in a per-pod label share answers.
+    The terms are collected on first use from the pods on the session nodes and the
+    Pending pods: every pod a session can put on a node is one of them. A pod with terms
+    of its own keeps :func:`scheduling_key`.
+    """
+    found: list[list[tuple[Mapping[str, Any], TaskInfo]]] = []
+
+    def terms() -> list[tuple[Mapping[str, Any], TaskInfo]] | None:
+        if not found:
+            found.append(_anti_terms(ssn))
+        return found[0] if len(found[0]) <= MAX_SELECTING_TERMS else None
+
+    def key(task: TaskInfo) -> bytes:
+        affinity = task.affinity or {}
+        if affinity and (_required(task, "podAffinity") or _required(task, "podAntiAffinity")):
+            return scheduling_key(task)
+        selecting = terms()
+        if selecting is None:
+            return scheduling_key(task)
+        hits = [i for i, (term, owner) in enumerate(selecting) if term_matches(term, owner, task)]
+        return orjson.dumps(
+            [task.node_selector, affinity.get("nodeAffinity"), task.tolerations, hits],
+            option=orjson.OPT_SORT_KEYS,
+        )
+
+    return key
+
+
+def _anti_terms(ssn: Session) -> list[tuple[Mapping[str, Any], TaskInfo]]:
+    """Distinct required hostname anti-affinity terms of the session's pods, with a pod
+    that owns each (a term's match reads only its owner's namespace), in a sorted order."""
+    seen: dict[bytes, tuple[Mapping[str, Any], TaskInfo]] = {}
+    owners = [t for node in ssn.view.node_list for t in node.tasks.values() if t.affinity]
+    owners += [t for t in ssn.view.pending_tasks() if t.affinity]
+    for owner in owners:
+        for term in _required(owner, "podAntiAffinity"):
+            name = orjson.dumps([owner.namespace, term], option=orjson.OPT_SORT_KEYS)
+            seen.setdefault(name, (term, owner))
+    return [seen[name] for name in sorted(seen)]
+
+
 HOSTNAME = "kubernetes.io/hostname"
 #: whether any pod of the cluster matches a pod-affinity term of a task
 Anywhere = Callable[[Mapping[str, Any], TaskInfo], bool]
@@ -320,7 +373,7 @@ class PredicatesPlugin:
             )
 
         self.predicate = make_predicate(self.args, anywhere)
-        ssn.add_predicate_fn(NAME, self.predicate, key=scheduling_key)
+        ssn.add_predicate_fn(NAME, self.predicate, key=session_key(ssn))
         ssn.add_simulate_predicate_fn(NAME, self.simulate_predicate)
 
     def on_session_close(self, ssn: Session) -> None:
