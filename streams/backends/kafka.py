@@ -223,6 +223,40 @@ class KafkaLog(EventLog):
         await self._index_to(None)
         return {id_ for id_ in ids if id_ in self._ids}
 
+    async def records(self, ids: Sequence[str]) -> dict[str, Event]:
+        """The stored records with these ids, by id (:class:`streams.conflicts.RecordLookup`):
+        each at its first offset, read from the topic where the id index points."""
+        if not ids:
+            return {}
+        await self._index_to(None)
+        wanted = {self._ids[id_]: id_ for id_ in ids if id_ in self._ids}
+        found: dict[str, Event] = {}
+        topic = self.target.topic
+        async with self._control_lock:
+            for start, stop in runs(sorted(wanted)):
+                for record in await self._fetch(start, stop):
+                    if record.offset in wanted:
+                        found[wanted[record.offset]] = decode_value(topic, record)
+        return found
+
+    async def _fetch(self, start: int, stop: int) -> list[Record]:
+        """The records of the log in ``[start, stop)`` (hold ``_control_lock``)."""
+        control, got = self._control, []
+        control.seek(self._tp, start)
+        position = start
+        while position < stop:
+            fetched = await client.guard(
+                control.getmany(self._tp, timeout_ms=client.POLL_MS, max_records=FETCH_RECORDS),
+                f"read {self._tp.topic}",
+            )
+            page = fetched.get(self._tp, [])
+            got += [record for record in page if start <= record.offset < stop]
+            if page:
+                position = page[-1].offset + 1
+            else:
+                position = await client.guard(control.position(self._tp), "read position")
+        return got
+
     # -- quarantine --------------------------------------------------------------------
 
     async def set_aside(self, items: Sequence[Quarantined]) -> None:
@@ -300,6 +334,18 @@ class KafkaLog(EventLog):
         """The end of ``tp`` (hold ``_control_lock``); see ``kafka_reader.end_offset``."""
         known = self._last_batch if tp == self._tp else (-1, -1)
         return await end_offset(self._control, tp, known=known, timeout=self.target.timeout)
+
+
+def runs(offsets: list[int], *, gap: int = FETCH_RECORDS) -> list[tuple[int, int]]:
+    """Sorted ``offsets`` grouped into ``[start, stop)`` ranges, a new one where the next
+    offset is more than ``gap`` past the last (one seek each, not one per offset)."""
+    ranges: list[tuple[int, int]] = []
+    for offset in offsets:
+        if ranges and offset - ranges[-1][1] < gap:
+            ranges[-1] = (ranges[-1][0], offset + 1)
+        else:
+            ranges.append((offset, offset + 1))
+    return ranges
 
 
 async def open_url(url: str) -> KafkaLog:
