@@ -33,6 +33,7 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -49,7 +50,7 @@ from streams.backends.kafka_codec import (
     record_id,
     record_value,
 )
-from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, records
+from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
 from streams.codec import check_appendable
 from streams.events import Event
@@ -194,17 +195,34 @@ class KafkaLog(EventLog):
             return await self._end(self._tp)
 
     async def read(self, start: int = 0, stop: int | None = None) -> AsyncIterator[Event]:
-        end = await self.head()
-        stop = end if stop is None else min(stop, end)
         start = max(start, 0)
-        if start >= stop:
+        if stop is not None and start >= stop:
             return
-        await self._index_to(start)
+        async with self._control_lock:
+            listed = await listed_end(self._control, self._tp)
+        end: asyncio.Future[int] | None = None
+        if start >= listed:  # little or nothing to read: bound it first
+            head = await self.head()
+            stop = head if stop is None else min(stop, head)
+            if start >= stop:
+                return
+        else:  # records from start on: the exact head (on tansu a fetch of the last
+            # record batch) is found beside the first fetches, see ``kafka_reader.records``
+            end = asyncio.ensure_future(self.head())
         topic, first = self.target.topic, self._first
-        async for page in records(self.target, self._options, self._tp, start, stop):
-            for record in page:
-                if first(record):
-                    yield decode_value(topic, record)
+        try:
+            await self._index_to(start)
+            pages = records(self.target, self._options, self._tp, start, stop, until=end)
+            async for page in pages:
+                for record in page:
+                    if first(record):
+                        yield decode_value(topic, record)
+        finally:
+            if end is not None and not end.done():
+                end.cancel()
+            if end is not None:
+                with contextlib.suppress(asyncio.CancelledError, LogError):
+                    await end  # its error, if any, was raised where it mattered
 
     async def subscribe(self, start: int = 0) -> AsyncIterator[Event]:
         start = max(start, 0)
