@@ -28,6 +28,9 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
   id appeared at a lower offset, so each reader sees each id once, at its first offset.
 * **No consumer groups** (see ``kafka_reader``); one long-lived consumer answers
   ``head()`` and feeds the index.
+* **Conflicts are looked up, not indexed.** ``records(ids)`` reads the stored records
+  where the id index points (``streams.conflicts`` compares their content hashes), so
+  telling a conflict from a duplicate costs the append path nothing.
 """
 
 from __future__ import annotations
