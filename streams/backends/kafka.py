@@ -28,11 +28,15 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
   id appeared at a lower offset, so each reader sees each id once, at its first offset.
 * **No consumer groups** (see ``kafka_reader``); one long-lived consumer answers
   ``head()`` and feeds the index.
+* **Conflicts are looked up, not indexed.** ``records(ids)`` reads the stored records
+  where the id index points (``streams.conflicts`` compares their content hashes), so
+  telling a conflict from a duplicate costs the append path nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -49,7 +53,7 @@ from streams.backends.kafka_codec import (
     record_id,
     record_value,
 )
-from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, records
+from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
 from streams.codec import check_appendable
 from streams.events import Event
@@ -194,17 +198,34 @@ class KafkaLog(EventLog):
             return await self._end(self._tp)
 
     async def read(self, start: int = 0, stop: int | None = None) -> AsyncIterator[Event]:
-        end = await self.head()
-        stop = end if stop is None else min(stop, end)
         start = max(start, 0)
-        if start >= stop:
+        if stop is not None and start >= stop:
             return
-        await self._index_to(start)
+        async with self._control_lock:
+            listed = await listed_end(self._control, self._tp)
+        end: asyncio.Future[int] | None = None
+        if start >= listed:  # little or nothing to read: bound it first
+            head = await self.head()
+            stop = head if stop is None else min(stop, head)
+            if start >= stop:
+                return
+        else:  # records from start on: the exact head (on tansu a fetch of the last
+            # record batch) is found beside the first fetches, see ``kafka_reader.records``
+            end = asyncio.ensure_future(self.head())
         topic, first = self.target.topic, self._first
-        async for page in records(self.target, self._options, self._tp, start, stop):
-            for record in page:
-                if first(record):
-                    yield decode_value(topic, record)
+        try:
+            await self._index_to(start)
+            pages = records(self.target, self._options, self._tp, start, stop, until=end)
+            async for page in pages:
+                for record in page:
+                    if first(record):
+                        yield decode_value(topic, record)
+        finally:
+            if end is not None and not end.done():
+                end.cancel()
+            if end is not None:
+                with contextlib.suppress(asyncio.CancelledError, LogError):
+                    await end  # its error, if any, was raised where it mattered
 
     async def subscribe(self, start: int = 0) -> AsyncIterator[Event]:
         start = max(start, 0)
@@ -222,6 +243,40 @@ class KafkaLog(EventLog):
             return set()
         await self._index_to(None)
         return {id_ for id_ in ids if id_ in self._ids}
+
+    async def records(self, ids: Sequence[str]) -> dict[str, Event]:
+        """The stored records with these ids, by id (:class:`streams.conflicts.RecordLookup`):
+        each at its first offset, read from the topic where the id index points."""
+        if not ids:
+            return {}
+        await self._index_to(None)
+        wanted = {self._ids[id_]: id_ for id_ in ids if id_ in self._ids}
+        found: dict[str, Event] = {}
+        topic = self.target.topic
+        async with self._control_lock:
+            for start, stop in runs(sorted(wanted)):
+                for record in await self._fetch(start, stop):
+                    if record.offset in wanted:
+                        found[wanted[record.offset]] = decode_value(topic, record)
+        return found
+
+    async def _fetch(self, start: int, stop: int) -> list[Record]:
+        """The records of the log in ``[start, stop)`` (hold ``_control_lock``)."""
+        control, got = self._control, []
+        control.seek(self._tp, start)
+        position = start
+        while position < stop:
+            fetched = await client.guard(
+                control.getmany(self._tp, timeout_ms=client.POLL_MS, max_records=FETCH_RECORDS),
+                f"read {self._tp.topic}",
+            )
+            page = fetched.get(self._tp, [])
+            got += [record for record in page if start <= record.offset < stop]
+            if page:
+                position = page[-1].offset + 1
+            else:
+                position = await client.guard(control.position(self._tp), "read position")
+        return got
 
     # -- quarantine --------------------------------------------------------------------
 
@@ -300,6 +355,18 @@ class KafkaLog(EventLog):
         """The end of ``tp`` (hold ``_control_lock``); see ``kafka_reader.end_offset``."""
         known = self._last_batch if tp == self._tp else (-1, -1)
         return await end_offset(self._control, tp, known=known, timeout=self.target.timeout)
+
+
+def runs(offsets: list[int], *, gap: int = FETCH_RECORDS) -> list[tuple[int, int]]:
+    """Sorted ``offsets`` grouped into ``[start, stop)`` ranges, a new one where the next
+    offset is more than ``gap`` past the last (one seek each, not one per offset)."""
+    ranges: list[tuple[int, int]] = []
+    for offset in offsets:
+        if ranges and offset - ranges[-1][1] < gap:
+            ranges[-1] = (ranges[-1][0], offset + 1)
+        else:
+            ranges.append((offset, offset + 1))
+    return ranges
 
 
 async def open_url(url: str) -> KafkaLog:

@@ -25,10 +25,22 @@ Record = Any  # aiokafka's ConsumerRecord
 
 
 async def records(
-    target: KafkaTarget, options: dict[str, Any], tp: Any, start: int, stop_at: int | None
+    target: KafkaTarget,
+    options: dict[str, Any],
+    tp: Any,
+    start: int,
+    stop_at: int | None,
+    *,
+    until: asyncio.Future[int] | None = None,
 ) -> AsyncIterator[list[Record]]:
     """The records of ``tp`` from ``start`` (below ``stop_at``; None: forever), in the
-    pages the broker returns them (a page may be empty while waiting for new records)."""
+    pages the broker returns them (a page may be empty while waiting for new records).
+
+    ``until``, when given, is the end of the partition still being found out (its
+    :func:`end_offset`, run beside the first fetches so that a read does not wait for
+    it): the bound is ``min(stop_at, until)`` once it is known. A page fetched before
+    then is handed out whole: each of its records was on the partition when fetched.
+    """
     reader = consumer(target, options)
     await guard(reader.start(), f"read {tp.topic}")
     try:
@@ -40,13 +52,18 @@ async def records(
                 f"read {tp.topic}",
             )
             page = fetched.get(tp, [])
+            if until is not None and (until.done() or not page):
+                end = await until  # an empty page: nothing more to hand out before it
+                stop_at = end if stop_at is None else min(stop_at, end)
+                until = None
             if stop_at is not None and page and page[-1].offset >= stop_at - 1:
                 # the last record wanted is here: no fetch that would wait for more
                 yield [record for record in page if record.offset < stop_at]
                 return
             yield page
             if (
-                stop_at is not None
+                until is None
+                and stop_at is not None
                 and not page
                 and await guard(reader.position(tp), "read position") >= stop_at
             ):
@@ -64,8 +81,7 @@ async def end_offset(control: Any, tp: Any, *, known: tuple[int, int], timeout: 
     Otherwise a fetch at the answer - 1 returns the whole last batch, whose last record
     is the true end (on Apache Kafka both agree and this costs one fetch).
     """
-    ends = await guard(control.end_offsets([tp]), f"head of {tp.topic}")
-    end = int(ends[tp])
+    end = await listed_end(control, tp)
     if end == 0:
         return 0
     if end - 1 == known[0]:
@@ -84,3 +100,11 @@ async def end_offset(control: Any, tp: Any, *, known: tuple[int, int], timeout: 
             return end  # the record at end - 1 is gone (compacted): nothing after it
         if asyncio.get_running_loop().time() > deadline:
             raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
+
+
+async def listed_end(control: Any, tp: Any) -> int:
+    """The broker's answer to ListOffsets(latest) for ``tp``: the end on Apache Kafka,
+    one past the last record batch's *base* on tansu (see :func:`end_offset`); either
+    way, a record at this - 1 exists unless it was deleted."""
+    ends = await guard(control.end_offsets([tp]), f"head of {tp.topic}")
+    return int(ends[tp])

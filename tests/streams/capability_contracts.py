@@ -5,18 +5,25 @@ per capability, reusing the opener of its log contract::
 
     class TestMyQuarantine(MyBackend, QuarantineContract): ...
     class TestMyIdIndex(MyBackend, IdIndexContract): ...
+    class TestMyRecordLookup(MyBackend, RecordLookupContract): ...
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
+from typing import cast
 
+import orjson
 import pytest
 
+from streams.codec import decode, encode
+from streams.conflicts import RecordLookup, content_hash
 from streams.events import Event
 from streams.log import EventLog, IdIndex, Quarantine, Quarantined, id_index_of, quarantine_of
+from streams.recording import import_recording
 from tests.builders import T0
-from tests.streams.log_contract import BackendContract, LogOpener, tick, ticks
+from tests.streams.log_contract import BackendContract, LogOpener, ids, tick, ticks
 
 
 class QuarantineContract(BackendContract):
@@ -95,3 +102,35 @@ class IdIndexContract(BackendContract):
             await log.append(ticks(0, 3))
         async with await opener() as log:
             assert await id_index_of(log).contains([tick(2).id]) == {tick(2).id}
+
+
+class RecordLookupContract(BackendContract):
+    """A log that hands back stored records by id, so that an import can tell a
+    duplicate (same content) from a conflict (other content under a known id)."""
+
+    async def test_the_log_has_the_capability(self, log: EventLog) -> None:
+        assert isinstance(log, RecordLookup)
+
+    async def test_records_by_id(self, log: EventLog) -> None:
+        lookup = cast(RecordLookup, log)
+        assert await lookup.records([]) == {}
+        stored = await log.append(ticks(0, 5))
+        found = await lookup.records([tick(3).id, "unknown", tick(0).id])
+        assert found == {tick(3).id: stored[3], tick(0).id: stored[0]}
+
+    async def test_an_import_sets_a_conflict_aside_and_counts_a_duplicate(
+        self, log: EventLog
+    ) -> None:
+        first = encode(tick(1))
+        changed = orjson.loads(first)
+        changed["data"]["n"] = 99
+        lines = b"\n".join([first, orjson.dumps(changed), first]) + b"\n"
+        summary = await import_recording(io.BytesIO(lines), log)
+        assert (summary.imported, summary.duplicates, summary.conflicts) == (1, 1, 1)
+        (conflict,) = summary.set_aside
+        stored = await log.read_all()
+        ours, theirs = content_hash(decode(orjson.dumps(changed))), content_hash(stored[0])
+        assert conflict.line == 2 and ours != theirs
+        assert f"content {ours} differs from the stored {theirs}" in conflict.reason
+        assert f"conflicts with offset {stored[0].offset}" in conflict.reason
+        assert ids(stored) == [tick(1).id]

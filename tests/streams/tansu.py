@@ -79,8 +79,17 @@ class Broker:
                 self.process.kill()
                 self.process.wait()
 
-    def restart(self) -> Broker:
-        """Stop this broker and start another on the same port and storage."""
+    def kill(self) -> None:
+        """End the broker with SIGKILL: no chance to flush or say goodbye."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self, *, kill: bool = False) -> Broker:
+        """Stop (or with ``kill``, kill -9) this broker and start another on the same
+        port and storage."""
+        if kill:
+            self.kill()
         self.stop()
         return start_broker(storage=self.storage, port=self.port, env=self.env)
 

@@ -6,7 +6,11 @@ import pytest
 
 from streams.backends.kafka import KafkaLog
 from streams.log import EventLog
-from tests.streams.capability_contracts import IdIndexContract, QuarantineContract
+from tests.streams.capability_contracts import (
+    IdIndexContract,
+    QuarantineContract,
+    RecordLookupContract,
+)
 from tests.streams.log_contract import BackendContract, LogContract, LogOpener
 from tests.streams.tansu import Broker
 
@@ -33,4 +37,8 @@ class TestKafkaQuarantine(KafkaTopic, QuarantineContract):
 
 
 class TestKafkaIdIndex(KafkaTopic, IdIndexContract):
+    pass
+
+
+class TestKafkaRecordLookup(KafkaTopic, RecordLookupContract):
     pass

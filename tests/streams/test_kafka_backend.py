@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.backends import open_log
-from streams.backends.kafka import BatchTooLargeError, KafkaLog
+from streams.backends.kafka import BatchTooLargeError, KafkaLog, runs
 from streams.backends.kafka_url import parse_kafka_url
 from streams.codec import encode
 from streams.events import Event
@@ -206,3 +206,33 @@ def test_kill_9_leaves_no_half_batch_and_no_duplicate(broker: Broker) -> None:
     count = len(stored)
     assert count % 50 == 0 and count >= 50
     assert unplaced(stored) == ticks(0, count)
+
+
+@pytest.mark.parametrize(
+    ("offsets", "gap", "expected"),
+    [
+        ([], 10, []),
+        ([5], 10, [(5, 6)]),
+        ([1, 2, 3], 10, [(1, 4)]),
+        ([1, 12], 10, [(1, 2), (12, 13)]),
+        ([1, 10], 10, [(1, 11)]),
+        ([0, 3, 40, 41, 90], 10, [(0, 4), (40, 42), (90, 91)]),
+    ],
+    ids=["none", "one", "adjacent", "far-apart", "within-gap", "three-runs"],
+)
+def test_record_lookups_seek_once_per_run_of_nearby_offsets(
+    offsets: list[int], gap: int, expected: list[tuple[int, int]]
+) -> None:
+    assert runs(offsets, gap=gap) == expected
+
+
+async def test_a_lookup_finds_the_first_record_of_an_id(broker: Broker) -> None:
+    url = broker.url()
+    log = await KafkaLog.open(url)
+    try:
+        first = await log.append(ticks(0, 3))
+        await produce_raw(broker, parse_kafka_url(url).topic, [tick(1)])  # slipped in again
+        found = await log.records([tick(1).id, tick(2).id, "unknown"])
+        assert found == {tick(1).id: first[1], tick(2).id: first[2]}
+    finally:
+        await log.close()

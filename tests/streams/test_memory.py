@@ -6,7 +6,11 @@ import pytest
 
 from streams.backends.memory import MemoryLog
 from streams.log import EventLog
-from tests.streams.capability_contracts import IdIndexContract, QuarantineContract
+from tests.streams.capability_contracts import (
+    IdIndexContract,
+    QuarantineContract,
+    RecordLookupContract,
+)
 from tests.streams.log_contract import BackendContract, DenseLogContract, LogOpener, tick, ticks
 
 
@@ -30,6 +34,10 @@ class TestMemoryQuarantine(MemoryBackend, QuarantineContract):
 
 
 class TestMemoryIdIndex(MemoryBackend, IdIndexContract):
+    pass
+
+
+class TestMemoryRecordLookup(MemoryBackend, RecordLookupContract):
     pass
 
 

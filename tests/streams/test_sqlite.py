@@ -17,7 +17,11 @@ from streams.backends.sqlite import SQLiteLog
 from streams.events import EVENT_TYPES
 from streams.log import BackendUnavailableError, EventLog, LogError
 from tests.builders import node_metrics
-from tests.streams.capability_contracts import IdIndexContract, QuarantineContract
+from tests.streams.capability_contracts import (
+    IdIndexContract,
+    QuarantineContract,
+    RecordLookupContract,
+)
 from tests.streams.log_contract import (
     BackendContract,
     DenseLogContract,
@@ -49,6 +53,10 @@ class TestSQLiteQuarantine(SQLiteFile, QuarantineContract):
 
 
 class TestSQLiteIdIndex(SQLiteFile, IdIndexContract):
+    pass
+
+
+class TestSQLiteRecordLookup(SQLiteFile, RecordLookupContract):
     pass
 
 
