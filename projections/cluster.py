@@ -74,6 +74,7 @@ from projections.objects import (
 )
 from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
+from projections.queuetotals import QueueTotals
 from streams.events import Event
 
 _PENDING = TaskStatus.PENDING
@@ -108,6 +109,8 @@ class ClusterState(BaseProjection):
         self.overlays: dict[str, Overlay] = {}
         self._decisions: dict[str, str] = {}  # decision id -> task key
         self.rules: Rules = LEGACY
+        #: per-queue request totals, told of every job change (projections/queuetotals.py)
+        self.queue_totals = QueueTotals()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class ClusterState(BaseProjection):
         self._place(task, key)
         if job is not None:
             job.tasks[key] = task
+        self.queue_totals.touch(task.job)
 
     def _rederive(self, keys: list[str]) -> None:
         """Re-add the tasks ``keys`` so the rules in force apply to them."""
@@ -175,6 +179,7 @@ class ClusterState(BaseProjection):
         del self.tasks[key]
         self._unplace(task, key)
         job = self.jobs.get(task.job)
+        self.queue_totals.touch(task.job)
         if job is not None:
             job.tasks.pop(key, None)
             if not job.tasks and not keep_job and (job.placeholder or job.implicit):
@@ -186,6 +191,7 @@ class ClusterState(BaseProjection):
         task.status = status
         task.node_name = node_name
         self._place(task, key)
+        self.queue_totals.touch(task.job)
         job = self.jobs.get(task.job)
         if job is not None and job.implicit:
             job.phase = "Inqueue" if status == _PENDING else "Running"
@@ -267,6 +273,7 @@ class ClusterState(BaseProjection):
         meta = obj["metadata"]
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
+        self.queue_totals.touch(job_id)
         if kind == "DELETED":
             if job is None or job.implicit or job.placeholder:
                 return False

@@ -24,6 +24,7 @@ from controller.framework.columns import FreeColumns
 from controller.framework.errors import StatementError
 from projections.accounting import node_add, node_remove
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.queuetotals import QueueSums, QueueTotals
 
 DEFAULT_QUEUE = "default"
 V = TypeVar("V", JobInfo, TaskInfo)
@@ -305,6 +306,20 @@ class ClusterView:
                 found = grouped[job.queue] = []
             found.extend(job.tasks.values())
         return grouped
+
+    def opening_queue_totals(self) -> dict[str, QueueSums] | None:
+        """The session queues' totals as at open, from the projection's maintained index.
+
+        Queues of the session only (the others' jobs are not session jobs), by name.
+        None when the cluster keeps no index (a bare test cluster): the caller sums
+        :meth:`opening_tasks_by_queue` instead.
+        """
+        index: QueueTotals | None = getattr(self._cluster, "queue_totals", None)
+        if index is None:
+            return None
+        queues = self.queues
+        totals = index.totals(self._base_jobs)
+        return {name: sums for name, sums in totals.items() if name in queues}
 
     def pending_tasks(self) -> list[TaskInfo]:
         """The tasks Pending *now* (session changes included), sorted by key.

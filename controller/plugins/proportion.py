@@ -10,9 +10,11 @@ guarantee. A task may be allocated only while its queue's allocation stays withi
 ordered by spec priority, then by the smaller share. Event handlers keep ``allocated``
 current as statements allocate and evict.
 
-Computing the queue attributes walks every task of every session job, which is the
-dominant cost of a session over 150,000 tasks; sessions that never ask (a TDM
-window-close cycle without pending pods) should not pay it. So the attributes are
+Computing the queue attributes by walking every task of every session job was the
+dominant cost of a session over 150,000 tasks, so the sums come from the cluster fold's
+maintained per-queue totals (:mod:`projections.queuetotals`, the same numbers) when the
+cluster keeps them, and from a walk only over a bare cluster. Sessions that never ask
+(a TDM window-close cycle without pending pods) should not pay even that: the attributes are
 computed on first use, from the projection's state at session open, and the allocate /
 deallocate events seen before then are replayed onto them: the result is exactly what
 eager computation at open would give.
@@ -188,15 +190,27 @@ class _State:
     def _compute(self) -> dict[str, QueueAttr]:
         ssn = self.ssn
         attrs: dict[str, QueueAttr] = {}
-        grouped = ssn.view.opening_tasks_by_queue()
-        for name in sorted(grouped):
-            queue = ssn.queues[name]
-            attr = attrs[name] = QueueAttr(
-                queue.name,
-                queue.weight,
-                guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
-            )
-            _accumulate(grouped[name], attr.allocated, attr.request)
+        totals = ssn.view.opening_queue_totals()
+        if totals is not None:  # the fold's maintained totals: no walk over the tasks
+            for name, sums in totals.items():
+                queue = ssn.queues[name]
+                attrs[name] = QueueAttr(
+                    queue.name,
+                    queue.weight,
+                    guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
+                    allocated=sums.allocated,
+                    request=sums.request,
+                )
+        else:
+            grouped = ssn.view.opening_tasks_by_queue()
+            for name in sorted(grouped):
+                queue = ssn.queues[name]
+                attr = attrs[name] = QueueAttr(
+                    queue.name,
+                    queue.weight,
+                    guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
+                )
+                _accumulate(grouped[name], attr.allocated, attr.request)
         total = ssn.total_resource()
         guarantees = Resource()
         for name in sorted(attrs):
