@@ -75,6 +75,7 @@ from projections.objects import (
 from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
 from projections.queuetotals import QueueTotals
+from projections.zonetasks import ZoneTasks
 from streams.events import Event
 
 _PENDING = TaskStatus.PENDING
@@ -111,6 +112,8 @@ class ClusterState(BaseProjection):
         self.rules: Rules = LEGACY
         #: per-queue request totals, told of every job change (projections/queuetotals.py)
         self.queue_totals = QueueTotals()
+        #: zone -> job -> Running preemptable tasks, told of node changes (zonetasks.py)
+        self.zone_tasks = ZoneTasks()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -136,12 +139,14 @@ class ClusterState(BaseProjection):
             if node is None:
                 node = self.nodes[task.node_name] = new_node(task.node_name)
             node_add(node, task, key)
+            self.zone_tasks.touch(node.name)
 
     def _unplace(self, task: TaskInfo, key: str) -> None:
         self.pending.pop(key, None)
         node = self.nodes.get(task.node_name) if task.node_name else None
         if node is not None and node.tasks.get(key) is task:
             node_remove(node, task, key)
+            self.zone_tasks.touch(node.name)
             if node.placeholder and not node.tasks:
                 del self.nodes[node.name]
 
@@ -254,6 +259,7 @@ class ClusterState(BaseProjection):
     def _on_node(self, kind: str, obj: dict[str, Any]) -> bool:
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
+        self.zone_tasks.touch(name)
         if kind == "DELETED":
             if node is None or node.placeholder:
                 return False
@@ -295,6 +301,7 @@ class ClusterState(BaseProjection):
         if self.rules.behaviour >= 2:
             for task in job.tasks.values():
                 derive(task, self.rules, job)
+                self.zone_tasks.touch(task.node_name)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from projections.cluster import ClusterState
 from projections.model import ALLOCATED_STATUSES, Resource, TaskStatus
 from streams.events import Event, make_event
-from tests.builders import at, build_pod, build_podgroup, build_queue, watch
+from tests.builders import at, build_node, build_pod, build_podgroup, build_queue, watch
 
 Totals = dict[str, tuple[tuple[Any, ...], tuple[Any, ...], int]]
 
@@ -147,3 +147,76 @@ def test_checkpoint_load_rebuilds_the_index() -> None:
     loaded = ClusterState()
     loaded.load(state.dump())
     assert maintained(loaded) == expected == resummed(loaded)
+
+
+def zone_resummed(state: ClusterState) -> dict[str, dict[str, list[str]]]:
+    """The reference for the zone index: every Ready revocable node's tasks walked."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for node in state.nodes.values():
+        if not node.ready or node.placeholder or not node.revocable_zone:
+            continue
+        for key, task in node.tasks.items():
+            if task.preemptable and task.status == TaskStatus.RUNNING:
+                out.setdefault(node.revocable_zone, {}).setdefault(task.job, []).append(key)
+    return {z: {j: sorted(k) for j, k in sorted(g.items())} for z, g in sorted(out.items())}
+
+
+def zone_maintained(state: ClusterState) -> dict[str, dict[str, list[str]]]:
+    out = {}
+    for zone in ("rz1", "rz2"):
+        groups = state.zone_tasks.zone(zone, state.nodes)
+        if groups:
+            out[zone] = {j: sorted(tasks) for j, tasks in sorted(groups.items())}
+    return out
+
+
+def _zone_events(seed: int, count: int) -> list[Event]:
+    rng = random.Random(seed)
+    events: list[Event] = []
+    for step in range(count):
+        roll = rng.random()
+        if roll < 0.15:
+            name = f"n{rng.randrange(4)}"
+            labels = {"volcano.sh/revocable-zone": rng.choice(["rz1", "rz2"])}
+            node = build_node(
+                name, labels=labels if rng.random() < 0.8 else {}, ready=rng.random() < 0.8
+            )
+            events.append(watch("nodes", node, at(step), rng.choice(["ADDED", "DELETED"])))
+            continue
+        if roll < 0.25:
+            annotations = {"volcano.sh/preemptable": rng.choice(["true", "false"])}
+            pg = build_podgroup("ns", "g1", annotations=annotations)
+            events.append(watch("podgroups", pg, at(step), "MODIFIED"))
+            continue
+        phase = rng.choice(["Pending", "Running", "Running", "Succeeded"])
+        node_name = "" if phase == "Pending" else f"n{rng.randrange(4)}"
+        annotations = {"volcano.sh/preemptable": rng.choice(["true", "false"])}
+        pod = build_pod(
+            "ns",
+            f"p{rng.randrange(12)}",
+            node=node_name,
+            phase=phase,
+            group=rng.choice([None, "g1"]),
+            annotations=annotations,
+        )
+        events.append(watch("pods", pod, at(step), rng.choice(["ADDED", "MODIFIED", "DELETED"])))
+    return events
+
+
+@pytest.mark.parametrize("behaviour", [1, 2], ids=["legacy", "behaviour2"])
+@pytest.mark.parametrize("seed", [1, 2, 3], ids=["seed1", "seed2", "seed3"])
+def test_zone_index_matches_a_walk_of_the_nodes(seed: int, behaviour: int) -> None:
+    state = ClusterState()
+    config = {"config": {"schedulerName": "volcano"}, "source": "t", "behaviour": behaviour}
+    state.apply(make_event("config.applied", at(0), config).with_offset(0))
+    reached = 0
+    for position, event in enumerate(_zone_events(seed, 300)):
+        state.apply(event.with_offset(state.position))
+        if position % 5 == 0:
+            expected = zone_resummed(state)
+            assert zone_maintained(state) == expected
+            reached += bool(expected)
+    assert reached  # the scenario does reach candidates
+    loaded = ClusterState()
+    loaded.load(state.dump())
+    assert zone_maintained(loaded) == zone_maintained(state) == zone_resummed(state)
