@@ -32,6 +32,7 @@ from benchmarks import (
     bench_pressure,
     bench_record,
     bench_rescheduling,
+    bench_tdm,
     e2e,
     rss,
 )
@@ -43,6 +44,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "fold": bench_fold.run,
     "rss": rss.run,
     "policy": bench_policy.run,
+    "tdm": bench_tdm.run,
     "pressure": bench_pressure.run,
     "preempt": bench_preempt.run,
     "record": bench_record.run,

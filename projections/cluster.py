@@ -74,6 +74,8 @@ from projections.objects import (
 )
 from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
+from projections.queuetotals import QueueTotals
+from projections.zonetasks import ZoneTasks
 from streams.events import Event
 
 _PENDING = TaskStatus.PENDING
@@ -108,6 +110,10 @@ class ClusterState(BaseProjection):
         self.overlays: dict[str, Overlay] = {}
         self._decisions: dict[str, str] = {}  # decision id -> task key
         self.rules: Rules = LEGACY
+        #: per-queue request totals, told of every job change (projections/queuetotals.py)
+        self.queue_totals = QueueTotals()
+        #: zone -> job -> Running preemptable tasks, told of node changes (zonetasks.py)
+        self.zone_tasks = ZoneTasks()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -133,12 +139,14 @@ class ClusterState(BaseProjection):
             if node is None:
                 node = self.nodes[task.node_name] = new_node(task.node_name)
             node_add(node, task, key)
+            self.zone_tasks.touch(node.name)
 
     def _unplace(self, task: TaskInfo, key: str) -> None:
         self.pending.pop(key, None)
         node = self.nodes.get(task.node_name) if task.node_name else None
         if node is not None and node.tasks.get(key) is task:
             node_remove(node, task, key)
+            self.zone_tasks.touch(node.name)
             if node.placeholder and not node.tasks:
                 del self.nodes[node.name]
 
@@ -161,6 +169,7 @@ class ClusterState(BaseProjection):
         self._place(task, key)
         if job is not None:
             job.tasks[key] = task
+        self.queue_totals.touch(task.job)
 
     def _rederive(self, keys: list[str]) -> None:
         """Re-add the tasks ``keys`` so the rules in force apply to them."""
@@ -175,6 +184,7 @@ class ClusterState(BaseProjection):
         del self.tasks[key]
         self._unplace(task, key)
         job = self.jobs.get(task.job)
+        self.queue_totals.touch(task.job)
         if job is not None:
             job.tasks.pop(key, None)
             if not job.tasks and not keep_job and (job.placeholder or job.implicit):
@@ -186,6 +196,7 @@ class ClusterState(BaseProjection):
         task.status = status
         task.node_name = node_name
         self._place(task, key)
+        self.queue_totals.touch(task.job)
         job = self.jobs.get(task.job)
         if job is not None and job.implicit:
             job.phase = "Inqueue" if status == _PENDING else "Running"
@@ -248,6 +259,7 @@ class ClusterState(BaseProjection):
     def _on_node(self, kind: str, obj: dict[str, Any]) -> bool:
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
+        self.zone_tasks.touch(name)
         if kind == "DELETED":
             if node is None or node.placeholder:
                 return False
@@ -267,6 +279,7 @@ class ClusterState(BaseProjection):
         meta = obj["metadata"]
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
+        self.queue_totals.touch(job_id)
         if kind == "DELETED":
             if job is None or job.implicit or job.placeholder:
                 return False
@@ -288,6 +301,7 @@ class ClusterState(BaseProjection):
         if self.rules.behaviour >= 2:
             for task in job.tasks.values():
                 derive(task, self.rules, job)
+                self.zone_tasks.touch(task.node_name)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:

@@ -24,6 +24,8 @@ from controller.framework.columns import FreeColumns
 from controller.framework.errors import StatementError
 from projections.accounting import node_add, node_remove
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.queuetotals import QueueSums, QueueTotals
+from projections.zonetasks import ZoneTasks, node_candidates
 
 DEFAULT_QUEUE = "default"
 V = TypeVar("V", JobInfo, TaskInfo)
@@ -309,6 +311,49 @@ class ClusterView:
                 found = grouped[job.queue] = []
             found.extend(job.tasks.values())
         return grouped
+
+    def opening_queue_totals(self) -> dict[str, QueueSums] | None:
+        """The session queues' totals as at open, from the projection's maintained index.
+
+        Queues of the session only (the others' jobs are not session jobs), by name.
+        None when the cluster keeps no index (a bare test cluster): the caller sums
+        :meth:`opening_tasks_by_queue` instead.
+        """
+        index: QueueTotals | None = getattr(self._cluster, "queue_totals", None)
+        if index is None:
+            return None
+        queues = self.queues
+        totals = index.totals(self._base_jobs)
+        return {name: sums for name, sums in totals.items() if name in queues}
+
+    def zone_candidates(self, zone: str) -> dict[str, list[TaskInfo]] | None:
+        """The Running preemptable tasks on ``zone``'s session nodes *now*, by job.
+
+        From the projection's maintained index (:mod:`projections.zonetasks`), corrected
+        for the nodes a statement of this session has changed (read from their clones).
+        Lists in no particular order. None when the cluster keeps no index.
+        """
+        index: ZoneTasks | None = getattr(self._cluster, "zone_tasks", None)
+        if index is None:
+            return None
+        base = index.zone(zone, self._cluster.nodes)
+        changed = [
+            name
+            for name in sorted(self._cloned_nodes)
+            if self._node_list[self._node_pos[name]].revocable_zone == zone
+        ]
+        if not changed:
+            return {job: list(tasks.values()) for job, tasks in base.items()}
+        merged = {job: dict(tasks) for job, tasks in base.items()}
+        for name in changed:  # every removal before any addition
+            for job, tasks in node_candidates(self._cluster.nodes[name]).items():
+                held = merged.get(job, {})
+                for key in tasks:
+                    held.pop(key, None)
+        for name in changed:
+            for job, tasks in node_candidates(self._node_list[self._node_pos[name]]).items():
+                merged.setdefault(job, {}).update(tasks)
+        return {job: list(tasks.values()) for job, tasks in merged.items() if tasks}
 
     def pending_tasks(self) -> list[TaskInfo]:
         """The tasks Pending *now* (session changes included), sorted by key.

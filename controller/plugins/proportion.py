@@ -10,12 +10,14 @@ guarantee. A task may be allocated only while its queue's allocation stays withi
 ordered by spec priority, then by the smaller share. Event handlers keep ``allocated``
 current as statements allocate and evict.
 
-Computing the queue attributes walks every task of every session job, which is the
-dominant cost of a session over 150,000 tasks; sessions that never ask (a TDM
-window-close cycle without pending pods) should not pay it. So the attributes are
+Computing the queue attributes by walking every task of every session job was the
+dominant cost of a session over 150,000 tasks, so the sums come from the cluster fold's
+maintained per-queue totals (:mod:`projections.queuetotals`, the same numbers) when the
+cluster keeps them, and from a walk only over a bare cluster. Sessions that never ask
+(a TDM window-close cycle without pending pods) should not pay even that: the attributes are
 computed on first use, from the projection's state at session open, and the allocate /
-deallocate events seen before then are replayed onto them: the result is exactly what
-eager computation at open would give.
+deallocate events are queued and replayed onto them at the next read: the result is
+exactly what eager computation and eager updates would give.
 
 What-if questions (:mod:`controller.framework.simulate`) get copies of the queue
 attributes as scratch state: the simulate add / remove hooks move a task's request in
@@ -172,31 +174,50 @@ class _State:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.attrs: dict[str, QueueAttr] | None = None
-        self.early: list[tuple[str, Resource, int]] = []  # events before computation
+        self.early: list[tuple[str, Resource, int]] = []  # (job, request, sign) not applied yet
 
     def get(self) -> dict[str, QueueAttr]:
         if self.attrs is None:
             self.attrs = self._compute()
-            for queue, req, sign in self.early:
-                attr = self.attrs.get(queue)
+        if self.early:
+            attrs, jobs = self.attrs, self.ssn.jobs
+            moved: set[str] = set()
+            for job_id, req, sign in self.early:
+                # only the job's queue is read: peek, so that the view need not clone it
+                job = jobs.peek(job_id)
+                attr = attrs.get(job.queue) if job is not None else None
                 if attr is not None:
                     (attr.allocated.add if sign > 0 else attr.allocated.sub)(req)
-                    attr.update_share()
+                    moved.add(attr.name)
+            for name in sorted(moved):
+                attrs[name].update_share()
             self.early = []
         return self.attrs
 
     def _compute(self) -> dict[str, QueueAttr]:
         ssn = self.ssn
         attrs: dict[str, QueueAttr] = {}
-        grouped = ssn.view.opening_tasks_by_queue()
-        for name in sorted(grouped):
-            queue = ssn.queues[name]
-            attr = attrs[name] = QueueAttr(
-                queue.name,
-                queue.weight,
-                guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
-            )
-            _accumulate(grouped[name], attr.allocated, attr.request)
+        totals = ssn.view.opening_queue_totals()
+        if totals is not None:  # the fold's maintained totals: no walk over the tasks
+            for name, sums in totals.items():
+                queue = ssn.queues[name]
+                attrs[name] = QueueAttr(
+                    queue.name,
+                    queue.weight,
+                    guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
+                    allocated=sums.allocated,
+                    request=sums.request,
+                )
+        else:
+            grouped = ssn.view.opening_tasks_by_queue()
+            for name in sorted(grouped):
+                queue = ssn.queues[name]
+                attr = attrs[name] = QueueAttr(
+                    queue.name,
+                    queue.weight,
+                    guarantee=queue.guarantee.clone() if queue.guarantee else Resource(),
+                )
+                _accumulate(grouped[name], attr.allocated, attr.request)
         total = ssn.total_resource()
         guarantees = Resource()
         for name in sorted(attrs):
@@ -212,17 +233,10 @@ class _State:
         return attrs
 
     def on_event(self, task: TaskInfo, sign: int) -> None:
-        # only the job's queue is read: peek, so that the view need not clone the job
-        job = self.ssn.jobs.peek(task.job)
-        if job is None:
-            return
-        if self.attrs is None:
-            self.early.append((job.queue, task.resreq, sign))
-            return
-        attr = self.attrs.get(job.queue)
-        if attr is not None:
-            (attr.allocated.add if sign > 0 else attr.allocated.sub)(task.resreq)
-            attr.update_share()
+        # applied on the next read (integral quantities: the sums do not depend on when;
+        # a job's queue does not change within a session): a window close's thousands of
+        # evictions are never read back by most sessions
+        self.early.append((task.job, task.resreq, sign))
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         if left.priority != right.priority:

@@ -201,8 +201,14 @@ class _SessionView:
 
         In no particular order: :func:`order_victims` sorts by a total key, so neither the
         node order nor the order of a node's tasks can change the choice (and sorting
-        them here cost more than the rest of the choice).
+        them here cost more than the rest of the choice). The session's view answers from
+        the fold's zone index (:mod:`projections.zonetasks`) when the cluster keeps one.
         """
+        finder = getattr(getattr(self.ssn, "view", None), "zone_candidates", None)
+        indexed = finder(zone) if finder is not None else None
+        if indexed is not None:
+            found_groups: dict[str, list[TaskInfo]] = indexed
+            return found_groups
         groups: dict[str, list[TaskInfo]] = {}
         running = TaskStatus.RUNNING
         nodes: Mapping[str, NodeInfo] | Sequence[NodeInfo] = self.ssn.revocable_nodes

@@ -1,0 +1,177 @@
+"""Per-queue request totals, maintained as the cluster fold changes jobs.
+
+The ``proportion`` plugin needs, at every session, each queue's *allocated* sum (the
+requests of its tasks in an allocated status) and *request* sum (allocated plus Pending)
+over every non-placeholder job. Re-summing 150,000 tasks per session made it the largest
+single cost of a replay; this index makes the cost proportional to what changed.
+
+:class:`QueueTotals` is a projection of the log kept beside
+:class:`projections.cluster.ClusterState`: the fold calls :meth:`QueueTotals.touch` with
+the id of every job whose tasks, statuses or PodGroup changed, and the next query
+re-counts only those jobs (subtracting each one's old contribution from its old queue and
+adding the new one). Before the first query, and after a checkpoint load, the index is
+unbuilt and the first query builds it from every job, so the totals are always those of
+the jobs as they are now, whatever path led there.
+
+Exactness: the model's quantities are Kubernetes ``MilliValue``/``Value`` integers, and
+float sums and differences of integers below 2^53 are exact, so maintained totals equal
+a fresh re-sum in any order (the same argument ``controller/plugins/proportion.py``
+relies on). A scalar name is present in a total while at least one counted task's
+request names it, exactly as a fresh sum would create it; counts decide that, not values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
+
+_PENDING = TaskStatus.PENDING
+
+
+@dataclass
+class _Sums:
+    """Running sums of one status class (allocated or Pending), with scalar name counts."""
+
+    cpu: float = 0.0
+    memory: float = 0.0
+    scalars: dict[str, float] = field(default_factory=dict)
+    names: dict[str, int] = field(default_factory=dict)  # scalar name -> tasks naming it
+
+    def move(self, other: _Sums, sign: int) -> None:
+        """Add (``sign`` 1) or subtract (-1) ``other`` into these sums."""
+        self.cpu += sign * other.cpu
+        self.memory += sign * other.memory
+        scalars, names = self.scalars, self.names
+        for name, value in other.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + sign * value
+        for name, count in other.names.items():
+            left = names.get(name, 0) + sign * count
+            if left:
+                names[name] = left
+            else:
+                del names[name]
+                del scalars[name]
+
+
+@dataclass
+class _Part:
+    """One job's contribution: its queue and the sums of its tasks."""
+
+    queue: str
+    allocated: _Sums
+    pending: _Sums
+
+
+@dataclass
+class QueueSums:
+    """One queue's totals: what ``proportion`` would sum over the queue's jobs.
+
+    ``allocated`` sums the tasks in an allocated status, ``request`` those plus the
+    Pending ones; ``jobs`` counts the queue's non-placeholder jobs (a queue with jobs but
+    no tasks still takes part in the share).
+    """
+
+    allocated: Resource
+    request: Resource
+    jobs: int
+
+
+@dataclass
+class _Queue:
+    allocated: _Sums = field(default_factory=_Sums)
+    pending: _Sums = field(default_factory=_Sums)
+    jobs: int = 0
+
+
+def _part(job: JobInfo) -> _Part:
+    """Sum one job's tasks (the same classification as a full re-sum)."""
+    allocated, pending = _Sums(), _Sums()
+    for task in job.tasks.values():
+        status = task.status
+        if status in ALLOCATED_STATUSES:
+            sums = allocated
+        elif status == _PENDING:
+            sums = pending
+        else:
+            continue
+        req = task.resreq
+        sums.cpu += req.milli_cpu
+        sums.memory += req.memory
+        if req.scalars:
+            scalars, names = sums.scalars, sums.names
+            for name, value in req.scalars.items():
+                scalars[name] = scalars.get(name, 0.0) + value
+                names[name] = names.get(name, 0) + 1
+    return _Part(job.queue, allocated, pending)
+
+
+class QueueTotals:
+    """Per-queue allocated / request totals over the non-placeholder jobs (see the module)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, _Part] | None = None  # None: not built yet
+        self._queues: dict[str, _Queue] = {}
+        self._dirty: set[str] = set()
+
+    def touch(self, job_id: str) -> None:
+        """Note that job ``job_id`` changed (its tasks, their statuses, queue or PodGroup)."""
+        if self._parts is not None:
+            self._dirty.add(job_id)
+
+    def reset(self) -> None:
+        """Forget everything: the next query rebuilds from all jobs."""
+        self._parts = None
+        self._queues = {}
+        self._dirty = set()
+
+    def _apply(self, part: _Part, sign: int) -> None:
+        queue = self._queues.get(part.queue)
+        if queue is None:
+            queue = self._queues[part.queue] = _Queue()
+        queue.allocated.move(part.allocated, sign)
+        queue.pending.move(part.pending, sign)
+        queue.jobs += sign
+        if not queue.jobs:
+            del self._queues[part.queue]
+
+    def _refresh(self, jobs: Mapping[str, JobInfo]) -> dict[str, _Part]:
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+            self._queues = {}
+            self._dirty = set(jobs)
+        dirty, self._dirty = self._dirty, set()
+        for job_id in dirty:  # each job independently: the order changes nothing
+            old = parts.pop(job_id, None)
+            if old is not None:
+                self._apply(old, -1)
+            job = jobs.get(job_id)
+            if job is not None and not job.placeholder:
+                new = parts[job_id] = _part(job)
+                self._apply(new, 1)
+        return parts
+
+    def totals(self, jobs: Mapping[str, JobInfo]) -> dict[str, QueueSums]:
+        """Every queue with a non-placeholder job, by name (sorted), brought up to date.
+
+        Args:
+            jobs: the cluster projection's jobs (the ones the touches named).
+
+        Returns:
+            Fresh :class:`QueueSums` the caller may change.
+        """
+        self._refresh(jobs)
+        out: dict[str, QueueSums] = {}
+        for name in sorted(self._queues):
+            queue = self._queues[name]
+            alloc, pend = queue.allocated, queue.pending
+            allocated = Resource(alloc.cpu, alloc.memory, dict(sorted(alloc.scalars.items())))
+            request = Resource(alloc.cpu + pend.cpu, alloc.memory + pend.memory)
+            for scalar in sorted(alloc.names.keys() | pend.names.keys()):
+                request.scalars[scalar] = alloc.scalars.get(scalar, 0.0) + pend.scalars.get(
+                    scalar, 0.0
+                )
+            out[name] = QueueSums(allocated, request, queue.jobs)
+        return out
