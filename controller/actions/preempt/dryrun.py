@@ -12,7 +12,10 @@ arithmetic, in the same order of operations, on two small vectors: the node's
 ``idle`` (with its ``releasing`` and ``pipelined``, which a Bound or Running victim does
 not touch) and the preemptor's queue allocation (proportion's). A scratch copy of the node
 is made, and the steps so far replayed on it, only when the resource and queue tests pass
-and the simulate predicates must be asked; from then on each step goes to both.
+and the simulate predicates must be asked; from then on each step goes to both. When
+the only simulate predicate is the predicates plugin's (which reads the node copy and
+nothing else), the copy's tasks are moved with the node accounting alone, without the
+add / remove hooks.
 
 It applies only when the session's simulate add / remove / allocatable hooks are all
 proportion's (:meth:`LightDryRun.of` returns None otherwise, and the scratch dry run is
@@ -24,13 +27,14 @@ without the shortcuts).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from controller.framework.resources import fits, less_equal_with_dimension
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
-from controller.plugins import proportion
+from controller.plugins import predicates, proportion
+from projections.accounting import node_add, node_remove
 from projections.model import PREEMPTABLE_STATUSES, NodeInfo, QueueInfo, Resource, TaskInfo
 
 _HOOKS = {
@@ -65,10 +69,18 @@ class LightDryRun:
     def __init__(self, ssn: Session, state: proportion._State | None) -> None:
         self.ssn = ssn
         self.state = state
+        #: node name → (node version, its Bound or Running preemptable tasks in key order)
+        self._tasks: dict[str, tuple[int, list[TaskInfo]]] = {}
         #: which of proportion's hooks the session walks (each point is gated on its own)
         self.accounting = bool(ssn.flat("simulate_remove_task"))
         self.back = bool(ssn.flat("simulate_add_task"))
         self.queue_check = bool(ssn.flat("simulate_allocatable"))
+        #: the simulate predicates read only the node copy (predicates' hook alone), so
+        #: the copy needs no plugin scratch state: its tasks are moved without the hooks
+        self.node_only = all(
+            getattr(fn, "__func__", None) is predicates.PredicatesPlugin.simulate_predicate
+            for fn in ssn.flat("simulate_predicate")
+        )
 
     @classmethod
     def of(cls, ssn: Session) -> LightDryRun | None:
@@ -85,6 +97,25 @@ class LightDryRun:
                     return None
                 state = owner
         return cls(ssn, state)
+
+    def preemptees(self, node: NodeInfo, accept: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
+        """:func:`~controller.actions.preempt.victims.node_preemptees` from a memo of the
+        node's Bound or Running tasks marked preemptable, in key order, kept while the node
+        is unchanged (both phases' filters refuse every other task)."""
+        pos = self.ssn.nodes.position(node.name)
+        version = self.ssn.view.versions[pos]
+        hit = self._tasks.get(node.name)
+        if hit is None or hit[0] != version:
+            tasks = node.tasks
+            hit = self._tasks[node.name] = (
+                version,
+                [
+                    tasks[key]
+                    for key in sorted(tasks)
+                    if tasks[key].status in PREEMPTABLE_STATUSES and tasks[key].preemptable
+                ],
+            )
+        return [task for task in hit[1] if accept(task)]
 
     def select(
         self, preemptor: TaskInfo, queue: QueueInfo, node: NodeInfo, queued: Iterable[TaskInfo]
@@ -128,8 +159,20 @@ class LightDryRun:
             if scratch is None:
                 scratch = Scratch(ssn, [node.name])
                 for victim in potential:
-                    scratch.remove_task(preemptor, victim)
+                    take(scratch, victim)
             return scratch.predicate(preemptor, node.name) is None
+
+        def take(scratch: Scratch, victim: TaskInfo) -> None:
+            if self.node_only:
+                node_remove(scratch.node(node.name), victim)
+            else:
+                scratch.remove_task(preemptor, victim)
+
+        def give(scratch: Scratch, victim: TaskInfo) -> None:
+            if self.node_only:
+                node_add(scratch.node(node.name), victim)
+            else:
+                scratch.add_task(preemptor, victim, node.name, status=victim.status)
 
         fitted = False
         for victim in queued:
@@ -141,7 +184,7 @@ class LightDryRun:
             potential.append(victim)
             mine.append(counts)
             if scratch is not None:
-                scratch.remove_task(preemptor, victim)
+                take(scratch, victim)
             if fit():
                 fitted = True
                 break
@@ -153,12 +196,12 @@ class LightDryRun:
             if counts and self.back and alloc is not None:
                 alloc.add(victim.resreq)
             if scratch is not None:
-                scratch.add_task(preemptor, victim, node.name, status=victim.status)
+                give(scratch, victim)
             if not fit():
                 room.idle.add(victim.resreq)
                 if counts and self.accounting and alloc is not None:
                     alloc.sub(victim.resreq)
                 if scratch is not None:
-                    scratch.remove_task(preemptor, victim)
+                    take(scratch, victim)
                 chosen.append(victim)
         return tuple(chosen) if chosen else None

@@ -124,7 +124,7 @@ def select_victims_on_node(
     before the plugins are asked (their answer is a subset of those tasks); ``rank``
     orders victims by key (:mod:`~.fastpath`); ``light`` answers on vectors where it
     applies (:mod:`~.dryrun`)."""
-    preemptees = node_preemptees(node, accept)
+    preemptees = node_preemptees(node, accept) if light is None else light.preemptees(node, accept)
     if not preemptees or not validate_victims(preemptor, node, preemptees):
         return None
     victims = ssn.preemptable(preemptor, preemptees)
