@@ -70,6 +70,10 @@ class TaskRank:
         self.job_parts = job_parts
         #: task key → (has a pod index, sort key): the fields read never change in a session
         self._memo: dict[str, tuple[bool, tuple[Any, ...]]] = {}
+        #: the same by task object (the object is kept, so its id is never reused)
+        self._ids: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] = {}
+        #: job id → the job order's fallback key
+        self._job_rest: dict[str, tuple[Any, ...]] = {}
 
     @classmethod
     def of(cls, ssn: Session) -> TaskRank | None:
@@ -85,12 +89,22 @@ class TaskRank:
         return cls(parts, job_key_parts(ssn))
 
     def job_key(self, job: JobInfo) -> tuple[Any, ...]:
-        """``job``'s key in the session's job order now (only when ``job_parts`` is set)."""
+        """``job``'s key in the session's job order now (only when ``job_parts`` is set).
+
+        The plugin parts are read fresh; the fallback part (creation, UID, namespace,
+        name) never changes in a session and is memoised per job.
+        """
         parts = self.job_parts or []
-        return (*(part(job) for part in parts), *job_fallback_key(job))
+        rest = self._job_rest.get(job.id)
+        if rest is None:
+            rest = self._job_rest[job.id] = job_fallback_key(job)
+        return (*(part(job) for part in parts), *rest)
 
     def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
         """Whether ``task`` has a pod index, and its key among tasks alike in that."""
+        hit = self._ids.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
         found = self._memo.get(task.key)
         if found is None:
             indexed = pod_index(task.name) is not None
@@ -99,6 +113,7 @@ class TaskRank:
                 *task_fallback_key(task, indexed=indexed),
             )
             found = self._memo[task.key] = (indexed, key)
+        self._ids[id(task)] = (task, found)
         return found
 
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:
