@@ -22,10 +22,11 @@ Differences from Volcano, on purpose:
   racing workers found ``numCandidates``. Here the feasible nodes are visited in the
   node search's order starting at ``offset = blake2b(preemptor uid, trigger id) mod n``
   (a pure function of the log), and the candidates are the *first* ``numCandidates``
-  found in that visiting order. The dry runs go in batches of
-  ``topologyAwarePreemptWorkerNum`` (the batch a worker pool would have in flight); a
-  batch that overshoots is cut back to the first ``numCandidates``, so the worker count
-  changes how many dry runs are done, never the answer.
+  found in that visiting order. The plain path runs the dry runs in batches of
+  ``topologyAwarePreemptWorkerNum`` (the batch a worker pool would have in flight) and
+  cuts an overshooting batch back to the first ``numCandidates``; the fast path stops at
+  the ``numCandidates``-th candidate. The worker count changes how many dry runs the
+  plain path does, never the answer.
 * **A node where the preemptor still does not fit after removing every candidate victim
   is not a candidate** (Volcano's dry run keeps it and evicts there, e.g. when the queue's
   capability forbids the preemptor anyway).
