@@ -62,6 +62,9 @@ BUILTIN_ACTIONS: dict[str, ActionSpec] = {
     module.NAME: ActionSpec(module.NAME, module.parse_args, module.build)
     for module in (allocate, shuffle)
 }
-BUILTIN_ACTIONS[preempt.NAME] = ActionSpec(preempt.NAME, preempt.parse_args, preempt.build)
-BUILTIN_ACTIONS[backfill.NAME] = ActionSpec(backfill.NAME, backfill.parse_args, backfill.build)
+# since=2: configurations of older logs named them and had them skipped
+BUILTIN_ACTIONS[preempt.NAME] = ActionSpec(preempt.NAME, preempt.parse_args, preempt.build, since=2)
+BUILTIN_ACTIONS[backfill.NAME] = ActionSpec(
+    backfill.NAME, backfill.parse_args, backfill.build, since=2
+)
 # ---- register further actions above (e.g. preempt) -------------------------------------

@@ -55,10 +55,11 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
 }
 #: The behaviour level key: a configuration runs with the plugins that existed at its level.
 #: Loading stamps the level in force into ``raw`` (so ``config.applied`` carries it) when the
-#: configuration names a plugin newer than :data:`LEGACY_BEHAVIOUR`; a configuration read
+#: configuration names a plugin or action newer than :data:`LEGACY_BEHAVIOUR`; a configuration read
 #: back from an old log has none and means :data:`LEGACY_BEHAVIOUR`.
 BEHAVIOUR = "behaviour"
-#: before ``nodeorder``, ``usage`` and ``rescheduling`` existed (they were skipped)
+#: before ``nodeorder``, ``usage`` and ``rescheduling`` (plugins) and ``preempt`` and
+#: ``backfill`` (actions) existed (they were skipped)
 LEGACY_BEHAVIOUR = 1
 #: one level for every rule that changed (also ``projections.ownership.CURRENT``)
 CURRENT_BEHAVIOUR = CURRENT
@@ -135,8 +136,8 @@ def load_config(
     """Load and validate a configuration from a file path, YAML text or a mapping.
 
     ``default_behaviour`` is the level of a configuration without a ``behaviour`` key
-    (replay passes :data:`LEGACY_BEHAVIOUR` for a log's own configuration); plugins whose
-    spec is ``since`` a later level are skipped as unimplemented.
+    (replay passes :data:`LEGACY_BEHAVIOUR` for a log's own configuration); plugins and
+    actions whose spec is ``since`` a later level are skipped as unimplemented.
 
     A ``str`` naming an existing file is read as that file; any other ``str`` is YAML
     text. ``plugins``/``actions`` are the registries that validate every plugin's and
@@ -149,7 +150,7 @@ def load_config(
     raw, notes = unwrap(_read(source))
     level = _behaviour(raw.get(BEHAVIOUR, default_behaviour))
     plugin_table = {name: spec for name, spec in plugins.items() if spec.since <= level}
-    action_table = actions
+    action_table = {name: spec for name, spec in actions.items() if spec.since <= level}
     unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
     if "actions" in raw or "tiers" in raw:
         scheduler = raw
@@ -171,8 +172,13 @@ def load_config(
     warnings = list(notes)
     tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins, warnings)
     configurations = _configurations(raw.get("configurations"))
-    if BEHAVIOUR not in raw and any(
-        plugin_table[conf.name].since > LEGACY_BEHAVIOUR for tier in tiers for conf in tier.plugins
+    if BEHAVIOUR not in raw and (
+        any(
+            plugin_table[conf.name].since > LEGACY_BEHAVIOUR
+            for tier in tiers
+            for conf in tier.plugins
+        )
+        or any(action_table[name].since > LEGACY_BEHAVIOUR for name in implemented)
     ):
         raw[BEHAVIOUR] = level  # only where the level matters: older logs stay byte-equal
     action_args = {}

@@ -37,6 +37,11 @@ def job_fallback(left: JobInfo, right: JobInfo) -> int:
     )
 
 
+def job_fallback_key(job: JobInfo) -> tuple[Any, ...]:
+    """A sort key equal to :func:`job_fallback` (the lexicographic order of its tuple)."""
+    return (_created(job.creation), job.uid, job.namespace, job.name)
+
+
 def queue_fallback(left: QueueInfo, right: QueueInfo) -> int:
     """Earlier creation first, then smaller UID, then name."""
     return _cmp(

@@ -162,11 +162,16 @@ class PluginSpec:
 
 @dataclass(frozen=True)
 class ActionSpec:
-    """A registry entry for an action; ``parse_args`` reads its ``configurations`` entry."""
+    """A registry entry for an action; ``parse_args`` reads its ``configurations`` entry.
+
+    ``since`` is the configuration behaviour level from which the action exists, as a
+    plugin's: a configuration of an older level that names it has it skipped.
+    """
 
     name: str
     parse_args: Callable[[Mapping[str, Any]], Any]
     build: Callable[[Any], Action]
+    since: int = 1
 
 
 def no_args(raw: Mapping[str, Any]) -> None:

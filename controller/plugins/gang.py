@@ -63,6 +63,10 @@ def job_starving(job: JobInfo) -> bool:
     return j.is_starving(job)
 
 
+#: The attribute naming a job-order comparison's equivalent sort key (ascending = first).
+SORT_KEY = "sort_key"
+
+
 class GangPlugin:
     name = NAME
 
@@ -106,6 +110,8 @@ class GangPlugin:
         ssn.add_job_valid_fn(NAME, job_valid)
         ssn.add_preemptable_fn(NAME, evictable)
         ssn.add_reclaimable_fn(NAME, evictable)
+        # the comparison as a sort key (ready jobs last), for callers that sort many jobs
+        setattr(order, SORT_KEY, ready)
         ssn.add_job_order_fn(NAME, order)
         ssn.add_job_ready_fn(NAME, job_ready)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)

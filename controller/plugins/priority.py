@@ -53,16 +53,24 @@ class PriorityPlugin:
         def preemptable(
             preemptor: TaskInfo, preemptees: Sequence[TaskInfo]
         ) -> tuple[list[TaskInfo], Vote]:
-            preemptor_job = ssn.jobs.lookup(preemptor.job)
+            # only the jobs' own fields are read: peek, and once per job (no clone forced)
+            peek = ssn.jobs.peek
+            preemptor_job = peek(preemptor.job)
             if preemptor_job is None:
                 return [], Vote.PERMIT
+            priorities: dict[str, int | None] = {}
             victims = []
             for preemptee in preemptees:
-                job = ssn.jobs.lookup(preemptee.job)
-                if job is None:
+                job_id = preemptee.job
+                try:
+                    priority = priorities[job_id]
+                except KeyError:
+                    job = peek(job_id)
+                    priority = priorities[job_id] = None if job is None else job.priority
+                if priority is None:
                     continue
-                if preemptee.job != preemptor.job:
-                    if job.priority < preemptor_job.priority:
+                if job_id != preemptor.job:
+                    if priority < preemptor_job.priority:
                         victims.append(preemptee)
                 elif preemptee.priority < preemptor.priority:
                     victims.append(preemptee)

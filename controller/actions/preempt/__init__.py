@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.actions.preempt.args import NAME, PreemptArgs, parse_args
+from controller.actions.preempt.dryrun import LightDryRun
 from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.normal import normal_preempt
 from controller.actions.preempt.topology import topology_aware_preempt
@@ -86,6 +87,7 @@ class _Run:
         self.args = args
         self.fast = fast
         self.rank = TaskRank.of(ssn) if fast else None
+        self.light = LightDryRun.of(ssn) if fast else None
         self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
         self.nominated = nominations_of(ssn)
         self.tdm = any(name == "tdm" for row in ssn.chain("preemptable") for name, _ in row)
@@ -223,6 +225,7 @@ class _Run:
                 args=self.args,
                 evict=evict,
                 rank=self.rank,
+                light=self.light,
             )
         else:
             node = normal_preempt(

@@ -14,6 +14,8 @@ same order:
   transitive, so the pairwise sort stays).
 
 Any other chain (a plugin tide does not know a key for) leaves every sort pairwise. The
+victims' jobs are sorted the same way by the ``job_order`` chain's keys (priority's,
+gang's readiness), read fresh at each sort, when every victim's job is in one queue. The
 equivalence is checked by tests/controller/actions/preempt/test_fastpath.py (hypothesis),
 and the action's decisions with and without these shortcuts by a seeded comparison there.
 """
@@ -23,15 +25,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controller.framework.ordering import pod_index, task_fallback_key
+from controller.framework.ordering import job_fallback_key, pod_index, task_fallback_key
 from controller.framework.session import Session
-from controller.plugins import priority
-from projections.model import TaskInfo
+from controller.plugins import gang, priority
+from projections.model import JobInfo, TaskInfo
 
 #: Plugin task comparisons with an equivalent key (ascending = first in task order).
 KNOWN_ORDERS: dict[Any, Callable[[TaskInfo], Any]] = {
     priority.task_order: lambda task: -task.priority,
 }
+#: Plugin job comparisons with an equivalent key (gang's carries its own, ``SORT_KEY``).
+KNOWN_JOB_ORDERS: dict[Any, Callable[[JobInfo], Any]] = {
+    priority.job_order: lambda job: -job.priority,
+}
+
+
+def job_key_parts(ssn: Session) -> list[Callable[[JobInfo], Any]] | None:
+    """The key functions of ``ssn``'s ``job_order`` chain, or None when a comparison has no
+    known key. A key is read fresh at every sort (gang's readiness changes in a session)."""
+    parts: list[Callable[[JobInfo], Any]] = []
+    for row in ssn.chain("job_order"):
+        for _, fn in row:
+            part = KNOWN_JOB_ORDERS.get(fn) or getattr(fn, gang.SORT_KEY, None)
+            if part is None:
+                return None
+            parts.append(part)
+    return parts
 
 
 class TaskRank:
@@ -41,10 +60,20 @@ class TaskRank:
         parts: The key functions of the session's ``task_order`` chain, in chain order.
     """
 
-    def __init__(self, parts: list[Callable[[TaskInfo], Any]]) -> None:
+    def __init__(
+        self,
+        parts: list[Callable[[TaskInfo], Any]],
+        job_parts: list[Callable[[JobInfo], Any]] | None = None,
+    ) -> None:
         self._parts = parts
+        #: the job order's key functions, or None (sort jobs pairwise)
+        self.job_parts = job_parts
         #: task key → (has a pod index, sort key): the fields read never change in a session
         self._memo: dict[str, tuple[bool, tuple[Any, ...]]] = {}
+        #: the same by task object (the object is kept, so its id is never reused)
+        self._ids: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] = {}
+        #: job id → the job order's fallback key
+        self._job_rest: dict[str, tuple[Any, ...]] = {}
 
     @classmethod
     def of(cls, ssn: Session) -> TaskRank | None:
@@ -57,10 +86,25 @@ class TaskRank:
                 if part is None:
                     return None
                 parts.append(part)
-        return cls(parts)
+        return cls(parts, job_key_parts(ssn))
+
+    def job_key(self, job: JobInfo) -> tuple[Any, ...]:
+        """``job``'s key in the session's job order now (only when ``job_parts`` is set).
+
+        The plugin parts are read fresh; the fallback part (creation, UID, namespace,
+        name) never changes in a session and is memoised per job.
+        """
+        parts = self.job_parts or []
+        rest = self._job_rest.get(job.id)
+        if rest is None:
+            rest = self._job_rest[job.id] = job_fallback_key(job)
+        return (*(part(job) for part in parts), *rest)
 
     def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
         """Whether ``task`` has a pod index, and its key among tasks alike in that."""
+        hit = self._ids.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
         found = self._memo.get(task.key)
         if found is None:
             indexed = pod_index(task.name) is not None
@@ -69,6 +113,7 @@ class TaskRank:
                 *task_fallback_key(task, indexed=indexed),
             )
             found = self._memo[task.key] = (indexed, key)
+        self._ids[id(task)] = (task, found)
         return found
 
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:

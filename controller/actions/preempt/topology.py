@@ -22,10 +22,11 @@ Differences from Volcano, on purpose:
   racing workers found ``numCandidates``. Here the feasible nodes are visited in the
   node search's order starting at ``offset = blake2b(preemptor uid, trigger id) mod n``
   (a pure function of the log), and the candidates are the *first* ``numCandidates``
-  found in that visiting order. The dry runs go in batches of
-  ``topologyAwarePreemptWorkerNum`` (the batch a worker pool would have in flight); a
-  batch that overshoots is cut back to the first ``numCandidates``, so the worker count
-  changes how many dry runs are done, never the answer.
+  found in that visiting order. The plain path runs the dry runs in batches of
+  ``topologyAwarePreemptWorkerNum`` (the batch a worker pool would have in flight) and
+  cuts an overshooting batch back to the first ``numCandidates``; the fast path stops at
+  the ``numCandidates``-th candidate. The worker count changes how many dry runs the
+  plain path does, never the answer.
 * **A node where the preemptor still does not fit after removing every candidate victim
   is not a candidate** (Volcano's dry run keeps it and evicts there, e.g. when the queue's
   capability forbids the preemptor anyway).
@@ -42,6 +43,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.actions.preempt.args import PreemptArgs
+from controller.actions.preempt.dryrun import LightDryRun, usable
 from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.victims import (
     Filter,
@@ -114,14 +116,16 @@ def select_victims_on_node(
     node: NodeInfo,
     accept: Filter,
     rank: TaskRank | None = None,
+    light: LightDryRun | None = None,
 ) -> tuple[TaskInfo, ...] | None:
     """The minimal victims on ``node`` (most protected first), or None if the node is
     no candidate. A dry run on a scratch copy: the session is not changed.
 
     A node where even every task ``accept`` lets through cannot make room is passed over
     before the plugins are asked (their answer is a subset of those tasks); ``rank``
-    orders victims by key (:mod:`~.fastpath`)."""
-    preemptees = node_preemptees(node, accept)
+    orders victims by key (:mod:`~.fastpath`); ``light`` answers on vectors where it
+    applies (:mod:`~.dryrun`)."""
+    preemptees = node_preemptees(node, accept) if light is None else light.preemptees(node, accept)
     if not preemptees or not validate_victims(preemptor, node, preemptees):
         return None
     victims = ssn.preemptable(preemptor, preemptees)
@@ -130,9 +134,14 @@ def select_victims_on_node(
     if not same_tasks(victims, preemptees) and not validate_victims(preemptor, node, victims):
         return None
     queued = iter_victim_order(ssn, preemptor, victims, rank)
+    trial = ssn.disruptions.trial() if ssn.disruptions.active else None
+    if light is not None and trial is None and usable(victims):
+        try:
+            return light.select(preemptor, queue, node, queued)
+        except (FitError, StatementError):
+            return None
     scratch = Scratch(ssn, [node.name])
     potential: list[TaskInfo] = []
-    trial = ssn.disruptions.trial() if ssn.disruptions.active else None
     try:
         fit = False
         for victim in queued:
@@ -164,19 +173,27 @@ def find_candidates(
     accept: Filter,
     args: PreemptArgs,
     rank: TaskRank | None = None,
+    light: LightDryRun | None = None,
 ) -> list[Candidate]:
-    """The first ``num_candidates`` candidates in visiting order from the offset."""
+    """The first ``num_candidates`` candidates in visiting order from the offset.
+
+    On the plain path (no ``rank``, no ``light``) the dry runs go in batches of
+    ``topologyAwarePreemptWorkerNum``, as a worker pool would have them in flight, and an
+    overshooting batch is cut back; with the fast path's shortcuts the search stops at
+    the ``num_candidates``-th candidate: the same answer without the dry runs the cut
+    would throw away.
+    """
     n = len(nodes)
     if n == 0:
         return []
     want = args.num_candidates(n)
     start = offset_of(preemptor, ssn.trigger.id, n)
     found: list[Candidate] = []
-    batch = args.worker_num
+    batch = 1 if rank is not None or light is not None else args.worker_num
     for first in range(0, n, batch):
         for i in range(first, min(first + batch, n)):
             node = nodes[(start + i) % n]
-            victims = select_victims_on_node(ssn, preemptor, queue, node, accept, rank)
+            victims = select_victims_on_node(ssn, preemptor, queue, node, accept, rank, light)
             if victims is not None:
                 found.append(Candidate(node.name, victims))
         if len(found) >= want:
@@ -206,6 +223,7 @@ def topology_aware_preempt(
     args: PreemptArgs,
     evict: dict[str, Any],
     rank: TaskRank | None = None,
+    light: LightDryRun | None = None,
 ) -> str | None:
     """Dry-run the candidates, evict the best one's victims and pipeline the preemptor
     there; the node, or None when no node is a candidate."""
@@ -213,7 +231,9 @@ def topology_aware_preempt(
     if job is None:
         return None
     queue = ssn.queues[job.queue]
-    candidates = find_candidates(ssn, preemptor, queue, nodes, accept=accept, args=args, rank=rank)
+    candidates = find_candidates(
+        ssn, preemptor, queue, nodes, accept=accept, args=args, rank=rank, light=light
+    )
     order = ranked(candidates, ssn.now)
     if not order:
         return None

@@ -160,7 +160,16 @@ def iter_victim_order(
         return sorted(group, key=cmp_to_key(by_task))
 
     yield from tasks_of(orphans)
-    for job_id in sorted(groups, key=cmp_to_key(by_job)):
+    if (
+        rank is not None
+        and rank.job_parts is not None
+        and len({owner.queue for owner in owners.values()}) <= 1
+    ):
+        keys = {job_id: rank.job_key(owner) for job_id, owner in owners.items()}
+        ordered = sorted(groups, key=keys.__getitem__, reverse=True)
+    else:
+        ordered = sorted(groups, key=cmp_to_key(by_job))
+    for job_id in ordered:
         yield from tasks_of(groups[job_id])
 
 

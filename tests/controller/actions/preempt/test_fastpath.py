@@ -19,11 +19,11 @@ from controller.actions.preempt import PreemptAction
 from controller.actions.preempt.fastpath import TaskRank
 from controller.builtins import BUILTIN_ACTIONS
 from controller.engine import run_cycle
-from controller.framework.ordering import task_fallback
+from controller.framework.ordering import job_fallback, task_fallback
 from controller.framework.plugin import ActionSpec
 from controller.plugins import priority
 from controller.policy import load_config
-from projections.model import TaskInfo
+from projections.model import JobInfo, TaskInfo
 from tests.builders import T0, at
 from tests.controller.actions.preempt.cases import (
     UPSTREAM_TIERS,
@@ -34,7 +34,7 @@ from tests.controller.actions.preempt.cases import (
     pod,
     queue,
 )
-from tests.controller.framework.scenario import task, trigger, world_of
+from tests.controller.framework.scenario import job, task, trigger, world_of
 
 TASK = st.tuples(
     st.integers(0, 3),  # priority
@@ -86,7 +86,9 @@ class _Chain:
         self.fns = fns
 
     def chain(self, point: str) -> list[list[tuple[str, Any]]]:
-        assert point == "task_order"
+        assert point in ("task_order", "job_order")
+        if point == "job_order":
+            return []
         return [[(f"p{i}", fn) for i, fn in enumerate(self.fns)]]
 
 
@@ -101,6 +103,41 @@ class _Chain:
 )
 def test_rank_only_for_known_chains(fns: list[Any], known: bool) -> None:
     assert (TaskRank.of(_Chain(fns)) is not None) is known  # type: ignore[arg-type]
+
+
+JOB = st.tuples(
+    st.integers(0, 3),  # priority
+    st.integers(0, 4),  # creation minute
+    st.sampled_from(["a", "b"]),  # uid prefix
+    st.booleans(),  # ready (gang's order)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(JOB, min_size=1, max_size=10))
+def test_job_key_equals_the_pairwise_job_order(specs: list[tuple[int, int, str, bool]]) -> None:
+    jobs = [
+        replace(
+            job(f"ns/j{i}", priority=prio, created=T0 + timedelta(minutes=minute)),
+            uid=f"{uid}{i}",
+        )
+        for i, (prio, minute, uid, _) in enumerate(specs)
+    ]
+    ready = {job.id: spec[3] for job, spec in zip(jobs, specs, strict=True)}
+
+    def gang_order(left: JobInfo, right: JobInfo) -> int:
+        lr, rr = ready[left.id], ready[right.id]
+        return 0 if lr == rr else (1 if lr else -1)
+
+    def pairwise(left: JobInfo, right: JobInfo) -> int:
+        return (
+            priority.job_order(left, right) or gang_order(left, right) or job_fallback(left, right)
+        )
+
+    rank = TaskRank([], [lambda job: -job.priority, lambda job: ready[job.id]])
+    fast = sorted(jobs, key=rank.job_key)
+    slow = sorted(jobs, key=cmp_to_key(pairwise))
+    assert [j.id for j in fast] == [j.id for j in slow]
 
 
 # ---- seeded comparison of the whole action, shortcuts on and off --------------------

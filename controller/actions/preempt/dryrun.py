@@ -1,0 +1,207 @@
+"""A topology-aware dry run that builds a scratch node only when a predicate must be asked.
+
+:func:`controller.actions.preempt.topology.select_victims_on_node` answers on a
+:class:`~controller.framework.simulate.Scratch`: every removal and give-back copies
+resources, runs the simulate add / remove hooks (proportion's queue accounting) and then
+asks whether the preemptor fits (future idle, the queue's ``allocatable``, the simulate
+predicates). At 5,000 nodes a preempt cycle does thousands of these dry runs, and most of
+their steps end at the resource test, long before a predicate is asked.
+
+:class:`LightDryRun` walks the very same greedy and reprieve passes with the same
+arithmetic, in the same order of operations, on two small vectors: the node's
+``idle`` (with its ``releasing`` and ``pipelined``, which a Bound or Running victim does
+not touch) and the preemptor's queue allocation (proportion's). A scratch copy of the node
+is made, and the steps so far replayed on it, only when the resource and queue tests pass
+and the simulate predicates must be asked; from then on each step goes to both. When
+the only simulate predicate is the predicates plugin's (which reads the node copy and
+nothing else), the copy's tasks are moved with the node accounting alone, without the
+add / remove hooks.
+
+It applies only when the session's simulate add / remove / allocatable hooks are all
+proportion's (:meth:`LightDryRun.of` returns None otherwise, and the scratch dry run is
+used): those hooks are pure accounting on proportion's queue allocations, and
+proportion's ``allocatable`` reads only the preemptor's queue. The equivalence is checked
+by tests/controller/actions/preempt/test_fastpath.py (decisions byte-identical with and
+without the shortcuts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from controller.framework.resources import fits, less_equal_with_dimension
+from controller.framework.session import Session
+from controller.framework.simulate import Scratch
+from controller.plugins import predicates, proportion
+from projections.accounting import node_add, node_remove
+from projections.model import PREEMPTABLE_STATUSES, NodeInfo, QueueInfo, Resource, TaskInfo
+
+_HOOKS = {
+    "simulate_add_task": proportion._State.simulate_add_task,
+    "simulate_remove_task": proportion._State.simulate_remove_task,
+    "simulate_allocatable": proportion._State.simulate_allocatable,
+}
+
+
+@dataclass
+class _Room:
+    """The parts of a node :func:`fits` reads (``idle`` changed, the others shared)."""
+
+    idle: Resource
+    releasing: Resource
+    pipelined: Resource
+
+
+def usable(victims: Iterable[TaskInfo]) -> bool:
+    """Whether every victim is Bound or Running (the accounting :class:`LightDryRun` does)."""
+    return all(victim.status in PREEMPTABLE_STATUSES for victim in victims)
+
+
+class LightDryRun:
+    """The dry run of one session, on vectors (see the module docstring).
+
+    Args:
+        ssn: The session.
+        state: proportion's session state, or None when proportion takes no part.
+    """
+
+    def __init__(self, ssn: Session, state: proportion._State | None) -> None:
+        self.ssn = ssn
+        self.state = state
+        #: node name → (node version, its Bound or Running preemptable tasks in key order)
+        self._tasks: dict[str, tuple[int, list[TaskInfo]]] = {}
+        #: which of proportion's hooks the session walks (each point is gated on its own)
+        self.accounting = bool(ssn.flat("simulate_remove_task"))
+        self.back = bool(ssn.flat("simulate_add_task"))
+        self.queue_check = bool(ssn.flat("simulate_allocatable"))
+        #: the simulate predicates read only the node copy (predicates' hook alone), so
+        #: the copy needs no plugin scratch state: its tasks are moved without the hooks
+        self.node_only = all(
+            getattr(fn, "__func__", None) is predicates.PredicatesPlugin.simulate_predicate
+            for fn in ssn.flat("simulate_predicate")
+        )
+
+    @classmethod
+    def of(cls, ssn: Session) -> LightDryRun | None:
+        """The light dry run for ``ssn``, or None when a simulate hook is not proportion's."""
+        state: proportion._State | None = None
+        for point, method in _HOOKS.items():
+            for fn in ssn.flat(point):
+                owner = getattr(fn, "__self__", None)
+                if getattr(fn, "__func__", None) is not method or not isinstance(
+                    owner, proportion._State
+                ):
+                    return None
+                if state is not None and owner is not state:
+                    return None
+                state = owner
+        return cls(ssn, state)
+
+    def preemptees(self, node: NodeInfo, accept: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
+        """:func:`~controller.actions.preempt.victims.node_preemptees` from a memo of the
+        node's Bound or Running tasks marked preemptable, in key order, kept while the node
+        is unchanged (both phases' filters refuse every other task)."""
+        pos = self.ssn.nodes.position(node.name)
+        version = self.ssn.view.versions[pos]
+        hit = self._tasks.get(node.name)
+        if hit is None or hit[0] != version:
+            tasks = node.tasks
+            hit = self._tasks[node.name] = (
+                version,
+                [
+                    tasks[key]
+                    for key in sorted(tasks)
+                    if tasks[key].status in PREEMPTABLE_STATUSES and tasks[key].preemptable
+                ],
+            )
+        return [task for task in hit[1] if accept(task)]
+
+    def select(
+        self, preemptor: TaskInfo, queue: QueueInfo, node: NodeInfo, queued: Iterable[TaskInfo]
+    ) -> tuple[TaskInfo, ...] | None:
+        """The minimal victims on ``node`` (most protected first), or None: the answer of
+        the scratch dry run for the victims ``queued`` in victim order (none skipped).
+
+        Every victim must be Bound or Running (:func:`usable`): taking one off adds its
+        request to the node's idle, and giving it back takes it away again.
+
+        Raises:
+            StatementError: As the scratch would (a victim not on the node).
+            FitError: A simulate hook refused while the scratch was replayed.
+        """
+        ssn = self.ssn
+        request = preemptor.init_resreq
+        room = _Room(node.idle.clone(), node.releasing, node.pipelined)
+        alloc: Resource | None = None
+        deserved: Resource | None = None
+        open_queue = queue.state == "Open"
+        if self.state is not None and self.queue_check:
+            attr = self.state.get().get(queue.name)
+            if attr is not None:
+                alloc, deserved = attr.allocated.clone(), attr.deserved
+        peek = ssn.jobs.peek
+        scratch: Scratch | None = None
+        potential: list[TaskInfo] = []
+        mine: list[bool] = []  # whether each potential victim counts in the queue's share
+
+        def allocatable() -> bool:
+            if not self.queue_check:
+                return True
+            if not open_queue or alloc is None or deserved is None:
+                return False
+            return less_equal_with_dimension(alloc.clone().add(request), deserved, request)
+
+        def fit() -> bool:
+            nonlocal scratch
+            if not fits(request, room, future=True) or not allocatable():  # type: ignore[arg-type]
+                return False
+            if scratch is None:
+                scratch = Scratch(ssn, [node.name])
+                for victim in potential:
+                    take(scratch, victim)
+            return scratch.predicate(preemptor, node.name) is None
+
+        def take(scratch: Scratch, victim: TaskInfo) -> None:
+            if self.node_only:
+                node_remove(scratch.node(node.name), victim)
+            else:
+                scratch.remove_task(preemptor, victim)
+
+        def give(scratch: Scratch, victim: TaskInfo) -> None:
+            if self.node_only:
+                node_add(scratch.node(node.name), victim)
+            else:
+                scratch.add_task(preemptor, victim, node.name, status=victim.status)
+
+        fitted = False
+        for victim in queued:
+            room.idle.add(victim.resreq)
+            job = peek(victim.job)
+            counts = self.accounting and job is not None and job.queue == queue.name
+            if counts and alloc is not None:
+                alloc.sub(victim.resreq)
+            potential.append(victim)
+            mine.append(counts)
+            if scratch is not None:
+                take(scratch, victim)
+            if fit():
+                fitted = True
+                break
+        if not fitted:
+            return None
+        chosen: list[TaskInfo] = []
+        for victim, counts in zip(reversed(potential), reversed(mine), strict=True):
+            room.idle.sub(victim.resreq)
+            if counts and self.back and alloc is not None:
+                alloc.add(victim.resreq)
+            if scratch is not None:
+                give(scratch, victim)
+            if not fit():
+                room.idle.add(victim.resreq)
+                if counts and self.accounting and alloc is not None:
+                    alloc.sub(victim.resreq)
+                if scratch is not None:
+                    take(scratch, victim)
+                chosen.append(victim)
+        return tuple(chosen) if chosen else None
