@@ -23,7 +23,7 @@ import stay byte-identical.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
@@ -46,6 +46,7 @@ __all__ = [
     "ChainReport",
     "ChainWriter",
     "EncodedAppend",
+    "LinkedAppend",
     "RunMismatchError",
     "Sealable",
     "WriterLock",
@@ -70,6 +71,18 @@ class EncodedAppend(Protocol):
         self, events: Sequence[Event], payloads: Sequence[bytes | None]
     ) -> list[Event]:
         """``append(events)``; ``payloads[i]``, unless None, is ``events[i].data`` as JSON."""
+        ...
+
+
+@runtime_checkable
+class LinkedAppend(Protocol):
+    """A log that drops duplicates before the links are set (the Kafka backend), so a
+    writer of its own chain needs no separate look-up of ids."""
+
+    async def append_linked(
+        self, events: Sequence[Event], link: Callable[[list[Event]], list[Event]]
+    ) -> list[Event]:
+        """``append(events)``, ``link`` applied to the records found new, in order."""
         ...
 
 
@@ -250,6 +263,11 @@ class ChainWriter:
             self._chained = events[0].prev is not None
         if not self._chained:
             return await self._store(list(events), list(payloads))
+        if self.writer is not None and isinstance(self.log, LinkedAppend):
+            added = await self.log.append_linked(events, self._link)
+            if added:
+                self._last = added[-1]
+            return added
         present: set[str] = set()
         if isinstance(self.log, IdIndex):
             present = await self.log.contains([e.id for e in events])
@@ -273,6 +291,19 @@ class ChainWriter:
         if added:
             self._last = added[-1]
         return added
+
+    def _link(self, fresh: list[Event]) -> list[Event]:
+        """``fresh`` linked into this writer's own chain (see :class:`LinkedAppend`)."""
+        assert self.writer is not None
+        linked: list[Event] = []
+        last = self._last
+        for event in fresh:
+            if event.prev is None:
+                link = digest(last) if last is not None else genesis(self.run)
+                event = event.with_prev(writer_link(self.writer, link))
+            linked.append(event)
+            last = event
+        return linked
 
     async def _store(self, events: list[Event], payloads: list[bytes | None]) -> list[Event]:
         if not events:

@@ -4,6 +4,7 @@ says whether it ended cleanly, and a cut tail is named by the offset it was cut 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -166,7 +167,7 @@ def test_a_writer_that_did_not_seal_leaves_the_log_not_complete() -> None:
     assert report.ok and report.cut and report.unsealed_after == 2 * N - 2, report.describe()
 
 
-WRITER_TAMPERS = {
+WRITER_TAMPERS: dict[str, tuple[Callable[[list[Event]], list[Event]], int]] = {
     # deleting a's record at offset 2: a's next record (offset 4, now 3) names it
     "delete": (lambda log: log[:2] + log[3:], 3),
     # altering b's record at offset 5: b's next record (offset 7) no longer matches
