@@ -23,7 +23,7 @@ import stay byte-identical.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
@@ -34,6 +34,7 @@ from streams.seal import (
     RUN_PREFIX,
     digest,
     genesis,
+    group_anchor,
     is_seal,
     parse_genesis,
     seal_record,
@@ -46,7 +47,6 @@ __all__ = [
     "ChainReport",
     "ChainWriter",
     "EncodedAppend",
-    "LinkedAppend",
     "RunMismatchError",
     "Sealable",
     "WriterLock",
@@ -71,18 +71,6 @@ class EncodedAppend(Protocol):
         self, events: Sequence[Event], payloads: Sequence[bytes | None]
     ) -> list[Event]:
         """``append(events)``; ``payloads[i]``, unless None, is ``events[i].data`` as JSON."""
-        ...
-
-
-@runtime_checkable
-class LinkedAppend(Protocol):
-    """A log that drops duplicates before the links are set (the Kafka backend), so a
-    writer of its own chain needs no separate look-up of ids."""
-
-    async def append_linked(
-        self, events: Sequence[Event], link: Callable[[list[Event]], list[Event]]
-    ) -> list[Event]:
-        """``append(events)``, ``link`` applied to the records found new, in order."""
         ...
 
 
@@ -170,6 +158,8 @@ class ChainWriter:
     ):
         self.log = log
         self.writer = writer
+        #: a writer of its own chain: the link its next batch carries (None: not begun)
+        self._anchor: str | None = None
         self.shared = shared
         self.run = run
         self.another_run = another_run
@@ -211,7 +201,9 @@ class ChainWriter:
                 own = self._last is not None or self.writer is not None
                 last = self._last if own else await tail(self.log)
                 self._last = last
-                if last is not None and not is_seal(last):
+                if last is not None and not is_seal(last) and self.writer is not None:
+                    await self._store([self._own_seal(last)], [])
+                elif last is not None and not is_seal(last):
                     await self._append([seal_record(last.at, digest(last))])
             if (
                 exc[0] is None
@@ -263,11 +255,8 @@ class ChainWriter:
             self._chained = events[0].prev is not None
         if not self._chained:
             return await self._store(list(events), list(payloads))
-        if self.writer is not None and isinstance(self.log, LinkedAppend):
-            added = await self.log.append_linked(events, self._link)
-            if added:
-                self._last = added[-1]
-            return added
+        if self.writer is not None:
+            return await self._append_own(events, payloads)
         present: set[str] = set()
         if isinstance(self.log, IdIndex):
             present = await self.log.contains([e.id for e in events])
@@ -292,18 +281,24 @@ class ChainWriter:
             self._last = added[-1]
         return added
 
-    def _link(self, fresh: list[Event]) -> list[Event]:
-        """``fresh`` linked into this writer's own chain (see :class:`LinkedAppend`)."""
+    async def _append_own(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """Append as writer ``self.writer``: every record carries the batch's anchor; the
+        next anchor covers the records the log actually stored (``streams/seal.py``)."""
         assert self.writer is not None
-        linked: list[Event] = []
-        last = self._last
-        for event in fresh:
-            if event.prev is None:
-                link = digest(last) if last is not None else genesis(self.run)
-                event = event.with_prev(writer_link(self.writer, link))
-            linked.append(event)
-            last = event
-        return linked
+        anchor = self._anchor or genesis(self.run)
+        link = writer_link(self.writer, anchor)
+        added = await self._store([e.with_prev(link) for e in events], list(payloads))
+        if added:
+            self._anchor = group_anchor(anchor, [digest(e) for e in added])
+            self._last = added[-1]
+        return added
+
+    def _own_seal(self, last: Event) -> Event:
+        """The seal of this writer's own chain after its last stored record ``last``."""
+        assert self.writer is not None and self._anchor is not None
+        return seal_record(last.at, self._anchor).with_prev(writer_link(self.writer, self._anchor))
 
     async def _store(self, events: list[Event], payloads: list[bytes | None]) -> list[Event]:
         if not events:

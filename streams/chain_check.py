@@ -4,10 +4,10 @@ Why a module of its own: the writer and the checker share only the link format
 (``streams/seal.py``); the checker is what ``tide log verify`` and ``tide replay
 --verify`` run, over a log, an exported recording or a Kafka topic alike. It walks the
 records once, in offset order, and stops at the first break: a record whose link does not
-match the record it should follow (the one before it, or for a writer's own chain that
-writer's previous record), a seal naming another record, a chain that does not start
-where it should. At the end it says whether every chain ends in its seal (complete) or
-names the offset a tail may have been cut after.
+match the record it should follow (the one before it, or for a writer's own chain the
+anchor of that writer's records before it), a seal naming another record, a chain that
+does not start where it should. At the end it says whether every chain ends in its seal
+(complete) or names the offset a tail may have been cut after.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streams.events import Event
-from streams.seal import RUN_PREFIX, digest, is_seal, parse_genesis, split_writer_link
+from streams.seal import (
+    RUN_PREFIX,
+    digest,
+    group_anchor,
+    is_seal,
+    parse_genesis,
+    split_writer_link,
+)
 
 
 @dataclass
@@ -82,6 +89,8 @@ class ChainChecker:
         self._main_sealing = False
         #: each writer's last record (links of the form ``@<writer>/...``)
         self._writers: dict[str, Event] = {}
+        #: each writer's current anchor and the digests of the records that carried it
+        self._groups: dict[str, tuple[str, list[str]]] = {}
         self._sealed_at: Event | None = None
 
     def feed(self, event: Event, seal: tuple[int, str] | None = None) -> bool:
@@ -122,8 +131,8 @@ class ChainChecker:
 
     def _writer_record(self, event: Event, writer: str, link: str) -> None:
         report = self.report
-        last = self._writers.get(writer)
-        if last is None:
+        group = self._groups.get(writer)
+        if group is None:
             run, _ = parse_genesis(link)
             if run is None:
                 report.broken = (
@@ -135,14 +144,20 @@ class ChainChecker:
             report.chained = report.sealing = True
             report.run = report.run or run
             report.writers.append(writer)
-        elif link != digest(last):
+            self._groups[writer] = (link, [digest(event)])
+        elif link == group[0] and not is_seal(event):
+            group[1].append(digest(event))
+        elif link == group_anchor(*group):
+            if is_seal(event) and event.data.get("head") != link:
+                report.broken = (event.offset, f"writer {writer}'s seal names another record")
+            self._groups[writer] = (link, [digest(event)])
+        else:
             report.broken = (
                 event.offset,
-                f"its link does not match writer {writer}'s record at offset {last.offset} "
-                "(a record was deleted, inserted, moved or altered here)",
+                f"its link does not match writer {writer}'s records up to offset "
+                f"{self._writers[writer].offset} (a record was deleted, inserted, moved or "
+                "altered here)",
             )
-        elif is_seal(event) and event.data.get("head") != link:
-            report.broken = (event.offset, f"writer {writer}'s seal names another record")
         self._writers[writer] = event
 
     def finish(self, seal: tuple[int, str] | None = None) -> ChainReport:

@@ -14,9 +14,12 @@ sealed" and never failed for it; for a sealing chain a missing final seal names 
 offset the tail may have been cut after.
 
 Several writers sharing one log with no lock to take turns by (replicas of ``tide run``
-on Kafka) each chain their own records: a link ``@<writer>/<hash of that writer's
-previous record>`` (its first: ``@<writer>/`` + a first link), and each seals its own
-chain; such a log is complete when every writer's last record is its seal.
+on Kafka) each chain their own records, a batch at a time: every record of a writer's
+batch carries ``@<writer>/<anchor>``, the first batch's anchor a first link and each
+next one :func:`group_anchor` of the previous anchor and the records that carried it.
+A record another writer already stored is dropped from the batch by the backend without
+breaking anything (the next anchor covers only what was stored), and each writer seals
+its own chain; such a log is complete when every writer's last record is its seal.
 """
 
 from __future__ import annotations
@@ -78,3 +81,12 @@ def split_writer_link(prev: str | None) -> tuple[str, str] | None:
         return None
     writer, _, link = prev[len(WRITER_PREFIX) :].partition("/")
     return writer, link
+
+
+def group_anchor(anchor: str, digests: list[str]) -> str:
+    """The link a writer's next batch carries: the hash of its previous link and of the
+    records that carried it (their digests, in log order)."""
+    h = hashlib.blake2b(anchor.encode(), digest_size=16)
+    for value in digests:
+        h.update(value.encode())
+    return h.hexdigest()

@@ -33,7 +33,7 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
@@ -137,21 +137,8 @@ class KafkaLog(EventLog):
         batches, in order."""
         return await self._append(events, payloads, split=True)
 
-    async def append_linked(
-        self, events: Sequence[Event], link: Callable[[list[Event]], list[Event]]
-    ) -> list[Event]:
-        """:meth:`append`, with ``link`` turning the records found new (in order, under
-        the append lock) into the ones written: the hash chain's hook
-        (``streams/chain.py``), so a record dropped as a duplicate is never linked to."""
-        return await self._append(events, (), split=False, link=link)
-
     async def _append(
-        self,
-        events: Sequence[Event],
-        payloads: Sequence[bytes | None],
-        *,
-        split: bool,
-        link: Callable[[list[Event]], list[Event]] | None = None,
+        self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
     ) -> list[Event]:
         check_appendable(events)
         unique: dict[str, tuple[Event, bytes]] = {}
@@ -168,8 +155,6 @@ class KafkaLog(EventLog):
             fresh = [pair for id_, pair in unique.items() if id_ not in ids]
             if not fresh:
                 return []
-            if link is not None:
-                fresh = [(event, record_value(event)) for event in link([e for e, _ in fresh])]
             batches = fill_batches(
                 self._producer.create_batch,
                 [event for event, _ in fresh],

@@ -4,8 +4,10 @@ deleted or altered, is reported by `tide log verify` and `tide replay --verify`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -13,10 +15,14 @@ import pytest
 from typer.testing import CliRunner
 
 from controller.cli import app
+from streams.backends import open_log
+from streams.chain import ChainReport, ChainWriter, check_log
+from streams.events import make_event
 from tests.streams.tansu import Broker
 
 GOLDEN = Path(__file__).resolve().parents[1] / "replay" / "golden"
 SCENARIO = GOLDEN / "sources" / "allocate-gang.yaml"
+T0 = datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
 
 
 def invoke(args: list[str]) -> tuple[int, str]:
@@ -93,3 +99,28 @@ def test_an_untouched_export_on_kafka_verifies_complete(
     exported = tmp_path / "again.jsonl"
     assert invoke(["log", "export", "--log", url, "--out", str(exported)])[0] == 0
     assert exported.read_bytes() == recording.read_bytes()
+
+
+def test_two_writers_on_one_topic_with_shared_records_chain_and_seal(broker: Broker) -> None:
+    """Two replicas recording the same events onto one topic: each record is stored once,
+    each writer's chain links only the records it actually wrote, and both seal."""
+    events = [
+        make_event("trigger.fired", T0 + timedelta(seconds=i), {"kind": "tick", "n": i})
+        for i in range(14)
+    ]
+    url = broker.url()
+
+    async def go() -> ChainReport:
+        async with await open_log(url) as one, await open_log(url) as two:
+            a = ChainWriter(one, shared=True, writer="a")
+            b = ChainWriter(two, shared=True, writer="b")
+            async with a, b:
+                for i in range(0, 12, 3):
+                    await a.append(events[i : i + 3])
+                    await b.append(events[i + 2 : i + 5])  # one of a's, two new
+            return await check_log(one)
+
+    report = asyncio.run(go())
+    assert report.ok and report.complete, report.describe()
+    assert report.records == 14 + 2  # each record once, and the two seals
+    assert report.writers == ["a", "b"]

@@ -12,7 +12,7 @@ import pytest
 from streams.backends.memory import MemoryLog
 from streams.chain import RUN_PREFIX, ChainWriter, check_chain, digest
 from streams.events import Event, make_event
-from streams.seal import SEALING, genesis, is_seal, parse_genesis, seal_record
+from streams.seal import SEALING, genesis, group_anchor, is_seal, parse_genesis, seal_record
 
 T0 = datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
 N = 6
@@ -156,7 +156,7 @@ def two_writers(*, a_seals: bool = True) -> list[Event]:
 def test_several_writers_each_chain_and_seal_their_own_records() -> None:
     log = two_writers()
     assert log[0].prev == "@a/" + genesis(None) and log[1].prev == "@b/" + genesis(None)
-    assert log[2].prev == "@a/" + digest(log[0])
+    assert log[2].prev == "@a/" + group_anchor(genesis(None), [digest(log[0])])
     report = check_chain(log)
     assert report.ok and report.complete and report.writers == ["a", "b"], report.describe()
 
