@@ -17,7 +17,7 @@ from tests.controller.sources.helpers import converge, double_state, duplicates,
 from tests.controller.sources.test_record_e2e import Tide, cli, cluster
 from tests.kubedouble import ApiDouble
 
-KILLS = 6
+KILLS = 30
 SEED = 1630
 
 
