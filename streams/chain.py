@@ -198,8 +198,8 @@ class ChainWriter:
     async def _seal(self, *exc: object) -> None:
         try:
             if exc[0] is None and self._chained is True and self._sealing:
-                own = self._last is not None or self.writer is not None
-                last = self._last if own else await tail(self.log)
+                # the log's own tail (another writer without a lock may have appended since)
+                last = self._last if self.writer is not None else await tail(self.log)
                 self._last = last
                 if last is not None and not is_seal(last) and self.writer is not None:
                     await self._store([self._own_seal(last)], [])
