@@ -7,7 +7,9 @@ which includes that record's own ``prev``), so any such change breaks the link a
 first record after it. The first record's ``prev`` is ``run:<id>``: the run that started
 the log. A writer that ends cleanly leaves a seal (the offset and hash of the last
 record) where the backend can keep one (:class:`Sealable`), so a cut tail is detected
-too, and a log whose seal matches its last record is *complete*.
+too, and a log whose seal matches its last record is *complete*. The seal that travels
+with the records (exports, Kafka) is a ``log.sealed`` record (``streams/seal.py``): chains
+started since begin with a link saying they end in one.
 
 The chain lives above the backends: :class:`ChainWriter` is the one append path of the
 commands that write logs (``tide log import``, ``tide simulate --log``, the demo and the
@@ -21,16 +23,40 @@ import stay byte-identical.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from streams.codec import encode
+from streams.chain_check import ChainChecker, ChainReport, check_chain
 from streams.events import Event
 from streams.log import EventLog, IdIndex, LogError
+from streams.seal import (
+    RUN_PREFIX,
+    digest,
+    genesis,
+    group_anchor,
+    is_seal,
+    parse_genesis,
+    seal_record,
+    writer_link,
+)
 
-RUN_PREFIX = "run:"
+__all__ = [
+    "RUN_PREFIX",
+    "ChainChecker",
+    "ChainReport",
+    "ChainWriter",
+    "EncodedAppend",
+    "RunMismatchError",
+    "Sealable",
+    "WriterLock",
+    "check_chain",
+    "check_log",
+    "digest",
+    "first",
+    "run_id",
+    "tail",
+]
 
 
 class RunMismatchError(LogError):
@@ -66,11 +92,6 @@ class WriterLock(Protocol):
     def writer_lock(self) -> AbstractAsyncContextManager[None]:
         """Hold the log's writer lock (waiting for another writer to release it)."""
         ...
-
-
-def digest(event: Event) -> str:
-    """The hash of a record's canonical encoding (its ``prev`` included)."""
-    return hashlib.blake2b(encode(event), digest_size=16).hexdigest()
 
 
 def run_id(*parts: bytes) -> str:
@@ -119,6 +140,10 @@ class ChainWriter:
     log's tail read under it, so several processes may write one chain in turns; the last
     to leave seals it (records a replica appends after another one sealed are noted by
     the check, not an error).
+
+    ``writer`` (replicas sharing a log with no writer lock, a Kafka topic): this writer
+    chains only its own records (``streams/seal.py``: ``@<writer>/<link>``) and seals its
+    own chain when it leaves; the id must be unique to this writer's lifetime.
     """
 
     def __init__(
@@ -129,8 +154,12 @@ class ChainWriter:
         another_run: bool = False,
         adopt: bool = False,
         shared: bool = False,
+        writer: str | None = None,
     ):
         self.log = log
+        self.writer = writer
+        #: a writer of its own chain: the link its next batch carries (None: not begun)
+        self._anchor: str | None = None
         self.shared = shared
         self.run = run
         self.another_run = another_run
@@ -140,8 +169,14 @@ class ChainWriter:
         #: None until known: an empty log written by an adopting writer (an import) is
         #: chained only when its first record arrives with a link (a chained export)
         self._chained: bool | None = None if adopt else True
+        #: whether this writer ends the chain with a seal record: a chain it started, or
+        #: one started so; an import (``adopt``) never adds one (a cut export stays cut)
+        self._sealing = not adopt
 
     async def __aenter__(self) -> ChainWriter:
+        if self.writer is not None:  # its own chain: nothing on the log to start from
+            self._chained = self._sealing = True
+            return self
         if isinstance(self.log, WriterLock) and not self.shared:
             self._lock = self.log.writer_lock()
             await self._lock.__aenter__()
@@ -162,7 +197,20 @@ class ChainWriter:
 
     async def _seal(self, *exc: object) -> None:
         try:
-            if exc[0] is None and self._chained is True and isinstance(self.log, Sealable):
+            if exc[0] is None and self._chained is True and self._sealing:
+                # the log's own tail (another writer without a lock may have appended since)
+                last = self._last if self.writer is not None else await tail(self.log)
+                self._last = last
+                if last is not None and not is_seal(last) and self.writer is not None:
+                    await self._store([self._own_seal(last)], [])
+                elif last is not None and not is_seal(last):
+                    await self._append([seal_record(last.at, digest(last))])
+            if (
+                exc[0] is None
+                and self._chained
+                and self.writer is None
+                and isinstance(self.log, Sealable)
+            ):
                 last = self._last if self._last is not None else await tail(self.log)
                 if last is not None and last.offset >= 0:
                     await self.log.seal(last.offset, digest(last))
@@ -180,12 +228,11 @@ class ChainWriter:
             return
         start = await first(self.log)
         self._chained = start is not None and start.prev is not None
+        theirs, sealing = parse_genesis(start.prev if start is not None else None)
+        self._sealing = self._sealing and sealing
         if not self._chained or self.run is None or self.another_run:
             return
-        assert start is not None
-        wanted = RUN_PREFIX + self.run
-        if start.prev != wanted:
-            theirs = (start.prev or "").removeprefix(RUN_PREFIX)
+        if theirs != self.run:
             raise RunMismatchError(
                 f"{self.log.url or 'the log'} holds run {theirs}, this is run {self.run}: "
                 "write to another log, or pass --another-run to append it anyway"
@@ -208,6 +255,8 @@ class ChainWriter:
             self._chained = events[0].prev is not None
         if not self._chained:
             return await self._store(list(events), list(payloads))
+        if self.writer is not None:
+            return await self._append_own(events, payloads)
         present: set[str] = set()
         if isinstance(self.log, IdIndex):
             present = await self.log.contains([e.id for e in events])
@@ -220,7 +269,9 @@ class ChainWriter:
                 continue
             seen.add(event.id)
             if event.prev is None:
-                link = digest(last) if last is not None else RUN_PREFIX + (self.run or "unnamed")
+                link = digest(last) if last is not None else genesis(self.run)
+                if self.writer is not None:
+                    link = writer_link(self.writer, link)
                 event = event.with_prev(link)
             batch.append(event)
             kept.append(payloads[i] if i < len(payloads) else None)
@@ -230,106 +281,31 @@ class ChainWriter:
             self._last = added[-1]
         return added
 
+    async def _append_own(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """Append as writer ``self.writer``: every record carries the batch's anchor; the
+        next anchor covers the records the log actually stored (``streams/seal.py``)."""
+        assert self.writer is not None
+        anchor = self._anchor or genesis(self.run)
+        link = writer_link(self.writer, anchor)
+        added = await self._store([e.with_prev(link) for e in events], list(payloads))
+        if added:
+            self._anchor = group_anchor(anchor, [digest(e) for e in added])
+            self._last = added[-1]
+        return added
+
+    def _own_seal(self, last: Event) -> Event:
+        """The seal of this writer's own chain after its last stored record ``last``."""
+        assert self.writer is not None and self._anchor is not None
+        return seal_record(last.at, self._anchor).with_prev(writer_link(self.writer, self._anchor))
+
     async def _store(self, events: list[Event], payloads: list[bytes | None]) -> list[Event]:
         if not events:
             return []
         if payloads and isinstance(self.log, EncodedAppend):
             return await self.log.append_encoded(events, payloads)
         return await self.log.append(events)
-
-
-@dataclass
-class ChainReport:
-    """What :func:`check_chain` found."""
-
-    records: int = 0
-    chained: bool = False
-    run: str | None = None
-    complete: bool = False
-    #: the first bad offset and why, or None
-    broken: tuple[int, str] | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.broken is None
-
-    def describe(self, *, sealable: bool = True) -> str:
-        """One line: the first break, or what the chain says about the log (``sealable``:
-        whether it could say it is complete; an exported recording keeps no seal)."""
-        if self.broken is not None:
-            offset, why = self.broken
-            return f"chain broken at offset {offset}: {why}"
-        if not self.chained:
-            return f"{self.records} records; written before the hash chain: no chain to check"
-        state = (
-            ("complete" if self.complete else "not marked complete")
-            if sealable
-            else "completeness unknown (an exported recording keeps no seal)"
-        )
-        return f"{self.records} records, chain intact (run {self.run}), {state}"
-
-
-class ChainChecker:
-    """Walks a chain one record at a time (in offset order) and stops at the first break."""
-
-    def __init__(self) -> None:
-        self.report = ChainReport()
-        self._previous: Event | None = None
-        self._seal: tuple[int, str] | None = None
-        self._sealed_at: Event | None = None
-
-    def feed(self, event: Event, seal: tuple[int, str] | None = None) -> bool:
-        """Check the next record; False once the chain is broken (stop feeding then)."""
-        report, previous = self.report, self._previous
-        if report.broken is not None:
-            return False
-        report.records += 1
-        if previous is None:
-            report.chained = event.prev is not None
-            if report.chained and not (event.prev or "").startswith(RUN_PREFIX):
-                report.broken = (event.offset, "the first record does not start a chain")
-            report.run = (event.prev or "").removeprefix(RUN_PREFIX) or None
-        elif not report.chained:
-            if event.prev is not None:
-                report.broken = (event.offset, "a chain link on a log written without a chain")
-        elif event.prev != digest(previous):
-            report.broken = (
-                event.offset,
-                f"its link does not match the record at offset {previous.offset} (a record "
-                "was deleted, inserted, moved or altered here)",
-            )
-        if seal is not None and event.offset == seal[0]:
-            self._sealed_at = event
-        self._previous = event
-        return report.broken is None
-
-    def finish(self, seal: tuple[int, str] | None = None) -> ChainReport:
-        """The report, with the tail checked against ``seal`` (from :meth:`Sealable.sealed`):
-        a seal past the last record means the tail was cut; a seal whose hash differs from
-        its record's means that record was altered."""
-        report, previous, sealed_at = self.report, self._previous, self._sealed_at
-        if report.broken is not None or seal is None or not report.chained:
-            return report
-        if sealed_at is None:
-            after = previous.offset + 1 if previous is not None else 0
-            report.broken = (after, f"the log ended cleanly at offset {seal[0]}: its tail was cut")
-        elif digest(sealed_at) != seal[1]:
-            report.broken = (seal[0], "the record where the log ended cleanly was altered")
-        elif previous is not None and previous.offset != seal[0]:
-            report.notes.append(f"records after offset {seal[0]} were appended since it ended")
-        else:
-            report.complete = True
-        return report
-
-
-def check_chain(events: Iterable[Event], seal: tuple[int, str] | None = None) -> ChainReport:
-    """Walk the chain of ``events`` (in offset order); see :class:`ChainChecker`."""
-    checker = ChainChecker()
-    for event in events:
-        if not checker.feed(event, seal):
-            break
-    return checker.finish(seal)
 
 
 async def check_log(log: EventLog) -> ChainReport:

@@ -36,6 +36,7 @@ EVENT_TYPES: dict[str, int] = {
     "effect.applied": 1,
     "effect.failed": 1,
     "effect.skipped": 1,
+    "log.sealed": 1,
 }
 
 DECISION_TYPES = frozenset(

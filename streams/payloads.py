@@ -286,6 +286,13 @@ class EffectPayload(TypedDict):
     error: NotRequired[str]
 
 
+class SealPayload(TypedDict):
+    """``log.sealed``: its writer ended cleanly after the record whose hash is ``head``
+    (``streams.seal``)."""
+
+    head: str
+
+
 class ConfigPayload(TypedDict):
     """``config.applied``: the scheduler configuration in force from now, and its origin.
 

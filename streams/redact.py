@@ -11,13 +11,16 @@ for recordings, ``controller.sources.tap`` for the live watch):
   reference names where a value lives, not the value);
 * the quarantine's copy of a line (:func:`redact_raw`) has the ``data`` and
   ``stringData`` of any Secret, every ``env[].value`` and the stripped annotations
-  replaced by ``<redacted>``.
+  replaced by ``<redacted>``; a line that is not JSON (cut short, mangled) is redacted
+  as text: a line naming a Secret is replaced whole, and the value after any key that
+  may hold a secret (``value``, ``password``, ``token``, ``data``…) is replaced.
 
 No policy reads any of these; the README's "What tide keeps" lists them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -70,15 +73,50 @@ def strip_watch(data: JSON) -> JSON:
 
 def redact_raw(raw: str) -> str:
     """The quarantine's copy of a line, with secret values replaced (text that is not
-    JSON is kept as it is: nothing in it can be told apart)."""
+    JSON is redacted as text: see :func:`redact_text`)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return raw
+        return redact_text(raw)
     redacted, changed = _redact(value)
     if not changed:
         return raw
     return orjson.dumps(redacted, option=orjson.OPT_SORT_KEYS).decode()
+
+
+#: a line naming a Secret (JSON or YAML-ish): nothing of it is kept
+_SECRET_KIND = re.compile(r"""["']?kind["']?\s*:\s*["']?Secret\b""")
+#: keys whose value may be secret, and the stripped annotations
+_SECRET_KEYS = "|".join(
+    [
+        "value",
+        "data",
+        "stringData",
+        "password",
+        "passwd",
+        "token",
+        "secret",
+        "apiKey",
+        "api_key",
+        "credentials",
+        *(re.escape(key) for key in STRIPPED_ANNOTATIONS),
+    ]
+)
+#: ``"key": "string"`` (possibly cut short), ``"key": {...}`` / ``[...]`` (possibly cut
+#: short) or ``key: word`` (YAML-ish), for a key of :data:`_SECRET_KEYS`
+_SECRET_VALUE = re.compile(
+    rf"""((?<![\w./-])["']?(?:{_SECRET_KEYS})["']?\s*[:=]\s*)"""
+    r"""("(?:[^"\\]|\\.)*"?|\{[^{}]*\}?|\[[^\[\]]*\]?|[^\s,}\]]+)""",
+    re.IGNORECASE,
+)
+
+
+def redact_text(raw: str) -> str:
+    """A quarantined line that is not JSON, with what may be secret replaced: the whole
+    line when it names a Secret, else the value after every key of :data:`_SECRET_KEYS`."""
+    if _SECRET_KIND.search(raw):
+        return f"{REDACTED} (a line naming a Secret that is not JSON)"
+    return _SECRET_VALUE.sub(lambda m: m.group(1) + f'"{REDACTED}"', raw)
 
 
 def _strip_metadata(meta: JSON) -> JSON:

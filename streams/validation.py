@@ -282,6 +282,10 @@ def _trigger(data: JSON) -> None:
         ) from None
 
 
+def _seal(data: JSON) -> None:
+    _require(data, "log.sealed", head=str)
+
+
 def _decision(kind: str, *, pod: bool) -> Callable[[JSON], None]:
     """The check of ``decision.<kind>``: the fields of its payload type, ``kind`` equal
     to the record's type, a reason code of the vocabulary, and a valid taint."""
@@ -343,6 +347,7 @@ _CHECKS: dict[str, Callable[[JSON], None]] = {
     "effect.failed": _effect(failed=True),
     # the live effector's refusals (dry run, a guard rail, the pod already gone): why in error
     "effect.skipped": _effect(failed=True, type_="effect.skipped"),
+    "log.sealed": _seal,
 }
 
 

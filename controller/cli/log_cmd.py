@@ -25,7 +25,7 @@ from controller.cli.common import RECORD_CHECKS, read_log_events, require_persis
 from controller.settings import DEFAULT_LOG
 from projections.store import checkpoint_world, open_log_store
 from streams.backends import normalise_url, open_log
-from streams.chain import ChainReport, check_chain, check_log
+from streams.chain import ChainReport, Sealable, check_chain, check_log
 from streams.events import EVENT_TYPES
 from streams.log import EventLog, LogError, Quarantined, quarantine_of
 from streams.recording import ImportSummary, export_log, import_recording
@@ -152,22 +152,21 @@ def verify_command(
     ] = DEFAULT_LOG,
 ) -> None:
     """Check the log's hash chain: exit 1 naming the first bad offset, or when a chained
-    log was not marked complete (its writer did not end cleanly)."""
+    log was not marked complete (its writer did not end cleanly, or its tail was cut)."""
     if log.endswith(".jsonl") and "://" not in log:
         report = check_chain(read_log_events(log))
         complete_known = False
     else:
 
-        async def run() -> ChainReport:
+        async def run() -> tuple[ChainReport, bool]:
             async with await _open(log, create=False) as source:
-                return await check_log(source)
+                return await check_log(source), isinstance(source, Sealable)
 
-        report = _run(run())
-        complete_known = True
+        report, complete_known = _run(run())
     typer.echo(report.describe(sealable=complete_known))
     for note in report.notes:
         typer.echo(f"  note: {note}")
-    if not report.ok or (complete_known and report.chained and not report.complete):
+    if not report.ok or report.cut or (complete_known and report.chained and not report.complete):
         raise typer.Exit(1)
 
 

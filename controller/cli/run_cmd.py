@@ -324,7 +324,8 @@ def _print_replay(report: ReplayReport, *, verify: bool, chain: ChainReport | No
         typer.echo(item.describe())
     if chain is not None and (chain.chained or not chain.ok):
         typer.echo(chain.describe())
-    broken = chain is not None and not chain.ok
+    # a sealing chain without its final seal: a cut tail (or a writer that did not end)
+    broken = chain is not None and (not chain.ok or chain.cut)
     problems = len(report.differences) + len(report.unaccounted) + broken
     typer.echo(
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "

@@ -26,7 +26,9 @@ Koordinator's ConfigMaps write them; tide's defaults::
 ``cooldownPeriod``, ``maxEvictionPerMinute`` and ``maxEvictionPerBatch`` may also be
 written at the top level of ``eviction:``; written there they are the defaults of both
 ``cpuEvict`` and ``memoryEvict`` (a per-resource key wins). Durations are Go durations
-(``60s``, ``1m30s``, ``500ms``) or plain numbers of seconds. Thresholds are percentages in
+(``60s``, ``1m30s``, ``500ms``) or plain numbers of seconds; the intervals that schedule
+later work (``cooldownPeriod``, ``batchInterval``, ``taintDuration``,
+``reservationDuration``) are 0 or at least 100ms. Thresholds are percentages in
 (0, 100]; ``releaseMargin`` must stay below every eviction threshold. An invalid value
 raises :class:`~controller.framework.errors.ConfigError` naming the key and value
 (``eviction.cpuEvict.evictThreshold: 0: must be in (0, 100]``). Unknown keys are not
@@ -145,6 +147,10 @@ class EvictionConfig:
 
 #: the longest duration a pressure setting may take (a year): anything longer is a typo
 MAX_SECONDS = 366 * 24 * 3600
+#: the shortest non-zero interval that schedules later work (a follow-up batch, an
+#: untaint, a reservation's end, a cooldown): a microsecond would drive the clock in steps
+#: no metrics source can follow
+MIN_INTERVAL = timedelta(milliseconds=100)
 
 
 def parse_duration(value: Any, key: str) -> timedelta:
@@ -221,13 +227,20 @@ class _Section:
             raise ConfigError(self.key(name), value, "must be a whole number ≥ 1")
         return value
 
-    def duration(self, name: str, default: timedelta, *, positive: bool = False) -> timedelta:
+    def duration(
+        self, name: str, default: timedelta, *, positive: bool = False, interval: bool = False
+    ) -> timedelta:
+        """The duration ``name`` (``interval``: one that schedules later work, so either 0
+        or at least :data:`MIN_INTERVAL`, as ``sessionTick`` has a minimum)."""
         if not self.has(name):
             self.used.add(name)
             return default
         value = parse_duration(self.get(name), self.key(name))
         if positive and value <= timedelta(0):
             raise ConfigError(self.key(name), self.raw[name], "must be positive")
+        if interval and timedelta(0) < value < MIN_INTERVAL:
+            least = MIN_INTERVAL.total_seconds()
+            raise ConfigError(self.key(name), self.raw[name], f"must be 0 or at least {least}s")
         return value
 
     def finish(self) -> None:
@@ -250,7 +263,7 @@ def _resource(
     parsed = ResourceEvict(
         enabled=section.flag("enabled", default.enabled),
         evict_threshold=section.percent("evictThreshold", default.evict_threshold),
-        cooldown=section.duration("cooldownPeriod", default.cooldown),
+        cooldown=section.duration("cooldownPeriod", default.cooldown, interval=True),
         max_per_batch=section.count("maxEvictionPerBatch", default.max_per_batch),
         max_per_minute=section.count("maxEvictionPerMinute", default.max_per_minute),
         oom_risk_threshold=oom_risk,
@@ -333,7 +346,9 @@ def parse_eviction_config(raw: Mapping[str, Any] | None, path: str = "eviction")
         enabled=grace_s.flag("enabled", True),
         pre_stop_delay=grace_s.duration("preStopDelaySeconds", base.graceful.pre_stop_delay),
         batch_size=grace_s.count("batchSize", 3),
-        batch_interval=grace_s.duration("batchInterval", base.graceful.batch_interval),
+        batch_interval=grace_s.duration(
+            "batchInterval", base.graceful.batch_interval, interval=True
+        ),
         verify_after_eviction=grace_s.flag("verifyAfterEviction", True),
     )
     sched_s = _Section(
@@ -341,10 +356,12 @@ def parse_eviction_config(raw: Mapping[str, Any] | None, path: str = "eviction")
     )
     scheduling = SchedulingOptimization(
         eviction_taint=sched_s.flag("evictionTaint", True),
-        taint_duration=sched_s.duration("taintDuration", base.scheduling.taint_duration),
+        taint_duration=sched_s.duration(
+            "taintDuration", base.scheduling.taint_duration, interval=True
+        ),
         resource_reservation=sched_s.flag("resourceReservation", True),
         reservation_duration=sched_s.duration(
-            "reservationDuration", base.scheduling.reservation_duration
+            "reservationDuration", base.scheduling.reservation_duration, interval=True
         ),
     )
     margin = top.get("releaseMargin", 5)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +37,13 @@ __all__ = ["Recorder", "RecorderOptions"]
 
 #: records per append
 BATCH = 2_000
+
+
+def writer_id(now: datetime) -> str:
+    """This process's id as a writer of its own chain on a shared log: host, process and
+    start time, so a restarted replica never continues a chain it did not write."""
+    host = socket.gethostname().replace("/", "_") or "host"
+    return f"{host}.{os.getpid()}.{now:%Y%m%dT%H%M%S%f}"
 
 
 @dataclass(frozen=True)
@@ -87,9 +96,10 @@ class Recorder:
         #: the recorder's append path: the log's hash chain and writer lock, held from
         #: prepare() until run() ends (a clean end seals the log); under ``tide run``
         #: (``sink``), whose replicas share the log, the lock is taken per append
-        #: (a live log on Kafka is not chained yet: its writers hold no lock to link by)
+        #: (a live log without a writer lock, on Kafka: each replica chains its own records)
         live = sink is not None
-        self.chain = ChainWriter(log, shared=live, adopt=live and not isinstance(log, WriterLock))
+        unlocked = live and not isinstance(log, WriterLock)
+        self.chain = ChainWriter(log, shared=live, writer=writer_id(now()) if unlocked else None)
         self._holding = False
         self.now = now
         self.options = options

@@ -51,6 +51,11 @@ async def test_run_onto_kafka_decides_acts_and_replays(
     )
     assert calls == {"create pods/eviction": 3, "create pods/binding": 2, "patch nodes": 2}
 
+    # each replica chains and seals its own records (streams/seal.py): the topic verifies
+    code, out, err = await cli("log", "verify", url)
+    assert code == 0 and "chain intact" in out and "complete" in out, out + err
+    assert all(e.prev is not None and e.prev.startswith("@") for e in events)
+
     code, out, err = await cli("audit", "summary", "--log", url)
     assert code == 0, err
     summary = " ".join(out.split())

@@ -17,9 +17,12 @@ from streams.backends.memory import MemoryLog
 from streams.backends.sqlite import SQLiteLog
 from streams.chain import RUN_PREFIX, ChainWriter, RunMismatchError, check_chain, check_log, digest
 from streams.events import Event, make_event
+from streams.seal import SEALING, is_seal
 
 T0 = datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
 N = 8
+#: a written log: the N records and the seal record its writer ends it with
+L = N + 1
 
 
 def records(n: int = N) -> list[Event]:
@@ -52,7 +55,8 @@ def test_an_untouched_log_verifies_and_is_complete() -> None:
     log, seal = written(records())
     report = check_chain(log, seal)
     assert report.ok and report.chained and report.complete, report.describe()
-    assert report.run == "r1" and log[0].prev == RUN_PREFIX + "r1"
+    assert report.run == "r1" and log[0].prev == RUN_PREFIX + "r1" + SEALING
+    assert len(log) == L and is_seal(log[-1])
     assert all(b.prev == digest(a) for a, b in itertools.pairwise(log))
 
 
@@ -83,11 +87,11 @@ def alter(log: list[Event], i: int) -> list[Event]:
 
 # (tamper, the positions it is applied at, the first offset that must be reported given i)
 CASES: list[tuple[str, Tamper, range, Callable[[int], int]]] = [
-    ("delete", delete, range(N), lambda i: i),
+    ("delete", delete, range(L), lambda i: i),
     # the forged record copies the link of the one it displaces: the break is just after it
-    ("insert", insert, range(N), lambda i: i + 1),
-    ("move", move, range(N - 1), lambda i: i),
-    ("alter", alter, range(N), lambda i: i + 1 if i < N - 1 else i),
+    ("insert", insert, range(L), lambda i: i + 1),
+    ("move", move, range(L - 1), lambda i: i),
+    ("alter", alter, range(L), lambda i: i + 1 if i < L - 1 else i),
 ]
 
 
@@ -115,7 +119,7 @@ def test_every_tampering_is_reported_at_the_first_bad_offset(
 def test_a_cut_tail_is_reported_where_the_records_are_missing(cut: int) -> None:
     log, seal = written(records())
     report = check_chain(log[:-cut], seal)
-    assert report.broken is not None and report.broken[0] == N - cut, report.describe()
+    assert report.broken is not None and report.broken[0] == L - cut, report.describe()
     assert "tail was cut" in report.describe()
 
 
@@ -149,7 +153,10 @@ def test_appending_again_is_idempotent_and_keeps_the_chain() -> None:
         return log
 
     log = asyncio.run(go())
-    assert len(log.events) == N
+    # the first two writers each ended after adding records (two seals); the third added
+    # nothing and found the log already ending in a seal, so it added none
+    assert [e.id for e in log.events if not is_seal(e)] == [e.id for e in records()]
+    assert [i for i, e in enumerate(log.events) if is_seal(e)] == [5, N + 1]
     assert asyncio.run(check_log(log)).complete
 
 

@@ -106,3 +106,42 @@ def test_import_keeps_no_secret_on_the_log_nor_in_the_quarantine(tmp_path: Path)
     stored, aside = asyncio.run(go())
     assert stored and PASSWORD not in stored
     assert PASSWORD not in aside
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        pytest.param(
+            '{"kind":"Pod","spec":{"containers":[{"env":[{"name":"PW","value":"' + PASSWORD,
+            '"name":"PW"',
+            id="env-cut-short",
+        ),
+        pytest.param('{"kind": "Secret", "data": {"pw": "aHVudGVyMg==', None, id="secret-cut"),
+        pytest.param("kind: Secret\nstringData: {pw: " + PASSWORD, None, id="secret-yaml"),
+        pytest.param("password: " + PASSWORD, "password: ", id="yaml-password"),
+        pytest.param(
+            '{"data":{"pw":"' + PASSWORD + '"},"n":1, "token": "' + PASSWORD,
+            '"n":1',
+            id="data-and-token",
+        ),
+        pytest.param(
+            '{"metadata":{"annotations":{"' + STRIPPED_ANNOTATIONS[0] + '":"' + PASSWORD + '"}',
+            '"metadata":{"annotations"',
+            id="last-applied",
+        ),
+    ],
+)
+def test_a_quarantined_line_that_is_not_json_is_redacted_as_text(
+    raw: str, kept: str | None
+) -> None:
+    out = redact_raw(raw)
+    assert PASSWORD not in out and "aHVudGVyMg==" not in out
+    assert "<redacted>" in out
+    if kept is not None:  # what names the place stays, for whoever reads the quarantine
+        assert kept in out
+
+
+def test_a_line_that_is_not_json_and_holds_nothing_secret_is_kept() -> None:
+    assert (
+        redact_raw('{"kind":"Pod","metadata":{"name":"x"') == '{"kind":"Pod","metadata":{"name":"x"'
+    )

@@ -216,6 +216,27 @@ def test_durations(value: Any, expected: timedelta) -> None:
             'eviction.schedulingOptimization.taintDuration: "-1m"',
         ),
         ({"pressureStableThreshold": 0}, "eviction.pressureStableThreshold: 0"),
+        # the intervals that schedule later work are 0 or at least 100ms
+        (
+            {"gracefulEviction": {"batchInterval": "1us"}},
+            'eviction.gracefulEviction.batchInterval: "1us": must be 0 or at least 0.1s',
+        ),
+        (
+            {"cpuEvict": {"cooldownPeriod": "99ms"}},
+            'eviction.cpuEvict.cooldownPeriod: "99ms": must be 0 or at least 0.1s',
+        ),
+        (
+            {"cooldownPeriod": 0.001},
+            "eviction.cpuEvict.cooldownPeriod: 0.001: must be 0 or at least 0.1s",
+        ),
+        (
+            {"schedulingOptimization": {"taintDuration": "50ms"}},
+            'eviction.schedulingOptimization.taintDuration: "50ms": must be 0 or at least',
+        ),
+        (
+            {"schedulingOptimization": {"reservationDuration": "10ms"}},
+            'eviction.schedulingOptimization.reservationDuration: "10ms": must be 0 or',
+        ),
         ({"releaseMargin": -1}, "eviction.releaseMargin: -1"),
         ({"releaseMargin": 90}, "eviction.releaseMargin: 90"),
         ({"adaptiveCooldown": "yes"}, 'eviction.adaptiveCooldown: "yes"'),
@@ -236,6 +257,12 @@ def test_invalid_values_name_the_key(raw: dict[str, Any], message: str) -> None:
         ({"cpuEvict": {"maxEvictionPerBatch": 1}}, "cpu.max_per_batch", 1),
         ({"releaseMargin": 0}, "release_margin", 0.0),
         ({"pressureStableThreshold": 1}, "stable_checks", 1),
+        ({"cpuEvict": {"cooldownPeriod": 0}}, "cpu.cooldown", timedelta(0)),
+        (
+            {"gracefulEviction": {"batchInterval": "100ms"}},
+            "graceful.batch_interval",
+            timedelta(milliseconds=100),
+        ),
     ],
 )
 def test_boundary_values_are_accepted(raw: dict[str, Any], field: str, value: object) -> None:
