@@ -4,8 +4,9 @@ id, an intact chain), and re-running the same command completes the log
 to the reference bytes, sealed.
 
 The simulation appends in batches of 5,000 records; the killed processes here use
-batches of 20 (set in the subprocess before the command runs), so a small scenario
-crosses many batch boundaries and the kills land between and inside appends.
+batches of 20 and pause briefly before each append (both set in the subprocess before the
+command runs), so a small scenario crosses many batch boundaries, its writes span about a
+second even on a fast machine, and the kills land between and inside appends.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ BATCH = 20
 LOGS = 3
 KILLS_PER_LOG = 10  # 30 kills in all
 SEED = 1616
+PAUSE = 0.03  # seconds before each batch's append, so the writes span a second or so
 BOOT = (
-    "import controller.simulate.spool as spool; "
+    "import time; import controller.simulate.spool as spool; "
     f"spool.Spool.__init__.__kwdefaults__['batch'] = {BATCH}; "
+    "flush = spool.Spool.flush; "
+    f"spool.Spool.flush = lambda self: (time.sleep({PAUSE}), flush(self))[1]; "
     "from controller.cli import main; main()"
 )
 
@@ -89,16 +93,20 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Event], by
 
 
 def kill_at_random_point(db: Path, rng: random.Random, total: int) -> None:
-    """Start the run and kill it once the log holds a random number of records (or at a
-    random moment, for kills before the first append)."""
-    target = rng.randrange(0, total)
-    deadline = time.monotonic() + rng.uniform(0.5, 8.0) if target == 0 else None
+    """Start the run and kill it once the log holds a random number of records more than it
+    holds now, at most half of what it still lacks (so a log's kills spread from its start
+    towards its end), or, when that number is none, at a random moment before its next
+    append (a log already complete is killed at a random moment of the re-run)."""
+    held = count(db)
+    target = rng.randrange(held, held + (total - held + 1) // 2) if held < total else held
+    deadline = time.monotonic() + rng.uniform(0.5, 8.0) if target == held else None
     proc = start(db)
     try:
         while proc.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
+            now = count(db)
+            if deadline is not None and (time.monotonic() >= deadline or now > held):
                 break
-            if deadline is None and count(db) >= target:
+            if deadline is None and now >= target:
                 break
             time.sleep(rng.uniform(0.0, 0.02))
     finally:
