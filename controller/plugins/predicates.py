@@ -24,7 +24,9 @@ Kubernetes' filter order:
   way. Label selectors: ``matchLabels`` and ``matchExpressions`` (``In``, ``NotIn``,
   ``Exists``, ``DoesNotExist``); namespaces: the term's ``namespaces``, else the pod's
   own (a ``namespaceSelector`` of ``{}`` means every namespace, any other is not
-  modelled and reads as the pod's own). Other topology keys are not modelled (ignored).
+  modelled and reads as the pod's own). Terms with any other topology key (a zone, a
+  custom node label) are checked over the node's whole domain by
+  :mod:`controller.plugins.podaffinity`.
 
 Node ports, volumes, topology spread and DRA are not modelled. A node without an
 ``allocatable.pods`` value has no pod-count limit here (Volcano would read 0).
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -53,6 +56,7 @@ from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
+from controller.plugins.podaffinity import HOSTNAME, Domains, term_matches, wide_terms_in
 from projections.model import JSON, NodeInfo, TaskInfo, TaskStatus
 
 NAME = "predicates"
@@ -193,7 +197,6 @@ def _anti_terms(ssn: Session) -> list[tuple[Mapping[str, Any], TaskInfo]]:
     return [seen[name] for name in sorted(seen)]
 
 
-HOSTNAME = "kubernetes.io/hostname"
 #: whether any pod of the cluster matches a pod-affinity term of a task
 Anywhere = Callable[[Mapping[str, Any], TaskInfo], bool]
 
@@ -203,40 +206,6 @@ def _required(task: TaskInfo, kind: str) -> list[Mapping[str, Any]]:
     section = (task.affinity or {}).get(kind) or {}
     terms = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
     return [t for t in terms if isinstance(t, Mapping) and t.get("topologyKey") == HOSTNAME]
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A Kubernetes label selector (``matchLabels`` + ``matchExpressions``); a missing
-    selector matches nothing, an empty one everything."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key"), expr.get("operator")
-        values = expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
-
-
-def term_matches(term: Mapping[str, Any], owner: TaskInfo, other: TaskInfo) -> bool:
-    """Whether ``owner``'s affinity ``term`` selects the pod ``other``."""
-    namespaces = term.get("namespaces") or []
-    if namespaces:
-        if other.namespace not in namespaces:
-            return False
-    elif term.get("namespaceSelector") != {} and other.namespace != owner.namespace:
-        return False
-    return selector_matches(term.get("labelSelector"), other.labels)
 
 
 def _live(node: NodeInfo) -> list[TaskInfo]:
@@ -282,11 +251,13 @@ def _nowhere(term: Mapping[str, Any], task: TaskInfo) -> bool:
 
 
 def make_predicate(
-    args: PredicatesArgs, anywhere: Anywhere = _nowhere
+    args: PredicatesArgs, anywhere: Anywhere = _nowhere, domains: Domains | None = None
 ) -> Callable[[TaskInfo, NodeInfo], None]:
     """The predicate for ``args`` (a closure: it runs for every node of every pending pod).
 
-    ``anywhere`` answers whether any pod of the cluster matches a pod-affinity term.
+    ``anywhere`` answers whether any pod of the cluster matches a pod-affinity term;
+    ``domains``, when given, checks the required terms whose topology key is not the
+    hostname (None: the session has none).
     """
     affinity_on = args.node_affinity
     taints_on = args.taint_toleration
@@ -340,6 +311,8 @@ def make_predicate(
                 )
         if may_conflict(task, node):
             check_pod_affinity(task, node, anywhere)
+        if domains is not None:
+            domains.check(task, node)
 
     return predicate
 
@@ -350,6 +323,7 @@ class PredicatesPlugin:
     def __init__(self, args: PredicatesArgs) -> None:
         self.args = args
         self.predicate = make_predicate(args)
+        self.domains: Domains | None = None
 
     def simulate_predicate(self, scratch: Scratch, task: TaskInfo, node: NodeInfo) -> None:
         """The predicate on a scratch node copy (``node`` is the copy).
@@ -359,8 +333,16 @@ class PredicatesPlugin:
         filters on the simulated node); here every check is re-run, the pod count being
         the one that depends on the tasks the scratch moved.
         """
-        del scratch
-        self.predicate(task, node)
+        domains = self.domains
+        if domains is None:
+            self.predicate(task, node)
+            return
+        # the other nodes of a domain are read from the scratch's copies where it has them
+        domains.overlay = {name: sim.node for name, sim in scratch.nodes.items()}
+        try:
+            self.predicate(task, node)
+        finally:
+            domains.overlay = {}
 
     def on_session_open(self, ssn: Session) -> None:
         def anywhere(term: Mapping[str, Any], task: TaskInfo) -> bool:
@@ -372,12 +354,17 @@ class PredicatesPlugin:
                 if other.status != TaskStatus.RELEASING and other.key != task.key
             )
 
-        self.predicate = make_predicate(self.args, anywhere)
-        ssn.add_predicate_fn(NAME, self.predicate, key=session_key(ssn))
+        pods = (t for node in ssn.view.node_list for t in node.tasks.values())
+        wide, anti_keys = wide_terms_in(chain(pods, ssn.view.pending_tasks()))
+        self.domains = Domains(ssn.view.nodes, anti_keys) if wide else None
+        self.predicate = make_predicate(self.args, anywhere, self.domains)
+        # a wide term makes a node's answer depend on other nodes: no memo, no fast lane
+        ssn.add_predicate_fn(NAME, self.predicate, key=None if wide else session_key(ssn))
         ssn.add_simulate_predicate_fn(NAME, self.simulate_predicate)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn
+        self.domains = None
 
 
 def build(args: PredicatesArgs, ctx: PluginContext) -> PredicatesPlugin:
