@@ -15,6 +15,9 @@ does (volcano-sh/volcano ``pkg/scheduler/plugins/predicates`` calls it):
   anti-affinity term of a live pod in the domain may match the incoming pod — else
   Unschedulable, which a preemption may resolve.
 
+One departure, shared with the hostname check: the first-pod rule is applied term by term,
+where Kubernetes asks that no pod match any of the pod's terms and the pod match all of them.
+
 "Live" leaves out pods Releasing in the session. The pods of a domain are read from the
 session's view at the time of the question (allocate's statements and preempt's evictions
 change it), the candidate node itself from the object asked about (a preempt dry run's
