@@ -101,7 +101,8 @@ def wide_terms_in(tasks: Iterable[TaskInfo]) -> tuple[bool, frozenset[str]]:
     found = False
     anti: set[str] = set()
     for task in tasks:
-        if not task.affinity:
+        affinity = task.affinity
+        if not affinity or (AFFINITY not in affinity and ANTI_AFFINITY not in affinity):
             continue
         if wide_terms(task, AFFINITY):
             found = True
