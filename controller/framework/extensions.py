@@ -134,6 +134,7 @@ class Extensions:
         on ``key(task)`` and on the node's state. The session may then reuse an answer
         for any task with the same key while the node is unchanged in this session
         (Volcano's predicate error cache makes the same assumption per job and role).
+        ``key(task)`` returning None withdraws the promise for that task: no memo.
         """
         self._add("predicate", plugin, fn)
         self._keys["predicate"][plugin] = key
@@ -249,8 +250,9 @@ class Extensions:
             for name, fn in row:
                 key = keys.get(name)
                 memo = None
-                if key is not None:
-                    memo = self._memos.setdefault((point, name, key(task)), {})
+                value = key(task) if key is not None else None
+                if value is not None:
+                    memo = self._memos.setdefault((point, name, value), {})
                 out.append((fn, memo))
         return out
 

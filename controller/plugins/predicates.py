@@ -24,7 +24,9 @@ Kubernetes' filter order:
   way. Label selectors: ``matchLabels`` and ``matchExpressions`` (``In``, ``NotIn``,
   ``Exists``, ``DoesNotExist``); namespaces: the term's ``namespaces``, else the pod's
   own (a ``namespaceSelector`` of ``{}`` means every namespace, any other is not
-  modelled and reads as the pod's own). Other topology keys are not modelled (ignored).
+  modelled and reads as the pod's own). Terms with any other topology key (a zone, a
+  custom node label) are checked over the node's whole domain by
+  :mod:`controller.plugins.podaffinity`.
 
 Node ports, volumes, topology spread and DRA are not modelled. A node without an
 ``allocatable.pods`` value has no pod-count limit here (Volcano would read 0).
@@ -53,6 +55,7 @@ from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
+from controller.plugins.podaffinity import HOSTNAME, Domains, term_matches, wide_terms_in
 from projections.model import JSON, NodeInfo, TaskInfo, TaskStatus
 
 NAME = "predicates"
@@ -145,7 +148,9 @@ def scheduling_key(task: TaskInfo) -> bytes:
 MAX_SELECTING_TERMS = 64
 
 
-def session_key(ssn: Session) -> Callable[[TaskInfo], bytes]:
+def session_key(
+    ssn: Session, owners: Callable[[], list[TaskInfo]] | None = None
+) -> Callable[[TaskInfo], bytes]:
     """A memo key finer-grained than :func:`scheduling_key`, for one session.
 
     A pod with no required hostname pod (anti-)affinity term of its own is refused by
@@ -154,14 +159,15 @@ def session_key(ssn: Session) -> Callable[[TaskInfo], bytes]:
     therefore names which of the session's required anti-affinity terms select the pod
     instead of its labels, so replicas that differ in a per-pod label share answers.
     The terms are collected on first use from the pods on the session nodes and the
-    Pending pods: every pod a session can put on a node is one of them. A pod with terms
-    of its own keeps :func:`scheduling_key`.
+    Pending pods: every pod a session can put on a node is one of them (``owners``, when
+    given, lists those with an affinity). A pod with terms of its own keeps
+    :func:`scheduling_key`.
     """
     found: list[list[tuple[Mapping[str, Any], TaskInfo]]] = []
 
     def terms() -> list[tuple[Mapping[str, Any], TaskInfo]] | None:
         if not found:
-            found.append(_anti_terms(ssn))
+            found.append(_anti_terms(owners() if owners is not None else _owners(ssn)))
         return found[0] if len(found[0]) <= MAX_SELECTING_TERMS else None
 
     def key(task: TaskInfo) -> bytes:
@@ -180,12 +186,16 @@ def session_key(ssn: Session) -> Callable[[TaskInfo], bytes]:
     return key
 
 
-def _anti_terms(ssn: Session) -> list[tuple[Mapping[str, Any], TaskInfo]]:
-    """Distinct required hostname anti-affinity terms of the session's pods, with a pod
-    that owns each (a term's match reads only its owner's namespace), in a sorted order."""
-    seen: dict[bytes, tuple[Mapping[str, Any], TaskInfo]] = {}
+def _owners(ssn: Session) -> list[TaskInfo]:
+    """The session's pods with an affinity: on its nodes now, then Pending."""
     owners = [t for node in ssn.view.node_list for t in node.tasks.values() if t.affinity]
-    owners += [t for t in ssn.view.pending_tasks() if t.affinity]
+    return owners + [t for t in ssn.view.pending_tasks() if t.affinity]
+
+
+def _anti_terms(owners: list[TaskInfo]) -> list[tuple[Mapping[str, Any], TaskInfo]]:
+    """Distinct required hostname anti-affinity terms of ``owners``, with a pod that owns
+    each (a term's match reads only its owner's namespace), in a sorted order."""
+    seen: dict[bytes, tuple[Mapping[str, Any], TaskInfo]] = {}
     for owner in owners:
         for term in _required(owner, "podAntiAffinity"):
             name = orjson.dumps([owner.namespace, term], option=orjson.OPT_SORT_KEYS)
@@ -193,7 +203,6 @@ def _anti_terms(ssn: Session) -> list[tuple[Mapping[str, Any], TaskInfo]]:
     return [seen[name] for name in sorted(seen)]
 
 
-HOSTNAME = "kubernetes.io/hostname"
 #: whether any pod of the cluster matches a pod-affinity term of a task
 Anywhere = Callable[[Mapping[str, Any], TaskInfo], bool]
 
@@ -203,40 +212,6 @@ def _required(task: TaskInfo, kind: str) -> list[Mapping[str, Any]]:
     section = (task.affinity or {}).get(kind) or {}
     terms = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
     return [t for t in terms if isinstance(t, Mapping) and t.get("topologyKey") == HOSTNAME]
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A Kubernetes label selector (``matchLabels`` + ``matchExpressions``); a missing
-    selector matches nothing, an empty one everything."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key"), expr.get("operator")
-        values = expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
-
-
-def term_matches(term: Mapping[str, Any], owner: TaskInfo, other: TaskInfo) -> bool:
-    """Whether ``owner``'s affinity ``term`` selects the pod ``other``."""
-    namespaces = term.get("namespaces") or []
-    if namespaces:
-        if other.namespace not in namespaces:
-            return False
-    elif term.get("namespaceSelector") != {} and other.namespace != owner.namespace:
-        return False
-    return selector_matches(term.get("labelSelector"), other.labels)
 
 
 def _live(node: NodeInfo) -> list[TaskInfo]:
@@ -282,11 +257,15 @@ def _nowhere(term: Mapping[str, Any], task: TaskInfo) -> bool:
 
 
 def make_predicate(
-    args: PredicatesArgs, anywhere: Anywhere = _nowhere
+    args: PredicatesArgs,
+    anywhere: Anywhere = _nowhere,
+    domains: Callable[[], Domains | None] | None = None,
 ) -> Callable[[TaskInfo, NodeInfo], None]:
     """The predicate for ``args`` (a closure: it runs for every node of every pending pod).
 
-    ``anywhere`` answers whether any pod of the cluster matches a pod-affinity term.
+    ``anywhere`` answers whether any pod of the cluster matches a pod-affinity term;
+    ``domains()``, when given, is the check of the required terms whose topology key is not
+    the hostname (None: the session has none).
     """
     affinity_on = args.node_affinity
     taints_on = args.taint_toleration
@@ -340,8 +319,16 @@ def make_predicate(
                 )
         if may_conflict(task, node):
             check_pod_affinity(task, node, anywhere)
+        if domains is not None:
+            wide = domains()
+            if wide is not None:
+                wide.check(task, node)
 
     return predicate
+
+
+def _no_domains() -> Domains | None:
+    return None
 
 
 class PredicatesPlugin:
@@ -350,6 +337,7 @@ class PredicatesPlugin:
     def __init__(self, args: PredicatesArgs) -> None:
         self.args = args
         self.predicate = make_predicate(args)
+        self.domains: Callable[[], Domains | None] = _no_domains
 
     def simulate_predicate(self, scratch: Scratch, task: TaskInfo, node: NodeInfo) -> None:
         """The predicate on a scratch node copy (``node`` is the copy).
@@ -359,8 +347,16 @@ class PredicatesPlugin:
         filters on the simulated node); here every check is re-run, the pod count being
         the one that depends on the tasks the scratch moved.
         """
-        del scratch
-        self.predicate(task, node)
+        domains = self.domains()
+        if domains is None:
+            self.predicate(task, node)
+            return
+        # the other nodes of a domain are read from the scratch's copies where it has them
+        domains.overlay = {name: sim.node for name, sim in scratch.nodes.items()}
+        try:
+            self.predicate(task, node)
+        finally:
+            domains.overlay = {}
 
     def on_session_open(self, ssn: Session) -> None:
         def anywhere(term: Mapping[str, Any], task: TaskInfo) -> bool:
@@ -372,12 +368,35 @@ class PredicatesPlugin:
                 if other.status != TaskStatus.RELEASING and other.key != task.key
             )
 
-        self.predicate = make_predicate(self.args, anywhere)
-        ssn.add_predicate_fn(NAME, self.predicate, key=session_key(ssn))
+        # found on first use, so a session that searches no node pays nothing
+        owners: list[list[TaskInfo]] = []
+        wide: list[Domains | None] = []
+
+        def owners_of() -> list[TaskInfo]:
+            if not owners:
+                owners.append(_owners(ssn))
+            return owners[0]
+
+        def domains() -> Domains | None:
+            if not wide:
+                found, anti_keys = wide_terms_in(owners_of())
+                wide.append(Domains(ssn.view.nodes, anti_keys) if found else None)
+            return wide[0]
+
+        base = session_key(ssn, owners_of)
+
+        def key(task: TaskInfo) -> bytes | None:
+            # a wide term makes a node's answer depend on other nodes: no memo, no fast lane
+            return None if domains() is not None else base(task)
+
+        self.domains = domains
+        self.predicate = make_predicate(self.args, anywhere, domains)
+        ssn.add_predicate_fn(NAME, self.predicate, key=key)
         ssn.add_simulate_predicate_fn(NAME, self.simulate_predicate)
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn
+        self.domains = _no_domains
 
 
 def build(args: PredicatesArgs, ctx: PluginContext) -> PredicatesPlugin:

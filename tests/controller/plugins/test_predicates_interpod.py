@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from controller.framework.points import FitError, FitStatus
+from controller.plugins.podaffinity import selector_matches, term_matches
 from controller.plugins.predicates import (
     PredicatesArgs,
     PredicatesPlugin,
     make_predicate,
     scheduling_key,
-    selector_matches,
-    term_matches,
 )
 from projections.model import TaskInfo, TaskStatus
 from tests.controller.framework.scenario import cluster, node, task
@@ -104,7 +103,7 @@ CASES = [
         status=UNSCHEDULABLE,
     ),
     Case(
-        "other-topology-keys-are-not-modelled",
+        "wide-topology-keys-are-left-to-the-domain-check",
         pod(
             "p",
             status=PENDING,
