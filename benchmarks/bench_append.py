@@ -20,34 +20,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import statistics
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from benchmarks.common import Skip, need, read_lines
+from benchmarks.common import Skip, Timing, clock, fresh_db, need, read_lines, summary
 from streams.backends.sqlite import SQLiteLog
 from streams.codec import decode
 from streams.events import Event
-
-Timing = tuple[int, float, float]  # records, CPU seconds, wall seconds
-
-
-def _fresh(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", ".lock"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def _clock(fn: Callable[[], int]) -> Timing:
-    gc.collect()
-    cpu, wall = time.process_time(), time.perf_counter()
-    count = fn()
-    return count, time.process_time() - cpu, time.perf_counter() - wall
 
 
 def load_events(recording: Path, limit: int) -> list[Event]:
@@ -57,7 +39,7 @@ def load_events(recording: Path, limit: int) -> list[Event]:
 
 def tide_append(events: list[Event], db: Path, *, batch: int) -> Timing:
     """:meth:`SQLiteLog.append`, ``batch`` events per call, on a fresh file."""
-    _fresh(db)
+    fresh_db(db)
 
     async def run() -> int:
         log = await SQLiteLog.open(db)
@@ -69,14 +51,14 @@ def tide_append(events: list[Event], db: Path, *, batch: int) -> Timing:
         finally:
             await log.close()
 
-    return _clock(lambda: asyncio.run(run()))
+    return clock(lambda: asyncio.run(run()))
 
 
 def eventsourcing_append(events: list[Event], db: Path, *, batch: int) -> Timing:
     """``SQLiteApplicationRecorder.insert_events``, ``batch`` events per call."""
     sqlite = need("eventsourcing.sqlite")
     persistence = need("eventsourcing.persistence")
-    _fresh(db)
+    fresh_db(db)
     datastore = sqlite.SQLiteDatastore(str(db))
     recorder = sqlite.SQLiteApplicationRecorder(datastore)
     recorder.create_table()
@@ -100,21 +82,9 @@ def eventsourcing_append(events: list[Event], db: Path, *, batch: int) -> Timing
         return count
 
     try:
-        return _clock(run)
+        return clock(run)
     finally:
         datastore.close()
-
-
-def _summary(runs: list[Timing]) -> dict[str, Any]:
-    cpu = [r[1] for r in runs]
-    wall = [r[2] for r in runs]
-    return {
-        "records": runs[0][0],
-        "cpu_median": statistics.median(cpu),
-        "cpu_range": [min(cpu), max(cpu)],
-        "wall_median": statistics.median(wall),
-        "per_cpu_second": runs[0][0] / statistics.median(cpu),
-    }
 
 
 def measure(
@@ -130,11 +100,11 @@ def measure(
         for _ in range(repeat):
             runs["tide"].append(tide_append(events, work / "tide.db", batch=batch))
             runs["eventsourcing"].append(eventsourcing_append(events, work / "es.db", batch=batch))
-        row = {name: _summary(timings) for name, timings in runs.items()}
+        row = {name: summary(timings) for name, timings in runs.items()}
         row["ratio"] = row["eventsourcing"]["cpu_median"] / row["tide"]["cpu_median"]
         out[f"batch={batch}"] = row
     for name in ("tide.db", "es.db"):
-        _fresh(work / name)
+        fresh_db(work / name)
     return out
 
 

@@ -23,25 +23,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import hashlib
 import sqlite3
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from benchmarks.common import read_lines, split_line
+from benchmarks.common import Timing, clock, fresh_db, read_lines, split_line, summary
 from projections.world import World
 from streams.backends.sqlite import SQLiteLog
 from streams.gcpause import paced
 from streams.paging import LogReader
 from streams.recording import import_recording
-
-Timing = tuple[int, float, float]  # records, CPU seconds, wall seconds
 
 _PLAIN = """CREATE TABLE events ("offset" INTEGER PRIMARY KEY, id TEXT NOT NULL,
     at TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL)"""
@@ -49,21 +43,9 @@ _FAIR = 'INSERT INTO events ("offset", id, at, type, cause, v, data) VALUES (?, 
 _PLAIN_INSERT = 'INSERT INTO events ("offset", id, at, type, data) VALUES (?, ?, ?, ?, ?)'
 
 
-def _fresh(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def _clock(fn: Callable[[], int]) -> Timing:
-    gc.collect()
-    cpu, wall = time.process_time(), time.perf_counter()
-    count = fn()
-    return count, time.process_time() - cpu, time.perf_counter() - wall
-
-
 def tide_import(recording: Path, db: Path) -> Timing:
     """``tide log import``: :func:`streams.recording.import_recording` into a fresh log."""
-    _fresh(db)
+    fresh_db(db)
 
     async def run() -> int:
         log = await SQLiteLog.open(db)
@@ -72,12 +54,12 @@ def tide_import(recording: Path, db: Path) -> Timing:
         finally:
             await log.close()
 
-    return _clock(lambda: asyncio.run(run()))
+    return clock(lambda: asyncio.run(run()))
 
 
 def fair_ceiling(recording: Path, db: Path) -> Timing:
     """Parse each line, hash its id, insert into the log's own schema, one transaction."""
-    _fresh(db)
+    fresh_db(db)
     asyncio.run(_create(db))  # the schema, indexes and pragmas of SQLiteLog itself
     con = sqlite3.connect(db, isolation_level=None)
     con.execute("PRAGMA synchronous=NORMAL")
@@ -96,14 +78,14 @@ def fair_ceiling(recording: Path, db: Path) -> Timing:
         return len(rows)
 
     try:
-        return _clock(run)
+        return clock(run)
     finally:
         con.close()
 
 
 def plain_insert(recording: Path, db: Path) -> Timing:
     """No parse, no indexes: rows sliced from the line, one transaction."""
-    _fresh(db)
+    fresh_db(db)
     con = sqlite3.connect(db, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
@@ -120,7 +102,7 @@ def plain_insert(recording: Path, db: Path) -> Timing:
         return len(rows)
 
     try:
-        return _clock(run)
+        return clock(run)
     finally:
         con.close()
 
@@ -141,7 +123,7 @@ def fold_from_sqlite(db: Path) -> Timing:
                 count += 1
         return count
 
-    return _clock(run)
+    return clock(run)
 
 
 def raw_select(db: Path) -> Timing:
@@ -156,19 +138,7 @@ def raw_select(db: Path) -> Timing:
         con.close()
         return count
 
-    return _clock(run)
-
-
-def _summary(runs: list[Timing]) -> dict[str, Any]:
-    cpu = [r[1] for r in runs]
-    wall = [r[2] for r in runs]
-    return {
-        "records": runs[0][0],
-        "cpu_median": statistics.median(cpu),
-        "cpu_range": [min(cpu), max(cpu)],
-        "wall_median": statistics.median(wall),
-        "per_cpu_second": runs[0][0] / statistics.median(cpu),
-    }
+    return clock(run)
 
 
 def measure(recording: Path, work: Path, *, repeat: int) -> dict[str, Any]:
@@ -184,7 +154,7 @@ def measure(recording: Path, work: Path, *, repeat: int) -> dict[str, Any]:
         runs["plain"].append(plain_insert(recording, work / "plain.db"))
         runs["fold"].append(fold_from_sqlite(imported))
         runs["select"].append(raw_select(imported))
-    out = {name: _summary(timings) for name, timings in runs.items()}
+    out = {name: summary(timings) for name, timings in runs.items()}
 
     def ratio(subject: str, base: str) -> float:
         return float(out[base]["cpu_median"] / out[subject]["cpu_median"])

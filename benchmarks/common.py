@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -207,3 +208,33 @@ def table(results: list[Result]) -> str:
     lines.append("-+-".join("-" * w for w in widths))
     lines += [" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)
+
+
+Timing = tuple[int, float, float]  # records, CPU seconds, wall seconds
+
+
+def fresh_db(path: Path) -> None:
+    """Remove a SQLite file and its companions (WAL, shared memory, writer lock)."""
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def clock(fn: Callable[[], int]) -> Timing:
+    """``fn``'s record count with its CPU and wall seconds, after a full collection."""
+    gc.collect()
+    cpu, wall = time.process_time(), time.perf_counter()
+    count = fn()
+    return count, time.process_time() - cpu, time.perf_counter() - wall
+
+
+def summary(runs: list[Timing]) -> dict[str, Any]:
+    """Median and range of interleaved runs of one row, on the CPU clock (wall beside)."""
+    cpu = [r[1] for r in runs]
+    wall = [r[2] for r in runs]
+    return {
+        "records": runs[0][0],
+        "cpu_median": statistics.median(cpu),
+        "cpu_range": [min(cpu), max(cpu)],
+        "wall_median": statistics.median(wall),
+        "per_cpu_second": runs[0][0] / statistics.median(cpu),
+    }
