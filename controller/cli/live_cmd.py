@@ -26,12 +26,20 @@ import asyncio
 import signal
 from datetime import timedelta
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from controller.cli.common import fail, read_policy, run_against_cluster
+from controller.cli.record_cmd import (
+    ConfigOption,
+    ContextOption,
+    KubeconfigOption,
+    LogOption,
+    MetricsIntervalOption,
+    WatchTimeoutOption,
+    recorder_options,
+)
 from controller.effector.applier import Applier
 from controller.effector.kubernetes import EffectorOptions, KubernetesEffector
 from controller.effector.limits import EvictionLimits
@@ -186,21 +194,15 @@ async def run_live(
 
 
 def run(
-    config: Annotated[Path, typer.Option("--config", "-c", help="tide configuration YAML.")],
-    kubeconfig: Annotated[
-        Path | None, typer.Option(help="kubeconfig file (default: in-cluster, $KUBECONFIG).")
-    ] = None,
-    context: Annotated[str | None, typer.Option(help="kubeconfig context.")] = None,
-    log: Annotated[str, typer.Option(help="Log URL or .db path to append to.")] = DEFAULT_LOG,
+    config: ConfigOption,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    log: LogOption = DEFAULT_LOG,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Decide and record; change nothing in the cluster.")
     ] = False,
-    metrics_interval: Annotated[
-        float, typer.Option(help="Seconds between metrics.k8s.io polls; 0 polls none.")
-    ] = 10.0,
-    watch_timeout: Annotated[
-        int, typer.Option(help="Seconds each watch request lasts before it is renewed.")
-    ] = 300,
+    metrics_interval: MetricsIntervalOption = 10.0,
+    watch_timeout: WatchTimeoutOption = 300,
     clock_offset: Annotated[
         float,
         typer.Option(help="Seconds added to the wall clock (trials and tests only; 0 live)."),
@@ -278,15 +280,8 @@ def run(
         )
     except ConfigError as exc:
         fail(str(exc))
-    if metrics_interval < 0:
-        fail(f"--metrics-interval {metrics_interval}: must be 0 (none) or positive")
-    if watch_timeout <= 0:
-        fail(f"--watch-timeout {watch_timeout}: must be positive")
-    options = RecorderOptions(
-        metrics_interval=metrics_interval or None,
-        watch_timeout=watch_timeout,
-        health_address=None,  # the one server of /metrics serves the probes too
-    )
+    # the one server of /metrics serves the probes too: the recorder serves none of its own
+    options = recorder_options(metrics_interval, watch_timeout, None)
     configure_logging(json=settings.observe.json_logs)
     observer = PrometheusObserver()
     run_against_cluster(

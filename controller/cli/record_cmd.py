@@ -32,6 +32,35 @@ from streams.payloads import ConfigPayload, as_json
 #: seconds between two progress lines on a terminal
 PROGRESS_EVERY = 2.0
 
+# The options `tide record` and `tide run` share (both watch a cluster onto a log).
+ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="tide configuration YAML.")]
+KubeconfigOption = Annotated[
+    Path | None, typer.Option(help="kubeconfig file (default: in-cluster, $KUBECONFIG).")
+]
+ContextOption = Annotated[str | None, typer.Option(help="kubeconfig context.")]
+LogOption = Annotated[str, typer.Option(help="Log URL or .db path to append to.")]
+MetricsIntervalOption = Annotated[
+    float, typer.Option(help="Seconds between metrics.k8s.io polls; 0 polls none.")
+]
+WatchTimeoutOption = Annotated[
+    int, typer.Option(help="Seconds each watch request lasts before it is renewed.")
+]
+
+
+def recorder_options(
+    metrics_interval: float, watch_timeout: int, health_address: str | None
+) -> RecorderOptions:
+    """The recorder's options from the command line, or a one-line error naming the option."""
+    if metrics_interval < 0:
+        fail(f"--metrics-interval {metrics_interval}: must be 0 (none) or positive")
+    if watch_timeout <= 0:
+        fail(f"--watch-timeout {watch_timeout}: must be positive")
+    return RecorderOptions(
+        metrics_interval=metrics_interval or None,
+        watch_timeout=watch_timeout,
+        health_address=health_address,
+    )
+
 
 def _warn(line: str) -> None:
     typer.echo(f"warning: {line}", err=True)
@@ -93,21 +122,15 @@ async def _record(settings: Settings, options: RecorderOptions, config: ConfigPa
 
 
 def record(
-    config: Annotated[Path, typer.Option("--config", "-c", help="tide configuration YAML.")],
-    kubeconfig: Annotated[
-        Path | None, typer.Option(help="kubeconfig file (default: in-cluster, $KUBECONFIG).")
-    ] = None,
-    context: Annotated[str | None, typer.Option(help="kubeconfig context.")] = None,
-    log: Annotated[str, typer.Option(help="Log URL or .db path to append to.")] = DEFAULT_LOG,
-    metrics_interval: Annotated[
-        float, typer.Option(help="Seconds between metrics.k8s.io polls; 0 polls none.")
-    ] = 10.0,
+    config: ConfigOption,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    log: LogOption = DEFAULT_LOG,
+    metrics_interval: MetricsIntervalOption = 10.0,
     health_address: Annotated[
         str, typer.Option(help="host:port of /healthz and /readyz; '' serves none.")
     ] = "127.0.0.1:8081",
-    watch_timeout: Annotated[
-        int, typer.Option(help="Seconds each watch request lasts before it is renewed.")
-    ] = 300,
+    watch_timeout: WatchTimeoutOption = 300,
 ) -> None:
     """Watch a cluster (read only) and append what it sees to the log, until SIGTERM."""
     policy = read_policy(config)
@@ -117,10 +140,7 @@ def record(
         )
     except ConfigError as exc:
         fail(str(exc))
-    if metrics_interval < 0:
-        fail(f"--metrics-interval {metrics_interval}: must be 0 (none) or positive")
-    if watch_timeout <= 0:
-        fail(f"--watch-timeout {watch_timeout}: must be positive")
+    options = recorder_options(metrics_interval, watch_timeout, health_address or None)
     if health_address:
         try:
             parse_address(health_address)
@@ -128,11 +148,6 @@ def record(
             fail(f"--health-address: {exc}")
     if policy.eviction is not None and metrics_interval == 0:
         _warn("--metrics-interval 0: pressure eviction is configured but gets no samples")
-    options = RecorderOptions(
-        metrics_interval=metrics_interval or None,
-        watch_timeout=watch_timeout,
-        health_address=health_address or None,
-    )
     payload: ConfigPayload = {"config": dict(policy.raw), "source": str(config)}
     run_against_cluster(_record(settings, options, payload), settings.log.url)
 
