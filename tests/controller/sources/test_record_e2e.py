@@ -69,6 +69,7 @@ class Tide:
     def __init__(self, double: ApiDouble, tmp: Path) -> None:
         self.kubeconfig = double.write_kubeconfig(tmp / "kubeconfig")
         self.db = tmp / "tide.db"
+        self.log = str(self.db)  # the --log it appends to
         self.port = free_port()
         self.proc: asyncio.subprocess.Process | None = None
 
@@ -83,7 +84,7 @@ class Tide:
             "--context",
             "double",
             "--log",
-            str(self.db),
+            self.log,
             "--health-address",
             f"127.0.0.1:{self.port}",
             "--metrics-interval",
@@ -121,7 +122,7 @@ class Tide:
         return (await self.proc.stderr.read()).decode()
 
     async def events(self) -> list[Event]:
-        async with await open_log(str(self.db)) as log:
+        async with await open_log(self.log) as log:
             return await log.read_all()
 
 

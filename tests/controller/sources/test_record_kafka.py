@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from streams.backends import open_log
 from tests.builders import build_pod
 from tests.controller.sources.helpers import converge, double_state, duplicates, log_state
-from tests.controller.sources.test_record_e2e import CONFIG, ROOT, TIDE, Tide, cli, cluster
+from tests.controller.sources.test_record_e2e import Tide, cli, cluster
 from tests.kubedouble import ApiDouble
 from tests.streams.tansu import Broker, start_broker
 
@@ -33,30 +32,7 @@ class KafkaTide(Tide):
 
     def __init__(self, double: ApiDouble, tmp: Path, url: str) -> None:
         super().__init__(double, tmp)
-        self.url = url
-
-    async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            *TIDE,
-            "record",
-            "--config",
-            str(CONFIG),
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--context",
-            "double",
-            "--log",
-            self.url,
-            "--health-address",
-            f"127.0.0.1:{self.port}",
-            "--metrics-interval",
-            "0.2",
-            "--watch-timeout",
-            "2",
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        self.log = url
 
 
 async def test_record_onto_kafka_then_replay_and_audit_from_it(
