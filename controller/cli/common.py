@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
-import click
 import typer
 
 from controller.framework.errors import ConfigError
@@ -51,14 +51,20 @@ DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
 EXIT_OK, EXIT_DIFFERENCE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+#: the exceptions of the click typer runs on: the `click` package for older typers, the
+#: copy typer bundles for newer ones (which no longer install `click`, and define their
+#: exit and abort in `typer.exceptions`)
+_CLICK_ERRORS = sys.modules[typer.BadParameter.__module__]
+
 #: what the command line raises on purpose (an exit, a usage error): never an internal error
 _CLI_EXITS: tuple[type[BaseException], ...] = (
     typer.Exit,
     typer.Abort,
-    typer.BadParameter.__mro__[2],  # the ClickException typer raises (it bundles click)
-    click.exceptions.Exit,
-    click.ClickException,
-    click.Abort,
+    *(
+        getattr(_CLICK_ERRORS, name)
+        for name in ("Exit", "ClickException", "Abort")
+        if hasattr(_CLICK_ERRORS, name)
+    ),
 )
 
 
