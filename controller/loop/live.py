@@ -9,8 +9,9 @@ is always exactly the log prefix it has written:
 
 * **inputs** — the recorder's sources (watch events, metric samples) hand their batches
   to :meth:`LiveLoop.feed`; a batch is appended in chunks that end at each
-  ``metrics.node`` sample, and each record goes through :meth:`Step.on_input`; a sample's
-  pressure decisions are appended right after it (nothing else in between);
+  ``metrics.node`` sample; the leader folds a sample *before* writing it and writes it
+  with its pressure decisions as one batch (a kill between two appends would otherwise
+  leave a sample whose decisions replay re-derives and no restart can write in place);
 * **triggers** — :class:`~controller.triggers.live.LiveTriggers` fires the configuration's
   triggers on the real clock with their *scheduled* time; the step decides on the World
   folded so far (at least up to the trigger's place on the log) and the trigger with its
@@ -273,27 +274,46 @@ class LiveLoop:
 
     async def _input_chunk(self, chunk: list[Event]) -> None:
         async with self._lock:
-            if not self.leading and self.step.eviction is not None:
+            deciding = self.step.eviction is not None
+            if not self.leading and deciding:
                 # a sample is a decision point of pressure eviction: a standby, which may
                 # not decide, does not write one (replay would expect its decisions)
                 chunk = [e for e in chunk if e.type != "metrics.node"]
                 if not chunk:
                     return
-            added = await self.append(chunk)
-            now = self.clock.now()
-            decisions: list[Event] = []
-            for record in added:
-                self._appended += 1
-                self.observer.append_lag(max(0.0, (now - record.at).total_seconds()))
-                self.observer.record(record)
-                self.effects.apply(record)
-                if self.leading:
-                    decisions.extend(self.step.on_input(record))
-                else:
+            sample = chunk[-1] if deciding and chunk[-1].type == "metrics.node" else None
+            inputs = chunk[:-1] if sample is not None else chunk
+            if inputs:
+                for record in await self.append(inputs):
+                    self._input_written(record)
                     self.step.world.apply(record)
-            if decisions:
-                written = await self._append(decisions)
-                self._act(written)
+            if sample is not None:
+                await self._decide_sample(sample)
+
+    async def _decide_sample(self, sample: Event) -> None:
+        """A sample and the decisions it causes, written as one batch (the lock is held).
+
+        The sample is folded *before* it is written (deciding needs it folded), so that a
+        kill can never leave a sample on the log without the decisions it caused: replay
+        would re-derive them, and no restart could write them at their place."""
+        decisions = self.step.on_input(sample)  # folds the sample, not yet on the log
+        added = await self.append([sample, *decisions])
+        written: list[Event] = []
+        for record in added:
+            if record.id == sample.id:
+                self._input_written(record)
+            else:
+                written.append(record)
+        if written:
+            self.step.fold(written)
+            self._noted(written)
+            self._act(written)
+
+    def _input_written(self, record: Event) -> None:
+        self._appended += 1
+        self.observer.append_lag(max(0.0, (self.clock.now() - record.at).total_seconds()))
+        self.observer.record(record)
+        self.effects.apply(record)
 
     async def on_trigger(self, trigger: Event) -> None:
         """A trigger fired (stamped with its scheduled time): decide and write as one batch.
