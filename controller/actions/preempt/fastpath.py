@@ -122,18 +122,20 @@ class TaskRank:
 
     def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
         """Whether ``task`` has a pod index, and its key among tasks alike in that."""
-        hit = self._ids.get(id(task))
+        ident = id(task)
+        hit = self._ids.get(ident)
         if hit is not None and hit[0] is task:
             return hit[1]
-        found = self._memo.get(task.key)
+        name = task.key
+        found = self._memo.get(name)
         if found is None:
             indexed = pod_index(task.name) is not None
             key = (
-                *(part(task) for part in self._parts),
+                *[part(task) for part in self._parts],
                 *task_fallback_key(task, indexed=indexed),
             )
-            found = self._memo[task.key] = (indexed, key)
-        self._ids[id(task)] = (task, found)
+            found = self._memo[name] = (indexed, key)
+        self._ids[ident] = (task, found)
         return found
 
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:
