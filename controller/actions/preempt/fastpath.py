@@ -15,9 +15,10 @@ same order:
 
 Any other chain (a plugin tide does not know a key for) leaves every sort pairwise. The
 victims' jobs are sorted the same way by the ``job_order`` chain's keys (priority's,
-gang's readiness), read fresh at each sort, when every victim's job is in one queue. The
-equivalence is checked by tests/controller/actions/preempt/test_fastpath.py (hypothesis),
-and the action's decisions with and without these shortcuts by a seeded comparison there.
+gang's readiness), recomputed whenever the job changed (memoised per job version), when
+every victim's job is in one queue. The equivalence is checked by
+tests/controller/actions/preempt/test_fastpath.py (hypothesis), and the action's
+decisions with and without these shortcuts by a seeded comparison there.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ KNOWN_JOB_ORDERS: dict[Any, Callable[[JobInfo], Any]] = {
 
 def job_key_parts(ssn: Session) -> list[Callable[[JobInfo], Any]] | None:
     """The key functions of ``ssn``'s ``job_order`` chain, or None when a comparison has no
-    known key. A key is read fresh at every sort (gang's readiness changes in a session)."""
+    known key. Gang's readiness changes in a session: :meth:`TaskRank.job_key` keeps a
+    key only while its job's version holds."""
     parts: list[Callable[[JobInfo], Any]] = []
     for row in ssn.chain("job_order"):
         for _, fn in row:
