@@ -160,17 +160,28 @@ class LightDryRun:
                 scratch = Scratch(ssn, [node.name])
                 for victim in potential:
                     take(scratch, victim)
+            if backlog:
+                copy = scratch.node(node.name)
+                for move, victim in backlog:
+                    move(copy, victim)
+                backlog.clear()
             return scratch.predicate(preemptor, node.name) is None
+
+        # node_only: the copy's moves wait until a predicate reads the copy (a give-back
+        # that fails at the resource test is taken back before any predicate sees it);
+        # they are made then in the same order, and node_add / node_remove of a task the
+        # copy holds (or lacks) never raise, so waiting changes no answer
+        backlog: list[tuple[Callable[[NodeInfo, TaskInfo], None], TaskInfo]] = []
 
         def take(scratch: Scratch, victim: TaskInfo) -> None:
             if self.node_only:
-                node_remove(scratch.node(node.name), victim)
+                backlog.append((node_remove, victim))
             else:
                 scratch.remove_task(preemptor, victim)
 
         def give(scratch: Scratch, victim: TaskInfo) -> None:
             if self.node_only:
-                node_add(scratch.node(node.name), victim)
+                backlog.append((node_add, victim))
             else:
                 scratch.add_task(preemptor, victim, node.name, status=victim.status)
 

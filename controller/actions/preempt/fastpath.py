@@ -15,9 +15,10 @@ same order:
 
 Any other chain (a plugin tide does not know a key for) leaves every sort pairwise. The
 victims' jobs are sorted the same way by the ``job_order`` chain's keys (priority's,
-gang's readiness), read fresh at each sort, when every victim's job is in one queue. The
-equivalence is checked by tests/controller/actions/preempt/test_fastpath.py (hypothesis),
-and the action's decisions with and without these shortcuts by a seeded comparison there.
+gang's readiness), recomputed whenever the job changed (memoised per job version), when
+every victim's job is in one queue. The equivalence is checked by
+tests/controller/actions/preempt/test_fastpath.py (hypothesis), and the action's
+decisions with and without these shortcuts by a seeded comparison there.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ KNOWN_JOB_ORDERS: dict[Any, Callable[[JobInfo], Any]] = {
 
 def job_key_parts(ssn: Session) -> list[Callable[[JobInfo], Any]] | None:
     """The key functions of ``ssn``'s ``job_order`` chain, or None when a comparison has no
-    known key. A key is read fresh at every sort (gang's readiness changes in a session)."""
+    known key. Gang's readiness changes in a session: :meth:`TaskRank.job_key` keeps a
+    key only while its job's version holds."""
     parts: list[Callable[[JobInfo], Any]] = []
     for row in ssn.chain("job_order"):
         for _, fn in row:
@@ -74,6 +76,11 @@ class TaskRank:
         self._ids: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] = {}
         #: job id → the job order's fallback key
         self._job_rest: dict[str, tuple[Any, ...]] = {}
+        #: the session's job versions (:meth:`~controller.framework.view.ClusterView.job_version`),
+        #: or None: then every job key is computed afresh
+        self.job_version: Callable[[JobInfo], tuple[int, int]] | None = None
+        #: job id → (the job object, its version, its whole key), see :meth:`job_key`
+        self._job_keys: dict[str, tuple[JobInfo, tuple[int, int], tuple[Any, ...]]] = {}
 
     @classmethod
     def of(cls, ssn: Session) -> TaskRank | None:
@@ -86,34 +93,51 @@ class TaskRank:
                 if part is None:
                     return None
                 parts.append(part)
-        return cls(parts, job_key_parts(ssn))
+        rank = cls(parts, job_key_parts(ssn))
+        rank.job_version = ssn.view.job_version
+        return rank
 
     def job_key(self, job: JobInfo) -> tuple[Any, ...]:
         """``job``'s key in the session's job order now (only when ``job_parts`` is set).
 
-        The plugin parts are read fresh; the fallback part (creation, UID, namespace,
-        name) never changes in a session and is memoised per job.
+        The fallback part (creation, UID, namespace, name) never changes in a session and
+        is memoised per job. The whole key is memoised while the job is the same object at
+        the same :attr:`job_version`: every part the fast path knows is a function of the
+        job's fields (:data:`KNOWN_JOB_ORDERS`' priority, gang's readiness, which gang
+        itself memoises by that version), and the session changes a job's fields only
+        through a new object or a new version.
         """
+        version = None
+        if self.job_version is not None:
+            version = self.job_version(job)
+            hit = self._job_keys.get(job.id)
+            if hit is not None and hit[0] is job and hit[1] == version:
+                return hit[2]
         parts = self.job_parts or []
         rest = self._job_rest.get(job.id)
         if rest is None:
             rest = self._job_rest[job.id] = job_fallback_key(job)
-        return (*(part(job) for part in parts), *rest)
+        key = (*(part(job) for part in parts), *rest)
+        if version is not None:
+            self._job_keys[job.id] = (job, version, key)
+        return key
 
     def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
         """Whether ``task`` has a pod index, and its key among tasks alike in that."""
-        hit = self._ids.get(id(task))
+        ident = id(task)
+        hit = self._ids.get(ident)
         if hit is not None and hit[0] is task:
             return hit[1]
-        found = self._memo.get(task.key)
+        name = task.key
+        found = self._memo.get(name)
         if found is None:
             indexed = pod_index(task.name) is not None
             key = (
-                *(part(task) for part in self._parts),
+                *[part(task) for part in self._parts],
                 *task_fallback_key(task, indexed=indexed),
             )
-            found = self._memo[task.key] = (indexed, key)
-        self._ids[id(task)] = (task, found)
+            found = self._memo[name] = (indexed, key)
+        self._ids[ident] = (task, found)
         return found
 
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:

@@ -48,8 +48,16 @@ def inter_job(
     known: dict[str, str | None] = {} if queues is None else queues
     lookup = ssn.jobs.lookup
 
+    best_effort, own = preemptor.best_effort, preemptor.job
+
     def accept(victim: TaskInfo) -> bool:
-        if not _common(preemptor, victim) or victim.job == preemptor.job:
+        # _common inlined (this runs on every task of every node searched)
+        if (
+            victim.status not in PREEMPTABLE_STATUSES
+            or (best_effort and not victim.best_effort)
+            or not victim.preemptable
+            or victim.job == own
+        ):
             return False
         job_id = victim.job
         try:
@@ -85,8 +93,16 @@ def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[Task
     """Volcano's ``ValidateVictims``: the node's future idle plus every victim's request
     must hold the preemptor's request (no victims is fine if future idle already does)."""
     room = node.future_idle()
+    # Resource.add inlined (the same additions in the same order): this runs on every
+    # node of every dry run
+    cpu, memory, scalars = room.milli_cpu, room.memory, room.scalars
     for victim in victims:
-        room.add(victim.resreq)
+        request = victim.resreq
+        cpu += request.milli_cpu
+        memory += request.memory
+        for name, value in request.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + value
+    room.milli_cpu, room.memory = cpu, memory
     return preemptor.init_resreq.less_equal(room)
 
 

@@ -18,9 +18,10 @@ from controller.actions import preempt as preempt_mod
 from controller.actions.preempt import PreemptAction
 from controller.actions.preempt.fastpath import TaskRank
 from controller.builtins import BUILTIN_ACTIONS
-from controller.engine import run_cycle
+from controller.engine import build_cycle, run_cycle
 from controller.framework.ordering import job_fallback, task_fallback
 from controller.framework.plugin import ActionSpec
+from controller.framework.session import open_session
 from controller.plugins import priority
 from controller.policy import load_config
 from projections.model import JobInfo, TaskInfo
@@ -29,6 +30,7 @@ from tests.controller.actions.preempt.cases import (
     UPSTREAM_TIERS,
     Case,
     config,
+    entry,
     group,
     node,
     pod,
@@ -81,7 +83,15 @@ def test_rank_declines_a_mix_of_indexed_and_plain_names() -> None:
     assert TaskRank([]).sort(tasks) is None
 
 
+class _View:
+    @staticmethod
+    def job_version(job: JobInfo) -> tuple[int, int]:
+        return id(job), 0
+
+
 class _Chain:
+    view = _View()
+
     def __init__(self, fns: list[Any]) -> None:
         self.fns = fns
 
@@ -213,3 +223,56 @@ def test_shortcuts_decide_byte_identically(
     fast = _decide(case, fast=True, topology=topology, monkeypatch=monkeypatch)
     slow = _decide(case, fast=False, topology=topology, monkeypatch=monkeypatch)
     assert fast == slow
+
+
+# ---- the job keys memoised per job version ----------------------------------------
+
+
+def test_job_key_follows_the_session_changing_a_job() -> None:
+    """The memoised key of a job is its key now: evicting one of a gang's two tasks makes
+    it not ready (gang's job order part; the job is cloned), discarding the eviction makes
+    it ready again (the same clone, a new version). A fresh rank is the reference."""
+    case = Case(
+        "gang-readiness",
+        queues=[queue("q1")],
+        groups=[group("a", 2)],
+        nodes=[node("n0", "4", "4G")],
+        pods=[
+            pod("a-0", "a", node="n0", preemptable="true"),
+            pod("a-1", "a", node="n0", preemptable="true"),
+        ],
+        tiers=[
+            {
+                "plugins": [
+                    entry("priority", "enableTaskOrder", "enableJobOrder"),
+                    entry("gang", "enableJobOrder"),
+                ]
+            }
+        ],
+    )
+    conf = load_config(config(tiers=case.tiers, topology=True))
+    built = build_cycle(conf)
+    ssn = open_session(
+        world_of(case.events()),
+        trigger(at(30)),
+        tiers=conf.tiers,
+        plugins=built.plugins,
+        ctx=built.ctx,
+    )
+    rank = TaskRank.of(ssn)
+    assert rank is not None and rank.job_parts is not None
+
+    def now() -> tuple[Any, ...]:
+        job = ssn.jobs["c1/a"]
+        fresh = TaskRank.of(ssn)
+        assert fresh is not None
+        key = rank.job_key(job)
+        assert key == fresh.job_key(job)
+        return key
+
+    ready = now()
+    stmt = ssn.statement()
+    stmt.evict(ssn.tasks["c1/a-0"], "preempt", source="test", evidence={})
+    assert now() != ready
+    stmt.discard()
+    assert now() == ready
