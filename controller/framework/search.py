@@ -65,11 +65,13 @@ def find_fitting_nodes(
     task: TaskInfo,
     *,
     cache: dict[int, FitError] | None = None,
+    plan: list[tuple[Any, dict[int, Any] | None]] | None = None,
 ) -> Gradients:
     """Nodes where ``task`` fits ``future_idle`` and every session predicate passes.
 
     ``cache`` (node index → error) is Volcano's predicate error cache for the task's job
-    and role: nodes in it are skipped, and new failures are added.
+    and role: nodes in it are skipped, and new failures are added. ``plan`` is
+    ``ssn.plan("predicate", task)`` when the caller has it already.
     """
     view = ssn.view
     pool = view.node_list
@@ -85,7 +87,8 @@ def find_fitting_nodes(
     req = task.init_resreq
     cpu, mem = req.milli_cpu, req.memory
     scalars = [(value, *cols.scalar(name)) for name, value in sorted(req.scalars.items())]
-    plan = ssn.plan("predicate", task)
+    if plan is None:
+        plan = ssn.plan("predicate", task)
     passed = ssn.passes(plan, total)
     refused, refusal = ssn.refusals(plan, total) if passed is not None else ([], [])
     versions = view.versions
@@ -184,13 +187,15 @@ def find_fitting_nodes(
                 codes[k] = 0
                 if cache is not None:
                     cache[i] = refusal[i] if code == 3 else INSUFFICIENT
-        hits = len(codes) - codes.count(0)
-        if hits:
-            found += hits
-            if 2 in codes:
-                idle_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 2]
-            if 1 in codes:
-                future_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 1]
+        if 0 not in codes and 1 not in codes:  # the usual stretch: every node fits idle
+            found += len(chunk)
+            idle_fit += chunk
+            continue
+        found += len(codes) - codes.count(0)
+        if 2 in codes:
+            idle_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 2]
+        if 1 in codes:
+            future_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 1]
     ssn.predicate_cursor = (start + processed) % total
     return out
 
