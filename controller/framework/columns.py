@@ -24,11 +24,15 @@ class FreeColumns:
         self.idle_mem = [0.0] * count
         self.future_cpu = [0.0] * count
         self.future_mem = [0.0] * count
+        #: the smaller of idle and future idle: a request below it fits both
+        self.both_cpu = [0.0] * count
+        self.both_mem = [0.0] * count
         self.used_cpu = [0.0] * count
         self.used_mem = [0.0] * count
         self.alloc_cpu = [node.allocatable.milli_cpu for node in nodes]
         self.alloc_mem = [node.allocatable.memory for node in nodes]
         self._scalars: dict[str, tuple[list[float], list[float]]] = {}
+        self._boths: dict[str, list[float]] = {}
         for i in range(count):
             self._fill(i)
 
@@ -39,6 +43,8 @@ class FreeColumns:
         self.idle_mem[i] = idle.memory + MIN_RESOURCE
         self.future_cpu[i] = idle.milli_cpu + rel.milli_cpu - pip.milli_cpu + MIN_RESOURCE
         self.future_mem[i] = idle.memory + rel.memory - pip.memory + MIN_RESOURCE
+        self.both_cpu[i] = min(self.idle_cpu[i], self.future_cpu[i])
+        self.both_mem[i] = min(self.idle_mem[i], self.future_mem[i])
         used = node.used
         self.used_cpu[i] = used.milli_cpu
         self.used_mem[i] = used.memory
@@ -65,8 +71,19 @@ class FreeColumns:
             self._scalars[name] = found
         return found
 
+    def scalar_both(self, name: str) -> list[float]:
+        """The smaller of scalar ``name``'s idle and future columns, per node."""
+        found = self._boths.get(name)
+        if found is None:
+            idle, future = self.scalar(name)
+            found = self._boths[name] = list(map(min, idle, future))
+        return found
+
     def refresh(self, i: int) -> None:
         """Recompute node ``i``'s entries (after a statement changed it)."""
         self._fill(i)
         for name, (idle, future) in self._scalars.items():
             self._fill_scalar(name, i, idle, future)
+            both = self._boths.get(name)
+            if both is not None:
+                both[i] = min(idle[i], future[i])

@@ -144,6 +144,8 @@ def find_fitting_nodes(
     # classified in one comprehension per chunk; only the others are visited one by one
     lane = passed is not None and len(scalars) <= 1
     s_value, s_idle, s_fut = scalars[0] if scalars else (-math.inf, idle_cpu, fut_cpu)
+    both_cpu, both_mem = cols.both_cpu, cols.both_mem
+    s_both = cols.scalar_both(min(req.scalars)) if scalars else both_cpu
     # the cache gains only nodes this search has already passed: read it as it was
     held: dict[int, FitError] = cache or {}
     cached = bool(held)
@@ -163,7 +165,14 @@ def find_fitting_nodes(
         # 1 fits future idle, 2 idle (passed at its version), 0 skipped (in the error
         # cache); to record in the cache: 3 refused at its version, 5 too small; 4 unknown
         codes = [
-            0
+            # the usual node first: fits idle and future idle, passed at its version
+            2
+            if cpu < both_cpu[i]
+            and mem < both_mem[i]
+            and s_value < s_both[i]
+            and passed[i] == versions[i]
+            and not (cached and i in held)
+            else 0
             if cached and i in held
             else (
                 (2 if cpu < idle_cpu[i] and mem < idle_mem[i] and s_value < s_idle[i] else 1)
