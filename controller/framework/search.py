@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 from controller.framework import pruning
@@ -186,10 +187,8 @@ def find_fitting_nodes(
             for i in chunk
         ]
         if max(codes) > 2:
-            for k, code in enumerate(codes):
-                if code < 3:
-                    continue
-                i = chunk[k]
+            for k in [k for k, code in enumerate(codes) if code > 2]:
+                code, i = codes[k], chunk[k]
                 if code == 4:
                     codes[k] = visit(i)
                     continue
@@ -201,10 +200,11 @@ def find_fitting_nodes(
             idle_fit += chunk
             continue
         found += len(codes) - codes.count(0)
-        if 2 in codes:
-            idle_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 2]
-        if 1 in codes:
-            future_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 1]
+        if 1 not in codes:  # codes are 0 or 2 now: the nonzero ones fit idle
+            idle_fit += compress(chunk, codes)
+            continue
+        idle_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 2]
+        future_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 1]
     ssn.predicate_cursor = (start + processed) % total
     return out
 
