@@ -40,6 +40,7 @@ from itertools import compress
 from typing import Any
 
 from controller.framework import pruning
+from controller.framework.columns import ROOM_UNITS
 from controller.framework.extensions import BatchScoreFn
 from controller.framework.points import SCORE_ERRORS, FitError, FitStatus
 from controller.framework.session import Session
@@ -145,8 +146,12 @@ def find_fitting_nodes(
     # classified in one comprehension per chunk; only the others are visited one by one
     lane = passed is not None and len(scalars) <= 1
     s_value, s_idle, s_fut = scalars[0] if scalars else (-math.inf, idle_cpu, fut_cpu)
-    both_cpu, both_mem = cols.both_cpu, cols.both_mem
-    s_both = cols.scalar_both(min(req.scalars)) if scalars else both_cpu
+    # the request's largest part in the room's units: below a node's room, it fits
+    # idle and future idle there (FreeColumns.room)
+    scalar_name = min(req.scalars) if len(scalars) == 1 else None
+    room = cols.room(scalar_name) if lane else []
+    units = ROOM_UNITS
+    need = max(cpu / units[0], mem / units[1], s_value / units[2])
     # the cache gains only nodes this search has already passed: read it as it was
     held: dict[int, FitError] = cache or {}
     cached = bool(held)
@@ -168,11 +173,7 @@ def find_fitting_nodes(
         codes = [
             # the usual node first: fits idle and future idle, passed at its version
             2
-            if cpu < both_cpu[i]
-            and mem < both_mem[i]
-            and s_value < s_both[i]
-            and passed[i] == versions[i]
-            and not (cached and i in held)
+            if need < room[i] and passed[i] == versions[i] and not (cached and i in held)
             else 0
             if cached and i in held
             else (
