@@ -185,7 +185,7 @@ class _Run:
         ssn = self.ssn
         plan = ssn.plan("predicate", task)
         if any(memo is None for _, memo in plan):
-            return fitting_nodes(ssn, task, cache=cache)
+            return fitting_nodes(ssn, task, cache=cache, plan=plan)
         req = task.init_resreq
         sign = (
             tuple(id(memo) for _, memo in plan),  # the memos live as long as the session
@@ -197,7 +197,7 @@ class _Run:
         if self.no_node.get(sign) == changes:
             return Gradients()
         fresh = not cache  # an error cache may hide nodes that fit other tasks
-        found = fitting_nodes(ssn, task, cache=cache)
+        found = fitting_nodes(ssn, task, cache=cache, plan=plan)
         if not len(found) and fresh:
             self.no_node[sign] = changes
         return found

@@ -83,6 +83,14 @@ def _gated(flag: str | tuple[str, ...] | None, enabled: Callable[[str], bool]) -
 Chain = list[list[tuple[str, Any]]]  # per tier: (plugin name, callable) in order
 #: scores of one task on many view nodes (positions in the view's node list), in order
 BatchScoreFn = Callable[[TaskInfo, Sequence[int]], list[float]]
+#: an upper bound on a node score: for ``task``, a column over the view's nodes (the same
+#: list object on every call, kept current by the plugin) and a slack, with
+#: ``fn(task, node_list[i]) <= column[i] + slack`` for every node ``i`` where ``fn``
+#: returns; None when the plugin cannot bound ``task``'s scores
+BoundFn = Callable[[TaskInfo], tuple[Sequence[float], float] | None]
+#: one node-order entry for the pruned node choice: plugin name, ``key(task)`` (None when
+#: the plugin registered no key or has a bound), the function, its batch and its bound
+BoundEntry = tuple[str, Hashable | None, Any, BatchScoreFn | None, BoundFn | None]
 
 
 class Extensions:
@@ -102,8 +110,15 @@ class Extensions:
         #: memo ids of a predicate plan -> per node, the node version at which every
         #: predicate of the plan passed (see :meth:`passes`)
         self._passes: dict[tuple[int, ...], list[int]] = {}
+        #: the same, for the version at which the plan refused the node, and its error
+        self._refusals: dict[tuple[int, ...], tuple[list[int], list[Any]]] = {}
         #: plugin -> its node scores over many nodes at once (``add_node_order_fn(batch=)``)
         self._batches: dict[str, BatchScoreFn | None] = {}
+        #: plugin -> its upper bound on its node scores (``add_node_order_fn(bound=)``)
+        self._bounds: dict[str, BoundFn | None] = {}
+        #: columns the pruned node choice keeps for this session
+        #: (:mod:`controller.framework.pruning`)
+        self.score_columns: dict[Hashable, Any] = {}
 
     # -- registration ------------------------------------------------------------------
 
@@ -146,6 +161,7 @@ class Extensions:
         *,
         key: Callable[[TaskInfo], Hashable] | None = None,
         batch: BatchScoreFn | None = None,
+        bound: BoundFn | None = None,
     ) -> None:
         """Register a node score; ``key`` as for :meth:`add_predicate_fn`.
 
@@ -153,10 +169,15 @@ class Extensions:
         view's nodes at ``indices`` (positions in ``ClusterView.node_list``), exactly the
         floats ``fn`` would return for them now, never NaN; it raises what ``fn`` would
         raise for one of them. Allocate's node choice then scores many nodes per call.
+
+        ``bound`` (:data:`BoundFn`), when given, promises an upper bound on ``fn``'s
+        scores; allocate's node choice then scores exactly only the nodes whose bound
+        can still reach the best (:mod:`controller.framework.pruning`).
         """
         self._add("node_order", plugin, fn)
         self._keys["node_order"][plugin] = key
         self._batches[plugin] = batch
+        self._bounds[plugin] = bound
 
     def add_preemptable_fn(self, plugin: str, fn: EvictableFn) -> None:
         self._add("preemptable", plugin, fn)
@@ -271,6 +292,19 @@ class Extensions:
             found = self._passes[tuple(ids)] = [-1] * nodes
         return found
 
+    def refusals(
+        self, plan: list[tuple[Any, dict[int, Any] | None]], nodes: int
+    ) -> tuple[list[int], list[Any]]:
+        """For a predicate ``plan`` whose callables are all keyed (:meth:`passes` is not
+        None), per node the version at which the plan refused it (-1 when not known) and
+        the refusal (the first refusing callable's error), shared as :meth:`passes` is.
+        """
+        ids = tuple(id(memo) for _, memo in plan)
+        found = self._refusals.get(ids)
+        if found is None:
+            found = self._refusals[ids] = ([-1] * nodes, [None] * nodes)
+        return found
+
     def score_plan(
         self, task: TaskInfo
     ) -> list[tuple[Any, dict[int, Any] | None, BatchScoreFn | None]]:
@@ -286,6 +320,18 @@ class Extensions:
                 if batch is None and key is not None:
                     memo = self._memos.setdefault(("node_order", name, key(task)), {})
                 out.append((fn, memo, batch))
+        return out
+
+    def bound_plan(self, task: TaskInfo) -> list[BoundEntry]:
+        """The node-order callables for ``task`` in tier order, as the pruned node
+        choice needs them (:data:`BoundEntry`)."""
+        keys = self._keys["node_order"]
+        out: list[BoundEntry] = []
+        for row in self.chain("node_order"):
+            for name, fn in row:
+                key, bound = keys.get(name), self._bounds.get(name)
+                value = key(task) if key is not None and bound is None else None
+                out.append((name, value, fn, self._batches.get(name), bound))
         return out
 
     # -- event handlers ----------------------------------------------------------------

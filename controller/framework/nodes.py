@@ -252,7 +252,11 @@ def sort_nodes(scores: dict[str, float]) -> list[str]:
 
 
 def fitting_nodes(
-    ssn: Session, task: TaskInfo, *, cache: dict[int, FitError] | None = None
+    ssn: Session,
+    task: TaskInfo,
+    *,
+    cache: dict[int, FitError] | None = None,
+    plan: list[tuple[Any, dict[int, Any] | None]] | None = None,
 ) -> Gradients:
     """Allocate's search: :func:`predicate_nodes` with :func:`allocate_check`, split by
     whether the request also fits ``idle``; nodes as view indices (hot path).
@@ -261,11 +265,12 @@ def fitting_nodes(
         ssn: The session (its cursor moves as in :func:`predicate_nodes`).
         task: The task to place.
         cache: The predicate error cache of the task's job and role (node index → error).
+        plan: ``ssn.plan("predicate", task)``, when the caller has it already.
 
     Returns:
         Feasible node indices: ``idle`` (fits now) and ``future`` (fits only future idle).
     """
-    return search.find_fitting_nodes(ssn, task, cache=cache)
+    return search.find_fitting_nodes(ssn, task, cache=cache, plan=plan)
 
 
 def best_node(ssn: Session, task: TaskInfo, indices: list[int]) -> tuple[NodeInfo, float]:

@@ -15,10 +15,17 @@ that change no answer:
   from the session's memo while the node is unchanged (the view's node versions); when
   every predicate is keyed, one list per key combination (``Session.passes``) records the
   node version at which all of them passed, so such a node costs one comparison;
-* the loop is inlined (no per-node function call of the framework's own);
+* the loop is inlined (no per-node function call of the framework's own); where every
+  predicate is keyed, one comprehension classifies the nodes of a stretch (``want −
+  found`` nodes, all visited anyway) from the columns, the pass list and a refusal list
+  per key combination (``Session.refusals``: the version at which the plan refused the
+  node, and its error for the error cache); only nodes known neither way are visited
+  one by one;
 * when every scorer registered a ``batch`` (``Session.add_node_order_fn``), the scores of
   all candidate nodes come from one call per scorer (plugins answer from columns), summed
-  in tier order from ``0.0`` as the per-node loop sums them.
+  in tier order from ``0.0`` as the per-node loop sums them;
+* when every scorer is bounded or keyed, only the candidates whose upper bound reaches
+  the best exact score are scored (:mod:`controller.framework.pruning`).
 
 Visiting order, stopping rule, cursor advance and the predicate error cache are those of
 ``predicate_nodes``; ties go to the lowest node name.
@@ -26,18 +33,20 @@ Visiting order, stopping rule, cursor advance and the predicate error cache are 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
+from controller.framework import pruning
+from controller.framework.columns import ROOM_UNITS
 from controller.framework.extensions import BatchScoreFn
 from controller.framework.points import SCORE_ERRORS, FitError, FitStatus
 from controller.framework.session import Session
 from controller.framework.util import calculate_num_feasible_nodes_to_find
 from projections.model import NodeInfo, TaskInfo
 
-#: Nodes tested at once in the search's fast lane.
-CHUNK = 64
 #: The fit error of a node whose free resources are too small (allocate's own check).
 INSUFFICIENT = FitError(FitStatus.UNSCHEDULABLE, "Insufficient resources", plugin="allocate")
 
@@ -58,11 +67,13 @@ def find_fitting_nodes(
     task: TaskInfo,
     *,
     cache: dict[int, FitError] | None = None,
+    plan: list[tuple[Any, dict[int, Any] | None]] | None = None,
 ) -> Gradients:
     """Nodes where ``task`` fits ``future_idle`` and every session predicate passes.
 
     ``cache`` (node index → error) is Volcano's predicate error cache for the task's job
-    and role: nodes in it are skipped, and new failures are added.
+    and role: nodes in it are skipped, and new failures are added. ``plan`` is
+    ``ssn.plan("predicate", task)`` when the caller has it already.
     """
     view = ssn.view
     pool = view.node_list
@@ -78,8 +89,10 @@ def find_fitting_nodes(
     req = task.init_resreq
     cpu, mem = req.milli_cpu, req.memory
     scalars = [(value, *cols.scalar(name)) for name, value in sorted(req.scalars.items())]
-    plan = ssn.plan("predicate", task)
+    if plan is None:
+        plan = ssn.plan("predicate", task)
     passed = ssn.passes(plan, total)
+    refused, refusal = ssn.refusals(plan, total) if passed is not None else ([], [])
     versions = view.versions
     idle_fit, future_fit = out.idle, out.future
 
@@ -117,51 +130,91 @@ def find_fitting_nodes(
                     memo[i] = (version, error)
                 if error is not None:
                     break
-            if error is None and passed is not None:
-                passed[i] = version
+            if passed is not None:
+                if error is None:
+                    passed[i] = version
+                else:
+                    refused[i], refusal[i] = version, error
         if error is not None:
             if cache is not None:
                 cache[i] = error
             return 0
         return 2 if fits_idle else 1
 
-    order = [*range(start, total), *range(start)]
-    # the one-scalar fast lane (pods): every node of a chunk fits and passed at its version
+    order = _twice(total)  # positions start, start + 1, ... wrapping: order[start + k]
+    # the one-scalar fast lane (pods): nodes that fit and passed at their version are
+    # classified in one comprehension per chunk; only the others are visited one by one
     lane = passed is not None and len(scalars) <= 1
     s_value, s_idle, s_fut = scalars[0] if scalars else (-math.inf, idle_cpu, fut_cpu)
+    # the request's largest part in the room's units: below a node's room, it fits
+    # idle and future idle there (FreeColumns.room)
+    scalar_name = min(req.scalars) if len(scalars) == 1 else None
+    room = cols.room(scalar_name) if lane else []
+    units = ROOM_UNITS
+    need = max(cpu / units[0], mem / units[1], s_value / units[2])
+    # the cache gains only nodes this search has already passed: read it as it was
+    held: dict[int, FitError] = cache or {}
+    cached = bool(held)
     found = processed = 0
     while processed < total and found < want:
-        chunk = order[processed : processed + min(want - found, CHUNK)]
-        if lane and passed is not None:
-            ok = [
-                i
-                for i in chunk
+        # never past ``want``: the chunk holds at most that many nodes, all visited
+        size = min(want - found, total - processed)
+        chunk = order[start + processed : start + processed + size]
+        processed += len(chunk)
+        if not lane or passed is None:
+            for i in chunk:
+                verdict = visit(i)
+                if verdict:
+                    (idle_fit if verdict == 2 else future_fit).append(i)
+                    found += 1
+            continue
+        # 1 fits future idle, 2 idle (passed at its version), 0 skipped (in the error
+        # cache); to record in the cache: 3 refused at its version, 5 too small; 4 unknown
+        codes = [
+            # the usual node first: fits idle and future idle, passed at its version
+            2
+            if need < room[i] and passed[i] == versions[i] and not (cached and i in held)
+            else 0
+            if cached and i in held
+            else (
+                (2 if cpu < idle_cpu[i] and mem < idle_mem[i] and s_value < s_idle[i] else 1)
                 if passed[i] == versions[i]
-                and cpu < fut_cpu[i]
-                and mem < fut_mem[i]
-                and s_value < s_fut[i]
-                and not (cache and i in cache)
-            ]
-            if len(ok) == len(chunk):
-                idle_fit.extend(
-                    i for i in ok if cpu < idle_cpu[i] and mem < idle_mem[i] and s_value < s_idle[i]
-                )
-                future_fit.extend(
-                    i
-                    for i in ok
-                    if not (cpu < idle_cpu[i] and mem < idle_mem[i] and s_value < s_idle[i])
-                )
-                found += len(ok)
-                processed += len(ok)
-                continue
-        for i in chunk:  # never past ``want``: the chunk holds at most that many nodes
-            processed += 1
-            verdict = visit(i)
-            if verdict:
-                (idle_fit if verdict == 2 else future_fit).append(i)
-                found += 1
+                else 3
+                if refused[i] == versions[i]
+                else 4
+            )
+            if cpu < fut_cpu[i] and mem < fut_mem[i] and s_value < s_fut[i]
+            else 5
+            for i in chunk
+        ]
+        if max(codes) > 2:
+            for k in [k for k, code in enumerate(codes) if code > 2]:
+                code, i = codes[k], chunk[k]
+                if code == 4:
+                    codes[k] = visit(i)
+                    continue
+                codes[k] = 0
+                if cache is not None:
+                    cache[i] = refusal[i] if code == 3 else INSUFFICIENT
+        if 0 not in codes and 1 not in codes:  # the usual stretch: every node fits idle
+            found += len(chunk)
+            idle_fit += chunk
+            continue
+        found += len(codes) - codes.count(0)
+        if 1 not in codes:  # codes are 0 or 2 now: the nonzero ones fit idle
+            idle_fit += compress(chunk, codes)
+            continue
+        idle_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 2]
+        future_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 1]
     ssn.predicate_cursor = (start + processed) % total
     return out
+
+
+@functools.lru_cache(maxsize=4)
+def _twice(total: int) -> list[int]:
+    """``0 … total − 1`` twice over (shared: never mutated), so that a search's visiting
+    order from any start is a slice."""
+    return [*range(total), *range(total)]
 
 
 def best_node(ssn: Session, task: TaskInfo, indices: list[int]) -> tuple[NodeInfo, float]:
@@ -173,6 +226,20 @@ def best_node(ssn: Session, task: TaskInfo, indices: list[int]) -> tuple[NodeInf
     entries = ssn.score_plan(task)
     if not entries:
         return min((pool[i] for i in indices), key=_name), 0.0
+    found = pruning.pruned_best(
+        ssn, task, indices, lambda subset: _scored_best(ssn, task, subset, entries)
+    )
+    return found if found is not None else _scored_best(ssn, task, indices, entries)
+
+
+def _scored_best(
+    ssn: Session,
+    task: TaskInfo,
+    indices: list[int],
+    entries: list[tuple[Any, dict[int, Any] | None, BatchScoreFn | None]],
+) -> tuple[NodeInfo, float]:
+    """:func:`best_node` scoring every node of ``indices`` (``entries``: the score plan)."""
+    pool = ssn.view.node_list
     if any(batch is not None for _, _, batch in entries):
         found = _batch_best(ssn, task, indices, entries)
         if found is not None:

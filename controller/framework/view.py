@@ -267,6 +267,10 @@ class ClusterView:
         #: Bumped with every node version: a search that found nothing stays valid while
         #: this is unchanged (allocate's failed-search memo).
         self.changes = 0
+        #: The position of every node change, in order (``changes`` entries): a column
+        #: derived from the nodes brings itself up to date by reading the entries past
+        #: its own offset (the bounds of :mod:`controller.framework.pruning`).
+        self.changed: list[int] = []
         self._job_versions: dict[str, int] = {}
         self._columns: FreeColumns | None = None
 
@@ -279,6 +283,7 @@ class ClusterView:
     def _changed(self, pos: int) -> None:
         self.versions[pos] += 1
         self.changes += 1
+        self.changed.append(pos)
         if self._columns is not None:
             self._columns.refresh(pos)
 

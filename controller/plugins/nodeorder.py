@@ -245,7 +245,15 @@ class NodeOrderPlugin:
 
         # the score depends on the node and only on these of the task: the session may
         # reuse it for tasks of the same shape while the node is unchanged
-        ssn.add_node_order_fn(NAME, score, key=shape, batch=ScoreColumns(ssn, args).scores)
+        from controller.plugins.nodeorder_bound import ScoreBound  # it reads this module
+
+        ssn.add_node_order_fn(
+            NAME,
+            score,
+            key=shape,
+            batch=ScoreColumns(ssn, args).scores,
+            bound=ScoreBound(ssn, args).bound,
+        )
 
     def on_session_close(self, ssn: Session) -> None:
         del ssn

@@ -100,10 +100,16 @@ def wide_terms_in(tasks: Iterable[TaskInfo]) -> tuple[bool, frozenset[str]]:
     wide anti-affinity terms (the keys under which an existing pod may refuse another)."""
     found = False
     anti: set[str] = set()
+    # the pods of a workload share one affinity object, and the answer reads only it:
+    # each object is read once (held here, so that its id stays its own)
+    seen: dict[int, Any] = {}
     for task in tasks:
         affinity = task.affinity
         if not affinity or (AFFINITY not in affinity and ANTI_AFFINITY not in affinity):
             continue
+        if id(affinity) in seen:
+            continue
+        seen[id(affinity)] = affinity
         if wide_terms(task, AFFINITY):
             found = True
         for term in wide_terms(task, ANTI_AFFINITY):

@@ -196,7 +196,14 @@ def _anti_terms(owners: list[TaskInfo]) -> list[tuple[Mapping[str, Any], TaskInf
     """Distinct required hostname anti-affinity terms of ``owners``, with a pod that owns
     each (a term's match reads only its owner's namespace), in a sorted order."""
     seen: dict[bytes, tuple[Mapping[str, Any], TaskInfo]] = {}
+    # the pods of a workload share one affinity object: its terms, in a namespace, are
+    # read once (the first owner of each is kept anyway)
+    read: set[tuple[int, str]] = set()
     for owner in owners:
+        shared = (id(owner.affinity), owner.namespace)
+        if shared in read:
+            continue
+        read.add(shared)
         for term in _required(owner, "podAntiAffinity"):
             name = orjson.dumps([owner.namespace, term], option=orjson.OPT_SORT_KEYS)
             seen.setdefault(name, (term, owner))

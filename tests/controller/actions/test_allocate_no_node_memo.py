@@ -69,9 +69,9 @@ def test_the_memo_decides_as_searching_every_pod(
     config = load_config(CONF)
     searched: list[str] = []
 
-    def counting(ssn: Any, task: Any, *, cache: Any = None) -> Any:
+    def counting(ssn: Any, task: Any, *, cache: Any = None, plan: Any = None) -> Any:
         searched.append(task.key)
-        return fitting_nodes(ssn, task, cache=cache)
+        return fitting_nodes(ssn, task, cache=cache, plan=plan)
 
     monkeypatch.setattr(allocate, "fitting_nodes", counting)
     fast = run_cycle(world, trigger(at(1)), config)
@@ -94,9 +94,9 @@ def test_the_memo_skips_identical_pods_that_fit_nowhere(monkeypatch: pytest.Monk
     )
     searched: list[str] = []
 
-    def counting(ssn: Any, task: Any, *, cache: Any = None) -> Any:
+    def counting(ssn: Any, task: Any, *, cache: Any = None, plan: Any = None) -> Any:
         searched.append(task.key)
-        return fitting_nodes(ssn, task, cache=cache)
+        return fitting_nodes(ssn, task, cache=cache, plan=plan)
 
     monkeypatch.setattr(allocate, "fitting_nodes", counting)
     assert run_cycle(world, trigger(at(1)), load_config(CONF)) == []
