@@ -1,14 +1,13 @@
 """A TDM window close decides the same, byte for byte, on its fast path and its plain one.
 
-The fast path reads the fold's indexes (zone candidates kept in victim order,
-``projections.zonetasks``; per-job task counts for the budgets, ``projections.queuetotals``)
-and stages the evictions in one batch (``Statement.evict_all``). The plain path is the
-same cycle over the same world with the indexes hidden (so the plugin walks the zone's
-nodes, sorts every job and counts every job's tasks) and with the shuffle action staging
-victim by victim through ``Statement.evict``, as it did before the batch. Seeded clusters
-go through several rounds (closes and session ticks, the decisions folded back, churn in
-between: pods finishing, deleted, re-created with another priority, nodes relabelled,
-budgets changed), so kept orders and counts must follow every change.
+The fast path reads the fold's zone index (``projections.zonetasks``, kept up to date task
+by task) and stages the evictions in one batch (``Statement.evict_all``). The plain path
+is the same cycle over the same world with the fold's indexes hidden (so the plugin walks
+the zone's nodes) and with the shuffle action staging victim by victim through
+``Statement.evict``, as it did before the batch. Seeded clusters go through several
+rounds (closes and session ticks, the decisions folded back, churn in between: pods
+finishing, deleted, re-created with another priority, nodes relabelled, budgets
+changed), so the index must follow every change.
 """
 
 from __future__ import annotations
