@@ -86,6 +86,27 @@ class ZoneTasks:
         if not target:
             del self._zones[zone]
 
+    def _current(
+        self,
+        node: str,
+        key: str,
+        nodes: Mapping[str, NodeInfo],
+        parts: dict[str, tuple[str, Groups]],
+    ) -> bool:
+        """Whether the index holds task ``key`` of node ``node`` as the node holds it now
+        (the same object, still a candidate; the node itself unchanged)."""
+        job = self._jobs.get((node, key))
+        if job is None:
+            return False
+        found = nodes.get(node)
+        task = found.tasks.get(key) if found is not None else None
+        return (
+            task is not None
+            and task.preemptable
+            and task.status == _RUNNING
+            and parts[node][1][job].get(key) is task
+        )
+
     def _drop(self, node: str, key: str, parts: dict[str, tuple[str, Groups]]) -> None:
         """Take task ``key`` of node ``node`` out of the index, if the index holds it."""
         job = self._jobs.pop((node, key), None)
@@ -135,8 +156,13 @@ class ZoneTasks:
             self._dirty = set(nodes)
             self._dirty_tasks = set()
         dirty, self._dirty = self._dirty, set()
-        # a re-read node covers its own tasks
-        pairs = [pair for pair in self._dirty_tasks if pair[0] not in dirty]
+        # a re-read node covers its own tasks; a task the index holds as it is now
+        # (taken off and put back, e.g. an eviction that failed) needs nothing
+        pairs = [
+            pair
+            for pair in self._dirty_tasks
+            if pair[0] not in dirty and not self._current(pair[0], pair[1], nodes, parts)
+        ]
         self._dirty_tasks = set()
         # all removals first: a task that moved between two dirty nodes is then removed
         # from the old one before it is added from the new one, whatever the sets' order
