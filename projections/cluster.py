@@ -139,14 +139,14 @@ class ClusterState(BaseProjection):
             if node is None:
                 node = self.nodes[task.node_name] = new_node(task.node_name)
             node_add(node, task, key)
-            self.zone_tasks.touch(node.name)
+            self.zone_tasks.touch_task(node.name, key)
 
     def _unplace(self, task: TaskInfo, key: str) -> None:
         self.pending.pop(key, None)
         node = self.nodes.get(task.node_name) if task.node_name else None
         if node is not None and node.tasks.get(key) is task:
             node_remove(node, task, key)
-            self.zone_tasks.touch(node.name)
+            self.zone_tasks.touch_task(node.name, key)
             if node.placeholder and not node.tasks:
                 del self.nodes[node.name]
 
@@ -299,9 +299,9 @@ class ClusterState(BaseProjection):
         apply_podgroup(job, obj, self.class_priority(priority_class), self.rules)
         self.jobs[job_id] = job
         if self.rules.behaviour >= 2:
-            for task in job.tasks.values():
+            for key, task in job.tasks.items():
                 derive(task, self.rules, job)
-                self.zone_tasks.touch(task.node_name)
+                self.zone_tasks.touch_task(task.node_name, key)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:

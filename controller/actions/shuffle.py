@@ -11,7 +11,8 @@ plugin as ``source``.
 
 Differences from Volcano: victims come sorted by ``(namespace, name)`` and de-duplicated
 (Volcano iterates a Go set), and the evictions are staged on one statement committed at
-the end rather than calling the evictor one by one; there is still no gang check and no
+the end (in one batch, ``Statement.evict_all``) rather than calling the evictor one by
+one; there is still no gang check and no
 rollback, as upstream. The candidate list is built lazily: TDM ignores it, and building
 it means walking every task of every job.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from controller.framework.errors import StatementError
 from controller.framework.plugin import no_args
 from controller.framework.session import Session
 from projections.model import TaskInfo, TaskStatus
@@ -79,15 +79,10 @@ class ShuffleAction:
         if not victims:
             return
         stmt = ssn.statement()
-        for victim in victims:
-            try:
-                # the evidence dict becomes the decision's payload as is: victim
-                # functions hand over a fresh dict per victim (see Victim)
-                stmt.evict(
-                    victim.task, victim.reason, source=victim.source, evidence=victim.evidence
-                )
-            except StatementError:
-                continue  # already releasing in this session
+        # the evidence dict becomes the decision's payload as is: victim functions hand
+        # over a fresh dict per victim (see Victim); a victim already releasing in this
+        # session is skipped
+        stmt.evict_all(victims)
         stmt.commit()
 
 

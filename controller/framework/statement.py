@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import orjson
 
 from controller.framework.errors import StatementError
-from controller.framework.view import clone_task
+from controller.framework.points import Victim
+from controller.framework.view import clone_task, clone_task_as_is
 from projections.model import TaskInfo, TaskStatus
 from streams.events import EVENT_TYPES, Event, build_event, format_time
 from streams.payloads import (
@@ -147,6 +149,48 @@ class Statement:
             view.node_swap_task(before.node_name, key, after)
         ssn.fire_deallocate(after)
         self._ops.append(Operation(_EVICT, before, after, reason, source, evidence or {}))
+
+    def evict_all(self, victims: Iterable[Victim]) -> int:
+        """:meth:`evict` each victim in order, skipping one already Releasing (the
+        ``StatementError`` :meth:`evict` raises); the number staged.
+
+        Batched per job and per node (``ClusterView.put_tasks`` / ``swap_releasing``):
+        a window close stages thousands of evictions on a few hundred nodes, and the
+        per-eviction calls were most of staging them. The session ends in the same
+        state with the same operations, in the same order; the deallocate handlers run
+        after the batch's view changes (in victim order), not between them.
+        """
+        ssn = self._ssn
+        view = ssn.view
+        lookup = view.tasks.lookup
+        ops = self._ops
+        staged: dict[str, TaskInfo] = {}
+        by_node: dict[str, list[tuple[str, TaskInfo]]] = {}
+        for victim in victims:
+            task = victim.task
+            key = f"{task.namespace}/{task.name}"
+            if key in staged:
+                continue  # staged above: Releasing now
+            before = lookup(key) or task
+            if before.status == _RELEASING:
+                continue
+            after = clone_task_as_is(before)
+            after.status = _RELEASING
+            staged[key] = after
+            if before.node_name:
+                found = by_node.get(before.node_name)
+                if found is None:
+                    by_node[before.node_name] = [(key, after)]
+                else:
+                    found.append((key, after))
+            evidence = victim.evidence or {}
+            ops.append(Operation(_EVICT, before, after, victim.reason, victim.source, evidence))
+        view.put_tasks(staged)
+        view.swap_releasing(by_node)
+        fire = ssn.fire_deallocate
+        for after in staged.values():
+            fire(after)
+        return len(staged)
 
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
         """Reserve ``node_name``'s releasing resources for ``task`` (no decision event)."""

@@ -68,6 +68,8 @@ def _cloner(cls: type[M]) -> Callable[[M], M]:
 _clone_task = _cloner(TaskInfo)
 _clone_job = _cloner(JobInfo)
 _clone_node = _cloner(NodeInfo)
+#: A shallow copy of a task, nothing changed (the caller sets what differs).
+clone_task_as_is: Callable[[TaskInfo], TaskInfo] = _clone_task
 
 
 def clone_task(task: TaskInfo, *, status: TaskStatus, node_name: str | None = None) -> TaskInfo:
@@ -447,6 +449,26 @@ class ClusterView:
                 return
         self._job_versions[job_id] = self._job_versions.get(job_id, 0) + 1
 
+    def put_tasks(self, tasks: Mapping[str, TaskInfo]) -> None:
+        """:meth:`put_task` for each ``key -> task`` in order (one call for a batch)."""
+        over, jobs, patches = self._task_over, self._job_over, self._job_patches
+        base, versions = self._base_jobs, self._job_versions
+        for key, task in tasks.items():
+            over[key] = task
+            job_id = task.job
+            job = jobs.get(job_id)
+            if job is not None:
+                job.tasks[key] = task
+            else:
+                patch = patches.get(job_id)
+                if patch is not None:
+                    patch[key] = task
+                elif job_id in base:
+                    patches[job_id] = {key: task}
+                else:
+                    continue
+            versions[job_id] = versions.get(job_id, 0) + 1
+
     def job_version(self, job: JobInfo) -> tuple[int, int]:
         """Changes whenever the session changes ``job``: a memo key for answers about it.
 
@@ -505,6 +527,44 @@ class ClusterView:
             node_remove(node, old, key)
             node_add(node, task, key)
         self._changed(pos)
+
+    def swap_releasing(self, swaps: Mapping[str, list[tuple[str, TaskInfo]]]) -> None:
+        """:meth:`node_swap_task` for each ``(key, task)`` of each node, node by node:
+        ``swaps`` maps a node name to the Releasing versions of the tasks it holds, in
+        the order they were staged (see ``Statement.evict_all``).
+
+        The node is cloned and its position looked up once, not per task; its version
+        is bumped once per swap, as one call each would; its free columns are refreshed
+        once, after the last swap (they are a function of the node's final state).
+        """
+        for name, pairs in swaps.items():
+            pos = self._node_pos.get(name)
+            if pos is None:
+                continue
+            held = self._node_list[pos].tasks
+            node: NodeInfo | None = None
+            count = 0
+            for key, task in pairs:
+                if key not in held:
+                    continue
+                if node is None:
+                    node = self.writable_node(name)
+                old = node.tasks[key]
+                if old.resreq is task.resreq and old.status != TaskStatus.PIPELINED:
+                    # as node_swap_task: only ``releasing`` moves, by integers
+                    if old.status == TaskStatus.RELEASING:
+                        node.releasing.sub(old.resreq)
+                    node.releasing.add(task.resreq)
+                    node.tasks[key] = task
+                else:
+                    node_remove(node, old, key)
+                    node_add(node, task, key)
+                count += 1
+            if count:
+                self.versions[pos] += count
+                self.changes += count
+                if self._columns is not None:
+                    self._columns.refresh(pos)
 
     def node_has_task(self, name: str, key: str) -> bool:
         pos = self._node_pos.get(name)

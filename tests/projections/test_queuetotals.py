@@ -220,3 +220,28 @@ def test_zone_index_matches_a_walk_of_the_nodes(seed: int, behaviour: int) -> No
     loaded = ClusterState()
     loaded.load(state.dump())
     assert zone_maintained(loaded) == zone_maintained(state) == zone_resummed(state)
+
+
+@pytest.mark.parametrize("marks", [["true", "false", "true"], ["false", "true", "false"]])
+def test_zone_index_follows_a_podgroup_mark_re_derived_in_place(marks: list[str]) -> None:
+    """Pods without a mark of their own take the PodGroup's; flipping it re-derives the
+    same task objects in place, which the index must not take for unchanged."""
+    state = ClusterState()
+    config = {"config": {"schedulerName": "volcano"}, "source": "t", "behaviour": 2}
+    events = [
+        make_event("config.applied", at(0), config),
+        watch("nodes", build_node("n0", labels={"volcano.sh/revocable-zone": "rz1"})),
+        watch("podgroups", build_podgroup("ns", "g1", annotations={})),
+    ]
+    events += [watch("pods", build_pod("ns", f"p{i}", node="n0", group="g1")) for i in range(3)]
+    for event in events:
+        state.apply(event.with_offset(state.position))
+    seen = []
+    for step, mark in enumerate(marks, 1):
+        zone_maintained(state)  # the index is built and queried before each change
+        pg = build_podgroup("ns", "g1", annotations={"volcano.sh/preemptable": mark})
+        state.apply(watch("podgroups", pg, at(step), "MODIFIED").with_offset(state.position))
+        expected = zone_resummed(state)
+        assert zone_maintained(state) == expected
+        seen.append(bool(expected))
+    assert seen == [mark == "true" for mark in marks]  # the flips do move the tasks
