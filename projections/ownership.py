@@ -39,8 +39,9 @@ from typing import Any
 from projections.model import JobInfo, TaskInfo
 from projections.parsing import parse_bool
 
-#: the behaviour level new runs stamp on ``config.applied`` (absent = 1)
-CURRENT = 2
+#: the behaviour level new runs stamp on ``config.applied`` (absent = 1); level 3 changes no
+#: rule here, only which changes wake a session tick (``controller.loop.step``)
+CURRENT = 3
 PREEMPTABLE = "volcano.sh/preemptable"
 MIRROR = "kubernetes.io/config.mirror"
 GROUP_NAME = "scheduling.k8s.io/group-name"
