@@ -5,7 +5,11 @@
 pkg/scheduler/api and the snapshot in pkg/scheduler/cache/cache.go), and
 keeps them indexed for sessions: ``nodes[name].tasks``, ``jobs[id].tasks``, ``pending``
 (the Pending tasks) and ``version`` (bumped on every change, so a caller can tell that
-nothing moved since its last look).
+nothing moved since its last look). ``sched_version`` is bumped only by the changes a
+session can see: every change but a node update that leaves the node's model fields as
+they were (a status heartbeat: ``lastHeartbeatTime`` is not in the model). Behaviour
+level 3's quiet-tick rule (:mod:`controller.loop.step`) compares it, so heartbeats no
+longer wake sessions; level ≤ 2 compares ``version``, as it always did.
 
 Watch rules: ADDED and MODIFIED upsert (MODIFIED of an unknown object adds it); DELETED of
 an unknown object is ignored; a DELETED pod whose uid differs from the one held is an older
@@ -85,13 +89,37 @@ _EVICT_CONFIRMED = frozenset({TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskSt
 _MALFORMED = (KeyError, TypeError, AttributeError, ValueError)
 
 
+class _Unseen:
+    """A watch handler's answer for a change no session can see (``version`` only)."""
+
+
+_UNSEEN = _Unseen()
+
+
+def _seen(node: NodeInfo) -> tuple[Any, ...]:
+    """Every field of a node that :func:`apply_node` sets: what a session can see of a
+    Node object (equal before and after a heartbeat, which changes only condition times)."""
+    return (
+        node.allocatable,
+        node.capacity,
+        node.labels,
+        node.revocable_zone,
+        node.taints,
+        node.unschedulable,
+        node.ready,
+        node.placeholder,
+        node.idle,
+    )
+
+
 class ClusterState(BaseProjection):
     """Nodes, tasks, jobs and queues folded from the log (see the module docstring).
 
     Attributes (read-only to everyone but the fold): ``nodes`` (name → NodeInfo, Ready or
     not, placeholders included), ``tasks`` ("ns/name" → TaskInfo), ``jobs`` (id → JobInfo),
     ``queues`` (name → QueueInfo), ``pending`` (the Pending tasks), ``overlays`` (task key
-    → in-flight decision), ``priority_classes``, ``version``, ``skipped``, ``position``.
+    → in-flight decision), ``priority_classes``, ``version``, ``sched_version``,
+    ``skipped``, ``position``.
     No raw API objects are kept: the simulated cluster keeps its own, as an API server would.
     """
 
@@ -100,6 +128,8 @@ class ClusterState(BaseProjection):
     def __init__(self) -> None:
         super().__init__()
         self.version = 0
+        #: bumped by the changes a session can see (see the module docstring)
+        self.sched_version = 0
         self.skipped = 0
         self.nodes: dict[str, NodeInfo] = {}
         self.tasks: dict[str, TaskInfo] = {}
@@ -220,6 +250,12 @@ class ClusterState(BaseProjection):
             return
         if changed:
             self.version += 1
+            if changed is not _UNSEEN:
+                self.sched_version += 1
+
+    def _bump(self) -> None:
+        self.version += 1
+        self.sched_version += 1
 
     def _on_pod(self, kind: str, obj: dict[str, Any]) -> bool:
         if kind == "DELETED":
@@ -256,7 +292,7 @@ class ClusterState(BaseProjection):
             if job.priority_class == name and not job.implicit and not job.placeholder:
                 job.priority = value
 
-    def _on_node(self, kind: str, obj: dict[str, Any]) -> bool:
+    def _on_node(self, kind: str, obj: dict[str, Any]) -> bool | _Unseen:
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
         self.zone_tasks.touch(name)
@@ -272,8 +308,11 @@ class ClusterState(BaseProjection):
             return True
         if node is None:
             node = self.nodes[name] = new_node(name)
+            apply_node(node, obj)
+            return True
+        before = _seen(node)
         apply_node(node, obj)
-        return True
+        return True if _seen(node) != before else _UNSEEN
 
     def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> bool:
         meta = obj["metadata"]
@@ -311,7 +350,9 @@ class ClusterState(BaseProjection):
         self.queues[name] = queue_from(obj)
         return True
 
-    _watch_handlers: ClassVar[dict[Any, Callable[[ClusterState, str, dict[str, Any]], bool]]] = {
+    _watch_handlers: ClassVar[
+        dict[Any, Callable[[ClusterState, str, dict[str, Any]], bool | _Unseen]]
+    ] = {
         "pods": _on_pod,
         "nodes": _on_node,
         "podgroups": _on_podgroup,
@@ -328,7 +369,7 @@ class ClusterState(BaseProjection):
         self.rules = rules
         # rare (a configuration change): re-derive every task under the new rules
         self._rederive(sorted(self.tasks))
-        self.version += 1
+        self._bump()
 
     # ---- decision overlays -------------------------------------------------------------
 
@@ -382,7 +423,7 @@ class ClusterState(BaseProjection):
             _RELEASING if overlay.kind == "evict" else _BINDING,
             base_node if overlay.kind == "evict" else overlay.node,
         )
-        self.version += 1
+        self._bump()
 
     @handles("effect.failed", "effect.skipped")
     def _on_effect_failed(self, event: Event) -> None:
@@ -395,7 +436,7 @@ class ClusterState(BaseProjection):
         task = self.tasks.get(key)
         if task is not None:
             self._restatus(task, overlay.base_status, overlay.base_node)
-        self.version += 1
+        self._bump()
 
     # ---- checkpoints -------------------------------------------------------------------
 

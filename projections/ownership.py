@@ -10,7 +10,7 @@ its scheduler; a task is preemptable unless marked otherwise (upstream Volcano's
 default, ``GetPodPreemptable`` in volcano-sh/volcano pkg/scheduler/api/pod_info.go); every
 pod may be a victim; a PodGroup's ``jdb-min-available`` wins over ``jdb-max-unavailable``.
 
-Level 2 (:data:`CURRENT`):
+Level 2 (and every later level; :data:`CURRENT` is 3, which changes none of these rules):
 
 * **ownership** — only a pod in a PodGroup (``scheduling.k8s.io/group-name``) or whose
   ``spec.schedulerName`` is one of the configured scheduler names forms a job (Volcano's
@@ -39,8 +39,9 @@ from typing import Any
 from projections.model import JobInfo, TaskInfo
 from projections.parsing import parse_bool
 
-#: the behaviour level new runs stamp on ``config.applied`` (absent = 1)
-CURRENT = 2
+#: the behaviour level new runs stamp on ``config.applied`` (absent = 1); level 3 changes no
+#: rule here, only which changes wake a session tick (``controller.loop.step``)
+CURRENT = 3
 PREEMPTABLE = "volcano.sh/preemptable"
 MIRROR = "kubernetes.io/config.mirror"
 GROUP_NAME = "scheduling.k8s.io/group-name"

@@ -119,6 +119,7 @@ def dump_cluster(state: ClusterState) -> dict[str, Any]:
     """The body of a cluster checkpoint."""
     return {
         "version": state.version,
+        "sched_version": state.sched_version,
         "skipped": state.skipped,
         "nodes": {name: encode(node) for name, node in state.nodes.items()},
         "tasks": {key: encode_task(task) for key, task in state.tasks.items()},
@@ -141,6 +142,8 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
     """Fill a fresh ``target`` from :func:`dump_cluster`'s output (raises CheckpointError)."""
     try:
         target.version = int(body["version"])
+        # a checkpoint from before sched_version existed: every change counted
+        target.sched_version = int(body.get("sched_version", target.version))
         target.skipped = int(body["skipped"])
         for name in sorted(body["nodes"]):
             target.nodes[name] = decode(NodeInfo, body["nodes"][name])

@@ -43,6 +43,7 @@ from controller.cli.record_cmd import (
 from controller.effector.applier import Applier
 from controller.effector.kubernetes import EffectorOptions, KubernetesEffector
 from controller.effector.limits import EvictionLimits
+from controller.framework.config import run_behaviour
 from controller.framework.errors import ConfigError
 from controller.kube.client import KubeClient, KubeConfigError
 from controller.kube.lease import LeaseElector
@@ -57,7 +58,6 @@ from controller.policy import Policy
 from controller.settings import DEFAULT_LOG, Settings, load_settings
 from controller.sources.recorder import Recorder, RecorderOptions
 from controller.triggers.clock import ShiftedClock, SystemClock
-from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from streams.backends import open_log
 from streams.events import make_event
 from streams.payloads import ConfigPayload, as_json
@@ -163,7 +163,7 @@ async def run_live(
         payload: ConfigPayload = {
             "config": dict(policy.raw),
             "source": source,
-            "behaviour": CURRENT_BEHAVIOUR,
+            "behaviour": run_behaviour(policy.config),
         }
         try:
             await recorder.prepare(make_event("config.applied", clock.now(), as_json(payload)))

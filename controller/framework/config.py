@@ -99,6 +99,19 @@ class TideConfig:
     action_args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
+def run_behaviour(config: TideConfig) -> int:
+    """The behaviour level a new run of ``config`` stamps on ``config.applied``.
+
+    The configuration's own ``behaviour`` key where it has one (a configuration stamped 2
+    keeps level 2's rules exactly, the quiet-tick rule included), else
+    :data:`CURRENT_BEHAVIOUR`.
+    """
+    level = config.raw.get(BEHAVIOUR)
+    if isinstance(level, int) and not isinstance(level, bool):
+        return level
+    return CURRENT_BEHAVIOUR
+
+
 def plugin_context(config: TideConfig) -> PluginContext:
     """What every plugin of ``config`` may know besides its arguments (zone, scheduler)."""
     return PluginContext(

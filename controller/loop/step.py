@@ -16,7 +16,14 @@ records between the clock, the log, the step and the effector:
   schedule a plugin declares ``always_written`` (a policy folds their last firing).
 * **Quiet ticks** are not run: a session tick whose cluster is unchanged since the last
   tick's session (same cluster version), with no window boundary since, and less than
-  :data:`QUIET_TICK_LIMIT` after that session.
+  :data:`QUIET_TICK_LIMIT` after that session. Up to behaviour level 2 every watch change
+  counts (``ClusterState.version``), so on a real cluster, where some node heartbeats
+  every second, nearly every tick ran a full session; from level :data:`SEEN_LEVEL` only
+  changes a session can see count (``ClusterState.sched_version``: a node update that
+  leaves the node's model fields equal, a heartbeat, does not). What a session reads
+  beside the cluster (metric samples, the OOM and pressure projections, the clock) never
+  counted at either level: a session that would react to those alone runs at the latest
+  :data:`QUIET_TICK_LIMIT` after the last one, as at level 2 when no watch event came.
 * **Follow-ups** (pressure eviction's later graceful batches and untaints) come from the
   pressure projection (:func:`controller.pressure.followups.pending_followups`); each
   (time, kind) fires once, as a ``trigger.fired`` record written only when it decides something.
@@ -45,6 +52,8 @@ ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
 #: A tick whose world is unchanged still runs a session this often, for what changes with
 #: time alone (an LS reservation expiring, say).
 QUIET_TICK_LIMIT = timedelta(seconds=60)
+#: the behaviour level (``config.applied``) from which heartbeats no longer wake a tick
+SEEN_LEVEL = 3
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 
@@ -69,7 +78,7 @@ class Step:
         self.world = world if world is not None else World()
         #: sessions run (quiet ticks excluded)
         self.sessions = 0
-        self._last_tick_version = -1
+        self._last_tick_version: tuple[bool, int] = (False, -1)
         self._last_tick_at = _NEVER
         self._fired: set[tuple[datetime, str]] = set()
         self._always = ALWAYS_WRITTEN | always_written_kinds(config)
@@ -101,8 +110,8 @@ class Step:
         kind = trigger.data.get("kind")
         is_tick = kind == "tick"
         if kind in ALWAYS_WRITTEN:
-            self._last_tick_version = -1  # the zone changed: the next tick must run
-        version = self.world.cluster.version
+            self._last_tick_version = (False, -1)  # the zone changed: the next tick must run
+        version = self._version()
         if (
             is_tick
             and version == self._last_tick_version
@@ -137,6 +146,14 @@ class Step:
         return [trigger, *decisions] if decisions else []
 
     # ---- helpers ----------------------------------------------------------------------
+
+    def _version(self) -> tuple[bool, int]:
+        """The cluster version the quiet-tick rule compares, by the behaviour level in
+        force (tagged with which counter, as a configuration may change the level)."""
+        cluster = self.world.cluster
+        if cluster.rules.behaviour >= SEEN_LEVEL:
+            return True, cluster.sched_version
+        return False, cluster.version
 
     def _decide(self, trigger: Event) -> list[Event]:
         return decide(self.world, trigger, self.config, self.eviction)

@@ -46,8 +46,11 @@ def describe(decision: Event) -> str:
     return f"{when}  {verb}   {pod:22} {where} {d.get('node')}  {d.get('reason')}{extra}"
 
 
-def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
-    """Run the demo, keep its log in ``db``, print what happened; returns the decisions."""
+def run_demo(db: Path, *, echo: bool = True, behaviour: int | None = None) -> list[Event]:
+    """Run the demo, keep its log in ``db``, print what happened; returns the decisions.
+
+    ``behaviour``: run at that level instead of the current one (the golden demo logs of
+    earlier levels stay tested)."""
     raw_config = yaml.safe_load(_data("demo-config.yaml"))
     policy = load_policy(raw_config)
     config, eviction = policy.config, policy.eviction
@@ -58,6 +61,7 @@ def run_demo(db: Path, *, echo: bool = True) -> list[Event]:
         eviction=eviction,
         config_source="tide demo",
         relief=frees_usage(scenario),
+        behaviour=behaviour,
     ).run(events, until=until)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)

@@ -16,14 +16,13 @@ from datetime import datetime, timedelta
 
 from controller.effector import SimulatedCluster
 from controller.effector.port import Effector, Effects
-from controller.framework.config import TideConfig
+from controller.framework.config import TideConfig, run_behaviour
 from controller.loop.step import QUIET_TICK_LIMIT, Step
 from controller.loop.virtual import SyncLog, VirtualLoop
 from controller.pressure.config import EvictionConfig
 from controller.simulate.relief import UsageRelief
 from controller.simulate.spool import Spool
 from controller.triggers import TriggerSet
-from projections.ownership import CURRENT as CURRENT_BEHAVIOUR
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.memory import MemoryLog
@@ -63,10 +62,14 @@ class Simulation:
         config_source: str = "config",
         relief: bool = False,
         spool: Spool | None = None,
+        behaviour: int | None = None,
     ) -> None:
         """``relief``: node samples show the usage freed by pressure evictions
         (:mod:`controller.simulate.relief`). ``spool``: write the records there as the
-        run goes instead of keeping them in :attr:`log`."""
+        run goes instead of keeping them in :attr:`log`. ``behaviour``: the level stamped on
+        ``config.applied`` (default: the configuration's own, else the current one); an
+        earlier level reruns an old run exactly, its configuration recorded unchanged."""
+        self.behaviour = behaviour if behaviour is not None else run_behaviour(config)
         self.config = config
         self.relief = UsageRelief() if relief else None
         self.eviction = eviction
@@ -127,7 +130,7 @@ class Simulation:
         payload: ConfigPayload = {
             "config": dict(self.config.raw),
             "source": self.config_source,
-            "behaviour": CURRENT_BEHAVIOUR,
+            "behaviour": self.behaviour,
         }
         applied = make_event("config.applied", start, as_json(payload))
         self.step.fold(loop.write([applied]))

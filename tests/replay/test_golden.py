@@ -78,6 +78,15 @@ decisions are ``demo-v2.jsonl``'s with the eviction taint counted from the decis
 places or extends it (level 2), as ``demo-level2.jsonl`` differs from ``demo.jsonl``. The
 "demo writes the golden demo log" test compares with it, and ``outputs/demo.txt`` is that
 run's output (both changes' reasons above).
+
+``demo-v4.jsonl`` is ``tide demo``'s log at behaviour level 3 (issue 15: a node update
+that changes nothing a session can see, such as a status heartbeat, no longer wakes a
+session tick; ``controller/loop/step.py``). It differs from ``demo-v3.jsonl`` only in the
+stamp of its ``config.applied`` (``"behaviour": 3``): the demo's scenario sends no node
+heartbeats, so the same ticks run and every decision is the same. The "demo writes the
+golden demo log" test now runs the demo at both levels: level 3 (the ``tide demo``
+command) must write ``demo-v4.jsonl`` and level 2 still ``demo-v3.jsonl``; ``outputs/demo.txt``
+is unchanged (same decisions, records and sessions).
 """
 
 from __future__ import annotations
@@ -91,6 +100,7 @@ import pytest
 from typer.testing import CliRunner
 
 from controller.cli import app
+from controller.simulate.demo import run_demo
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 LOGS = (
@@ -103,6 +113,7 @@ LOGS = (
     "ownership",
     "demo-level2",
     "rescheduling-hot-cold",
+    "demo-v4",
 )
 COMMANDS: dict[str, list[str]] = json.loads((GOLDEN / "outputs" / "commands.json").read_text())
 
@@ -166,11 +177,23 @@ def test_cli_output_is_unchanged(name: str, workdir: Path, monkeypatch: pytest.M
     assert f"exit {code}\n" + out == expected
 
 
-def test_demo_writes_the_golden_demo_log(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("level", "golden"),
+    [
+        pytest.param(None, "demo-v4", id="level-3-the-demo-command"),
+        pytest.param(2, "demo-v3", id="level-2"),
+    ],
+)
+def test_demo_writes_the_golden_demo_log(
+    level: int | None, golden: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(workdir)
-    db = workdir / "demo-again.db"
-    code, out = invoke(["demo", "--db", str(db)])
-    assert code == 0, out
+    db = workdir / f"demo-again-{golden}.db"
+    if level is None:
+        code, out = invoke(["demo", "--db", str(db)])
+        assert code == 0, out
+    else:
+        run_demo(db, echo=False, behaviour=level)
     code, exported = invoke(["log", "export", "--log", str(db)])
     assert code == 0
     # the demo now writes a hash-chained log (streams/chain.py): each record carries a
@@ -186,7 +209,7 @@ def test_demo_writes_the_golden_demo_log(workdir: Path, monkeypatch: pytest.Monk
         + b"\n"
         for r in records
     )
-    assert unlinked == (GOLDEN / "demo-v3.jsonl").read_bytes()
+    assert unlinked == (GOLDEN / f"{golden}.jsonl").read_bytes()
     code, out = invoke(["log", "verify", str(db)])
     assert code == 0, out
     assert "chain intact" in out and "complete" in out
@@ -200,6 +223,7 @@ def test_a_new_run_stamps_its_behaviour_level_and_old_logs_carry_none() -> None:
 
     assert levels("demo") == {None}
     assert levels("ownership") == {2}
+    assert levels("demo-v4") == {3}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from controller.framework.config import LEGACY_BEHAVIOUR
+from controller.framework.config import CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR
 from controller.framework.errors import ConfigError
 from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError
@@ -185,6 +185,7 @@ CONFIG = {
         pytest.param(None, None, ["nodeorder", "usage", "rescheduling"], id="new-config"),
         pytest.param(LEGACY_BEHAVIOUR, None, [], id="old-log-without-stamp"),
         pytest.param(LEGACY_BEHAVIOUR, 2, ["nodeorder", "usage", "rescheduling"], id="new-log"),
+        pytest.param(LEGACY_BEHAVIOUR, 3, ["nodeorder", "usage", "rescheduling"], id="level-3-log"),
         pytest.param(None, 1, [], id="asked-for-level-1"),
     ],
 )
@@ -197,11 +198,11 @@ def test_behaviour_level_decides_which_plugins_exist(
     config = load_config(raw) if default is None else load_config(raw, default_behaviour=default)
     assert [conf.name for conf in config.tiers[0].plugins] == loaded
     # stamped (so config.applied carries it) only when a plugin newer than level 1 is in force
-    assert config.raw.get("behaviour") == (behaviour or (2 if loaded else None))
+    assert config.raw.get("behaviour") == (behaviour or (CURRENT_BEHAVIOUR if loaded else None))
     if not loaded:
         assert any("nodeorder" in w for w in config.warnings)
 
 
 def test_behaviour_level_must_be_known() -> None:
-    with pytest.raises(ConfigError, match="behaviour: 3"):
-        load_config({**CONFIG, "behaviour": 3})
+    with pytest.raises(ConfigError, match=f"behaviour: {CURRENT_BEHAVIOUR + 1}"):
+        load_config({**CONFIG, "behaviour": CURRENT_BEHAVIOUR + 1})
