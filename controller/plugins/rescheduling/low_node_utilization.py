@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.plugins.rescheduling.args import LnuParams
 from projections.model import TaskInfo
@@ -49,6 +49,15 @@ NO_HIGH = "no node is above targetThresholds"
 GIB = 1024**3
 #: the most low-node names written into one victim's evidence (the count is always there)
 LOW_NODES_SHOWN = 16
+#: a victim's ``why`` sentence: node, cpu %, memory %, the round's target text, headroom
+#: (cores, GiB), rank, the victim's usage (cores, GiB) and its source. One ``%`` format is
+#: one C call where the f-string it replaced made one ``format`` call per field; ``%.Nf``
+#: and ``{:.Nf}`` both print through ``PyOS_double_to_string`` (``'f'``, N digits), so the
+#: text is the same to the byte (tests/controller/plugins/test_rescheduling_evidence.py).
+WHY = (
+    "%s averages cpu %.0f%%/mem %.0f%%%s%.1f cores/%.1fGi headroom; rank %d, "
+    "uses %.1f cores/%.1fGi (%s)"
+)
 
 
 @dataclass(slots=True)
@@ -74,9 +83,12 @@ class NodeLoad:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class PodLoad:
-    """A candidate's usage (milli-cores, bytes) and its ``source`` (metrics / request)."""
+class PodLoad(NamedTuple):
+    """A candidate's usage (milli-cores, bytes) and its ``source`` (metrics / request).
+
+    A named tuple: a ``pod_load`` callback may return the plain ``(cpu, memory, source)``
+    (built once per victim, a tuple costs a fraction of a class instance).
+    """
 
     cpu: float
     memory: float
@@ -162,7 +174,7 @@ def select(
     params: LnuParams,
     *,
     candidates: Callable[[str], Iterable[TaskInfo]],
-    pod_load: Callable[[TaskInfo], PodLoad],
+    pod_load: Callable[[TaskInfo], tuple[float, float, str]],
     may_evict: Callable[[TaskInfo], bool],
     shared: Mapping[str, Any] | None = None,
 ) -> Round:
@@ -172,7 +184,7 @@ def select(
         loads: the nodes taking part, with their averaged usage.
         params: the strategy's thresholds.
         candidates: a node's Running pods that shuffle may evict (any order).
-        pod_load: a candidate's usage.
+        pod_load: a candidate's usage: a :class:`PodLoad` or the plain tuple.
         may_evict: asked once per candidate in victim order just before it would be chosen
             (e.g. a gang minimum that earlier victims have used up); False skips it.
         shared: further evidence, the same for every victim of the round.
@@ -209,6 +221,7 @@ def select(
     victims = result.victims
     for load in high:
         a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
+        name, samples = load.name, load.samples
         ordered: list[TaskInfo] | None = None
         rank = 0
         while True:
@@ -226,24 +239,29 @@ def select(
             rank += 1
             if not may_evict(task):
                 continue
-            usage = pod_load(task)
-            u_cpu, u_mem = usage.cpu, usage.memory
-            # one dict display per victim (the same keys, in the same order, as always)
-            evidence = {
-                **common,
-                "node": load.name,
-                "node_usage": {"cpu": round(p_cpu, 2), "memory": round(p_mem, 2)},
-                "node_samples": load.samples,
-                "headroom": {"cpu": int(room_cpu), "memory": int(room_mem)},
-                "rank": rank,
-                "victim_usage": {"cpu": int(u_cpu), "memory": int(u_mem)},
-                "usage_source": usage.source,
-                "why": (
-                    f"{load.name} averages cpu {p_cpu:.0f}%/mem {p_mem:.0f}%{target_text}"
-                    f"{room_cpu / 1000:.1f} cores/{room_mem / GIB:.1f}Gi headroom; rank {rank}, "
-                    f"uses {u_cpu / 1000:.1f} cores/{u_mem / GIB:.1f}Gi ({usage.source})"
-                ),
-            }
+            u_cpu, u_mem, source = pod_load(task)
+            # a copy of the round's part, then the victim's keys in their fixed order (the
+            # order of the dict display this replaced: node ... why); see WHY for the text
+            evidence = common.copy()
+            evidence["node"] = name
+            evidence["node_usage"] = {"cpu": round(p_cpu, 2), "memory": round(p_mem, 2)}
+            evidence["node_samples"] = samples
+            evidence["headroom"] = {"cpu": int(room_cpu), "memory": int(room_mem)}
+            evidence["rank"] = rank
+            evidence["victim_usage"] = {"cpu": int(u_cpu), "memory": int(u_mem)}
+            evidence["usage_source"] = source
+            evidence["why"] = WHY % (
+                name,
+                p_cpu,
+                p_mem,
+                target_text,
+                room_cpu / 1000,
+                room_mem / GIB,
+                rank,
+                u_cpu / 1000,
+                u_mem / GIB,
+                source,
+            )
             victims.append(Choice(task, evidence))
             load.cpu -= u_cpu
             load.memory -= u_mem

@@ -38,22 +38,22 @@ this module turns the session into those loads and hands the victims to ``shuffl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 from controller.framework.disruption import Disruptions
 from controller.framework.plugin import Interval, PluginContext, Schedule
-from controller.framework.points import Victim
+from controller.framework.points import Victim, build_victim
 from controller.framework.session import Session
 from controller.plugins.rescheduling.args import ReschedulingArgs
 from controller.plugins.rescheduling.low_node_utilization import (
     NodeLoad,
-    PodLoad,
     Round,
     select,
 )
-from projections.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
+from projections.model import NodeInfo, TaskInfo, TaskStatus
 from projections.ownership import is_system
 from projections.usage import Series, UsageState, to_seconds
 
@@ -146,19 +146,25 @@ class ReschedulingPlugin:
         now, period = ssn.now, args.metrics_period
         nodes = ssn.view.node_list  # the session's nodes, by name
         chosen: list[Victim] = []
-        left: dict[str, int] = {}
         budgets: dict[str, list[dict[str, Any]]] = {}
         end, seconds = to_seconds(now), period.total_seconds()
-        pods = ssn.usage.pods
+        pod_load = _pod_loads(ssn.usage.pods, end, seconds)
         disruptions = ssn.disruptions if ssn.disruptions.active else None
+        gang = GangCounts(ssn)
+
+        def may_evict(task: TaskInfo) -> bool:
+            if disruptions is None:  # no budget exists: only the gang minimum holds back
+                return gang.take(task)
+            return _may_evict(disruptions, gang, task, budgets)
+
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
             result = select(
                 loads,
                 params,
                 candidates=lambda name: _candidates(ssn, name),
-                pod_load=lambda task: _pod_load(pods, task, end, seconds),
-                may_evict=lambda task: _may_evict(ssn, disruptions, task, left, budgets),
+                pod_load=pod_load,
+                may_evict=may_evict,
                 shared={
                     "metrics_period": _go(period),
                     "interval": _go(args.interval),
@@ -171,13 +177,13 @@ class ReschedulingPlugin:
                     covered = budgets.get(choice.task.key)
                     if covered:
                         choice.evidence["disruption_budgets"] = covered
-            chosen.extend(Victim(c.task, REASON, c.evidence, NAME) for c in result.victims)
+            chosen += [build_victim(c.task, REASON, c.evidence, NAME) for c in result.victims]
         return chosen
 
 
 def _candidates(ssn: Session, node: str) -> list[TaskInfo]:
     """The node's Running, preemptable, not protected tasks (their job is checked later,
-    by :func:`_gang_allows`, only for the few the round reaches); :func:`never_victim`,
+    by :meth:`GangCounts.take`, only for the few the round reaches); :func:`never_victim`,
     inlined with the cheap tests first (every task of every hot node passes here)."""
     running = TaskStatus.RUNNING
     return [
@@ -191,63 +197,85 @@ def _candidates(ssn: Session, node: str) -> list[TaskInfo]:
     ]
 
 
-def _pod_load(pods: Mapping[str, Series], task: TaskInfo, end: float, seconds: float) -> PodLoad:
-    """The pod's mean usage over the window (a one-off read: no running sums are kept for
-    pods), or its request when it has no sample there."""
-    series = pods.get(task.key)
-    if series is not None:
-        cpu, memory, n = series.mean(end, seconds, keep=False)
-        if n:
-            return PodLoad(cpu, memory, "metrics")
-    return PodLoad(task.resreq.milli_cpu, task.resreq.memory, "request")
+def _pod_loads(
+    pods: Mapping[str, Series], end: float, seconds: float
+) -> Callable[[TaskInfo], tuple[float, float, str]]:
+    """A victim's usage for the window ending at ``end``: the mean of its pod's samples (a
+    one-off read: no running sums are kept for pods), or its request when it has no sample
+    there, as the plain tuple of a :class:`PodLoad` (called once per victim: a closure and
+    a tuple cost less than a call with four arguments and an instance)."""
+    get = pods.get
+
+    def pod_load(task: TaskInfo) -> tuple[float, float, str]:
+        series = get(task.key)
+        if series is not None:
+            cpu, memory, n = series.mean(end, seconds, keep=False)
+            if n:
+                return cpu, memory, "metrics"
+        return task.resreq.milli_cpu, task.resreq.memory, "request"
+
+    return pod_load
 
 
-def _running(job: JobInfo) -> int:
-    return [task.status for task in job.tasks.values()].count(TaskStatus.RUNNING)
+_STATUS = attrgetter("status")
 
 
 def _may_evict(
-    ssn: Session,
-    disruptions: Disruptions | None,
+    disruptions: Disruptions,
+    gang: GangCounts,
     task: TaskInfo,
-    left: dict[str, int],
     budgets: dict[str, list[dict[str, Any]]],
 ) -> bool:
     """No PodDisruptionBudget forbids it (counting the round's earlier victims) and its
     gang keeps its minimum; a victim it allows is counted against both, and the budgets
-    covering it (as they stood before it) go to ``budgets`` for its evidence.
-    ``disruptions`` is None when no budget exists (nothing is held back then)."""
-    if disruptions is not None and disruptions.blocking(task) is not None:
+    covering it (as they stood before it) go to ``budgets`` for its evidence. (Without
+    any budget the round asks :meth:`GangCounts.take` alone: nothing else holds back.)"""
+    if disruptions.blocking(task) is not None:
         return False
-    if not _gang_allows(ssn, task, left):
+    if not gang.take(task):
         return False
-    if disruptions is not None:
-        covered = disruptions.evidence(task)
-        if covered:
-            budgets[task.key] = covered
-            disruptions.take(task)
+    covered = disruptions.evidence(task)
+    if covered:
+        budgets[task.key] = covered
+        disruptions.take(task)
     return True
 
 
-def _gang_allows(ssn: Session, task: TaskInfo, left: dict[str, int]) -> bool:
-    """A PodGroup job keeps at least ``minAvailable`` Running pods; records the taking.
+class GangCounts:
+    """A PodGroup job keeps at least ``minAvailable`` Running pods over one round.
 
-    ``left`` counts, per job (by the task's job key), the Running pods the round has not
-    taken yet.
+    Per job (by the task's job key) it holds the Running pods the round has not taken yet
+    and the job's minimum, both read on the job's first candidate: the session's jobs do
+    not change while a round chooses, so later candidates of the job skip the lookup.
+    (Counting lazily, only as far as a low minimum needs, cost more than it saved: the
+    count is one C-level pass.)
     """
-    job = ssn.jobs.lookup(task.job)
-    if job is None:
-        return False
-    if not job.implicit:
+
+    __slots__ = ("left", "lookup", "minimum")
+
+    def __init__(self, ssn: Session) -> None:
+        self.lookup = ssn.jobs.lookup
+        self.left: dict[str, int] = {}
+        self.minimum: dict[str, int] = {}
+
+    def take(self, task: TaskInfo) -> bool:
+        """Whether the task's job may lose it; records the taking when it may. A task of no
+        session job may not go; an implicit job (a pod without PodGroup) has no minimum."""
         key = task.job
-        count = left.get(key)
+        count = self.left.get(key)
         if count is None:
-            count = _running(job)
-        if count - 1 < job.min_available:
-            left[key] = count
+            job = self.lookup(key)
+            if job is None:
+                return False
+            if job.implicit:
+                return True
+            count = list(map(_STATUS, job.tasks.values())).count(TaskStatus.RUNNING)
+            self.minimum[key] = job.min_available
+        if count - 1 < self.minimum[key]:
+            self.left[key] = count
             return False
-        left[key] = count - 1
-    return True
+        self.left[key] = count - 1
+        return True
 
 
 def _go(period: timedelta) -> str:
