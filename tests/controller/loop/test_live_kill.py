@@ -54,7 +54,7 @@ async def run_until_killed(
     await loop.prepare()
     appends = 0
 
-    async def append(batch: list[Event]) -> list[Event]:
+    async def append(batch: list[Event], payloads: Sequence[bytes | None]) -> list[Event]:
         nonlocal appends
         appends += 1
         if appends == kill_at:
