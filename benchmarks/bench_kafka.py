@@ -15,10 +15,12 @@ or, run alone, the golden demo log's records repeated with fresh ids.
   ``AIOKafkaConsumer`` (``assign`` + ``seek``, ``getmany``) fetching the same records
   and ``orjson.loads``-ing each value — the least a reader that hands out events must
   do (as the fold benchmark's baseline).
-* import append: ``KafkaLog.append_encoded`` with each payload's canonical bytes, which
+* import append: ``KafkaLog.append_bulk`` with each payload's canonical bytes, which
   ``tide log import`` holds from parsing the line (``streams.recording``): the log then
-  splices them into the record instead of serialising the payload again — the path
-  where the caller holds the bytes, as the raw producer does.
+  builds the record around them instead of serialising the payload again — the path
+  where the caller holds the bytes, as the raw producer does. ``tide record`` and
+  ``tide run`` take the same path (``append_encoded``, atomic): the recorder hashed each
+  payload's bytes for its id (``controller.sources.tap``).
 * index rebuild: a fresh handle's first ``contains`` (the id index read from the topic's
   headers), the cost of "rebuilt on start" per event.
 
@@ -26,9 +28,11 @@ Baseline and subject alternate ``--repeat`` times, the cyclic collector paused f
 both (as ``controller.cli.common`` pauses it around bulk reads); the rows give the
 median of the paired ratios (subject against the baseline run beside it) on the wall
 clock, with their range and the same on the CPU (process) clock, since the machines are
-shared. Run alone::
+shared. Run alone (``--recording``: the first ``--events`` records of a recording, e.g.
+the full-scale one ``benchmarks.run`` uses, instead of the golden demo log's)::
 
     .venv/bin/python -m benchmarks.bench_kafka --events 100000 --repeat 3
+    .venv/bin/python -m benchmarks.bench_kafka --recording R.jsonl --events 30000 --repeat 5
 """
 
 from __future__ import annotations
@@ -147,7 +151,7 @@ async def log_import(url: str, events: list[Event], batch: int) -> Timing:
 
         async def append() -> None:
             for k in range(0, len(events), batch):
-                await log.append_encoded(events[k : k + batch], payloads[k : k + batch])
+                await log.append_bulk(events[k : k + batch], payloads[k : k + batch])
 
         return await _timed(append)
     finally:
@@ -238,8 +242,12 @@ def run(ctx: Context) -> list[Result]:
     return rows
 
 
-async def main(events: int, batch: int, repeat: int) -> None:
-    data = workload(events)
+async def main(events: int, batch: int, repeat: int, recording: Path | None = None) -> None:
+    if recording is None:
+        data = workload(events)
+    else:
+        data = [decode(line) for line in read_lines(recording, events)]
+        events = len(data)
     size = sum(len(encode(e)) for e in data) / len(data)
     runs = await measure(data, batch, repeat)
     print(f"{events:,} events of {size:,.0f} B on average, batches of {batch}, {repeat} runs")
@@ -257,5 +265,6 @@ if __name__ == "__main__":
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--recording", type=Path, help="read the events from this recording")
     args = parser.parse_args()
-    asyncio.run(main(args.events, args.batch, args.repeat))
+    asyncio.run(main(args.events, args.batch, args.repeat, args.recording))

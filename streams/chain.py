@@ -43,6 +43,7 @@ from streams.seal import (
 
 __all__ = [
     "RUN_PREFIX",
+    "BulkAppend",
     "ChainChecker",
     "ChainReport",
     "ChainWriter",
@@ -65,12 +66,26 @@ class RunMismatchError(LogError):
 
 @runtime_checkable
 class EncodedAppend(Protocol):
-    """A log that can store payloads already serialised (the SQLite backend)."""
+    """A log that can store payloads already serialised (SQLite, Kafka)."""
 
     async def append_encoded(
         self, events: Sequence[Event], payloads: Sequence[bytes | None]
     ) -> list[Event]:
-        """``append(events)``; ``payloads[i]``, unless None, is ``events[i].data`` as JSON."""
+        """``append(events)`` (one atomic batch); ``payloads[i]``, unless None, is
+        ``events[i].data`` as canonical JSON (sorted keys)."""
+        ...
+
+
+@runtime_checkable
+class BulkAppend(Protocol):
+    """A log whose atomic batches are bounded in size (Kafka): an import may go past it."""
+
+    async def append_bulk(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """:meth:`EncodedAppend.append_encoded`, except that a batch above what one atomic
+        write holds is written as several, in order (an import, which a re-run resumes:
+        it skips what an interrupted one wrote)."""
         ...
 
 
@@ -303,6 +318,8 @@ class ChainWriter:
     async def _store(self, events: list[Event], payloads: list[bytes | None]) -> list[Event]:
         if not events:
             return []
+        if self.adopt and isinstance(self.log, BulkAppend):  # an import
+            return await self.log.append_bulk(events, payloads)
         if payloads and isinstance(self.log, EncodedAppend):
             return await self.log.append_encoded(events, payloads)
         return await self.log.append(events)

@@ -47,6 +47,7 @@ from controller.triggers.clock import Clock, SystemClock
 from controller.triggers.live import LiveTriggers
 from projections.effects import EffectsState
 from projections.world import World
+from streams.chain import EncodedAppend
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.log import EventLog
 
@@ -86,9 +87,12 @@ class LiveLoop:
     ) -> None:
         self.step = step
         self.log = log
-        #: how records reach the log: ``tide run`` swaps in the recorder's chain writer
-        #: (hash chain links, writer lock) once it exists
-        self.append: Callable[[list[Event]], Awaitable[list[Event]]] = log.append
+        #: how records reach the log, with the payload bytes the sources computed (see
+        #: :meth:`feed`): ``tide run`` swaps in the recorder's chain writer (hash chain
+        #: links, writer lock) once it exists
+        self.append: Callable[[list[Event], Sequence[bytes | None]], Awaitable[list[Event]]] = (
+            self._log_append
+        )
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.config = config
         self.offset = offset
@@ -228,7 +232,7 @@ class LiveLoop:
 
     async def _append(self, records: list[Event]) -> list[Event]:
         """Append as one batch and fold (the lock is held)."""
-        added = await self.append(records)
+        added = await self.append(records, ())
         self.step.fold(added)
         self._noted(added)
         return added
@@ -263,41 +267,53 @@ class LiveLoop:
             if record.type in DECISION_TYPES:
                 self.applier.submit(record)
 
-    async def feed(self, events: list[Event]) -> None:
+    async def feed(self, events: list[Event], payloads: Sequence[bytes | None] = ()) -> None:
         """Append inputs from the sources: chunks end at each ``metrics.node`` sample,
-        whose pressure decisions are appended right after it."""
+        whose pressure decisions are appended right after it. ``payloads[i]``, when
+        given, is ``events[i].data`` as canonical bytes (the sources hashed them for the
+        id), which the log stores instead of serialising the payload again."""
         start = 0
+        held = list(payloads) + [None] * (len(events) - len(payloads))
         for index, event in enumerate(events):
             if event.type == "metrics.node" or index == len(events) - 1:
-                await self._input_chunk(events[start : index + 1])
+                await self._input_chunk(events[start : index + 1], held[start : index + 1])
                 start = index + 1
 
-    async def _input_chunk(self, chunk: list[Event]) -> None:
+    async def _input_chunk(self, chunk: list[Event], payloads: list[bytes | None]) -> None:
         async with self._lock:
             deciding = self.step.eviction is not None
             if not self.leading and deciding:
                 # a sample is a decision point of pressure eviction: a standby, which may
                 # not decide, does not write one (replay would expect its decisions)
-                chunk = [e for e in chunk if e.type != "metrics.node"]
+                kept = [k for k, e in enumerate(chunk) if e.type != "metrics.node"]
+                chunk, payloads = [chunk[k] for k in kept], [payloads[k] for k in kept]
                 if not chunk:
                     return
             sample = chunk[-1] if deciding and chunk[-1].type == "metrics.node" else None
             inputs = chunk[:-1] if sample is not None else chunk
             if inputs:
-                for record in await self.append(inputs):
+                for record in await self.append(inputs, payloads[: len(inputs)]):
                     self._input_written(record)
                     self.step.world.apply(record)
             if sample is not None:
-                await self._decide_sample(sample)
+                await self._decide_sample(sample, payloads[-1])
 
-    async def _decide_sample(self, sample: Event) -> None:
+    async def _log_append(
+        self, records: list[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """The log's own append (until ``tide run`` swaps in its chain writer)."""
+        if payloads and isinstance(self.log, EncodedAppend):
+            return await self.log.append_encoded(records, payloads)
+        return await self.log.append(records)
+
+    async def _decide_sample(self, sample: Event, payload: bytes | None = None) -> None:
         """A sample and the decisions it causes, written as one batch (the lock is held).
 
         The sample is folded *before* it is written (deciding needs it folded), so that a
         kill can never leave a sample on the log without the decisions it caused: replay
         would re-derive them, and no restart could write them at their place."""
         decisions = self.step.on_input(sample)  # folds the sample, not yet on the log
-        added = await self.append([sample, *decisions])
+        added = await self.append([sample, *decisions], [payload])
         written: list[Event] = []
         for record in added:
             if record.id == sample.id:

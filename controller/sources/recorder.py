@@ -5,7 +5,9 @@ The recorder folds what the log already holds
 resumes), appends the configuration when it changed, then runs one :class:`WatchSource`
 per watched collection and the :class:`MetricsSource` as tasks, and one writer that
 drains the tap's queue in batches: each batch is one atomic ``append`` (the log skips ids
-it holds), and the records set aside go to the log's quarantine. A restart therefore
+it holds; each payload goes as the canonical bytes the tap hashed for its id, which the
+log stores instead of serialising the payload again), and the records set aside go to
+the log's quarantine. A restart therefore
 starts from the log's own state, and a kill at any point loses nothing: the watch resumes
 from the log's last version, or a list reconciles when that version is gone. ``stop``
 (SIGTERM) cancels the sources, lets the writer drain what is queued, and returns.
@@ -77,7 +79,8 @@ class Recorder:
         options: how to run.
         warn: told one line per warning (the command prints it).
         sink: where each batch of records goes instead of ``log.append`` (``tide run``'s
-            loop, which folds and decides between appends); it appends them itself.
+            loop, which folds and decides between appends); it appends them itself. It
+            gets the records and their payloads' canonical bytes (``Tap.payloads``).
     """
 
     def __init__(
@@ -88,7 +91,7 @@ class Recorder:
         now: Callable[[], datetime],
         options: RecorderOptions,
         warn: Callable[[str], None],
-        sink: Callable[[list[Event]], Awaitable[object]] | None = None,
+        sink: Callable[[list[Event], list[bytes | None]], Awaitable[object]] | None = None,
     ) -> None:
         self.client = client
         self.sink = sink
@@ -212,10 +215,11 @@ class Recorder:
             events = [item for item in items if isinstance(item, Event)]
             bad = [item for item in items if isinstance(item, Quarantined)]
             if events:
+                payloads = self.tap.payloads(events)
                 if self.sink is not None:
-                    await self.sink(events)
+                    await self.sink(events, payloads)
                 else:
-                    await self.chain.append(events)
+                    await self.chain.append(events, payloads)
                 self.written += len(events)
                 self.lag = (self.now() - events[0].at).total_seconds()
             if bad:

@@ -34,7 +34,7 @@ from streams.log import Quarantined
 from streams.redact import redact_raw, strip_watch
 from streams.validation import ValidationError, validate
 
-__all__ = ["Tap", "TapStats", "observed_id"]
+__all__ = ["Tap", "TapStats", "observed_id", "observed_id_of"]
 
 Item = Event | Quarantined
 
@@ -44,6 +44,16 @@ def observed_id(type_: str, data: dict[str, Any]) -> str:
     time it was recorded (the same object version or sample has one id, whoever saw it)."""
     body = orjson.dumps({"type": type_, "data": data}, option=orjson.OPT_SORT_KEYS)
     return hashlib.blake2b(body, digest_size=12).hexdigest()
+
+
+def observed_id_of(type_: str, payload: bytes) -> str:
+    """:func:`observed_id` from the payload's canonical bytes (``payload``), which the log
+    then stores as they are: the hashed body is ``{"data":<payload>,"type":<type>}``
+    (sorted keys, no spaces), fed to the hash in pieces instead of serialised again."""
+    h = hashlib.blake2b(b'{"data":', digest_size=12)
+    h.update(payload)
+    h.update(b',"type":' + orjson.dumps(type_) + b"}")
+    return h.hexdigest()
 
 
 @dataclass
@@ -71,7 +81,17 @@ class Tap:
         self.known = known
         self.now = now
         self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        #: each queued event's payload as canonical bytes, by id (the id is their hash),
+        #: until the writer takes them with the event (:meth:`payloads`)
+        self.encoded: dict[str, bytes] = {}
         self.stats = TapStats()
+
+    def payloads(self, events: Sequence[Event]) -> list[bytes | None]:
+        """The canonical payload bytes of ``events`` taken from the queue, for
+        :meth:`streams.chain.ChainWriter.append`: computed here for the id, the log stores
+        them instead of serialising each payload again (None: not queued here)."""
+        take = self.encoded.pop
+        return [take(event.id, None) for event in events]
 
     def relisted(self, resource: str, items: Sequence[dict[str, Any]]) -> int:
         """Queue the differences between a full list of ``resource`` and the log; returns
@@ -147,6 +167,9 @@ class Tap:
             return False
         if type_ == "k8s.watch":
             data = strip_watch(data)
-        self.queue.put_nowait(make_event(type_, self.now(), data, id=observed_id(type_, data)))
+        payload = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+        event = make_event(type_, self.now(), data, id=observed_id_of(type_, payload))
+        self.encoded[event.id] = payload
+        self.queue.put_nowait(event)
         self.stats.queued += 1
         return True

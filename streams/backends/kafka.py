@@ -12,9 +12,9 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
   append is produced as *one record batch* to the one partition, which the broker writes
   all-or-nothing. Its size is bounded by ``max_batch_bytes`` (URL option, default 16
   MiB, at most the broker's ``message.max.bytes``): ``append`` refuses a larger batch with
-  :class:`BatchTooLargeError` before sending anything; only the bulk path
-  ``append_encoded`` (``tide log import``) splits it into several atomic record batches,
-  because a re-import skips what an interrupted one already wrote.
+  :class:`BatchTooLargeError` before sending anything (``append_encoded`` too); only the
+  bulk path ``append_bulk`` (``tide log import``) splits it into several atomic record
+  batches, because a re-import skips what an interrupted one already wrote.
 * **Idempotent by event id.** The log keeps an id index (id → first offset), rebuilt
   from the topic's headers as far as it is needed and extended by every append and read
   of this process. The first append of a handle catches the index up to the head and
@@ -56,7 +56,7 @@ from streams.backends.kafka_codec import (
 from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
 from streams.codec import check_appendable
-from streams.events import Event
+from streams.events import Event, build_event
 from streams.log import EventLog, LogError, Quarantined
 
 __all__ = ["BatchTooLargeError", "KafkaLog", "open_url"]
@@ -135,50 +135,69 @@ class KafkaLog(EventLog):
     async def append_encoded(
         self, events: Sequence[Event], payloads: Sequence[bytes | None]
     ) -> list[Event]:
-        """The bulk append of ``tide log import``: like :meth:`append`, reusing
-        ``payloads[i]`` (``events[i].data`` serialised canonically, or None) in the record
-        value, and a batch above ``max_batch_bytes`` goes out as several atomic record
-        batches, in order."""
+        """:meth:`append`, reusing ``payloads[i]`` (``events[i].data`` serialised
+        canonically, or None) in the record value (``tide record`` and ``tide run``: the
+        recorder serialised each payload to hash its id)."""
+        return await self._append(events, payloads, split=False)
+
+    async def append_bulk(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """The bulk append of ``tide log import``: :meth:`append_encoded`, and a batch
+        above ``max_batch_bytes`` goes out as several atomic record batches, in order."""
         return await self._append(events, payloads, split=True)
 
     async def _append(
         self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
     ) -> list[Event]:
         check_appendable(events)
-        unique: dict[str, tuple[Event, bytes]] = {}
+        batch: list[Event] = []
+        values: list[bytes] = []
+        seen: set[str] = set()
+        held = len(payloads)
         for i, event in enumerate(events):  # encoded once, before taking the lock
-            if event.id not in unique:
-                payload = payloads[i] if i < len(payloads) else None
-                unique[event.id] = (event, record_value(event, payload))  # may raise TypeError
-        if not unique:
+            if event.id not in seen:
+                seen.add(event.id)
+                batch.append(event)
+                values.append(record_value(event, payloads[i] if i < held else None))
+        if not batch:
             return []
         async with self._append_lock:
             if self._shared or not self._at_end:
                 await self._index_to(None)
             ids = self._ids
-            fresh = [pair for id_, pair in unique.items() if id_ not in ids]
-            if not fresh:
-                return []
+            if not ids.keys().isdisjoint(seen):  # iterates the smaller of the two
+                keep = [k for k, event in enumerate(batch) if event.id not in ids]
+                if not keep:
+                    return []
+                batch, values = [batch[k] for k in keep], [values[k] for k in keep]
             batches = fill_batches(
                 self._producer.create_batch,
-                [event for event, _ in fresh],
-                [value for _, value in fresh],
+                batch,
+                values,
                 max_bytes=self.target.max_batch_bytes,
                 split=split,
             )
             added: list[Event] = []
             done = 0
             self._at_end = False  # until the produce answers: a lost ack leaves it unknown
-            for batch, count in batches:
-                base = await self._send(batch, self.target.topic)
+            for record_batch, count in batches:
+                base = await self._send(record_batch, self.target.topic)
                 self._last_batch = (base, base + count)
-                if base != self._indexed:  # another writer got in between
-                    self._shared = True
-                    await self._index_to(base)
-                for i, (event, _) in enumerate(fresh[done : done + count]):
-                    if self._place(event.id, base + i):
-                        added.append(event.with_offset(base + i))
+                sent = batch[done : done + count]
                 done += count
+                if base == self._indexed:  # the only writer: every record is the first
+                    self._indexed = base + count
+                    ids.update({event.id: offset for offset, event in enumerate(sent, base)})
+                    added += placed(sent, base)
+                    continue
+                self._shared = True  # another writer got in between
+                await self._index_to(base)
+                added += [
+                    event.with_offset(base + i)
+                    for i, event in enumerate(sent)
+                    if self._place(event.id, base + i)
+                ]
             self._at_end = True
         return added
 
@@ -355,6 +374,16 @@ class KafkaLog(EventLog):
         """The end of ``tp`` (hold ``_control_lock``); see ``kafka_reader.end_offset``."""
         known = self._last_batch if tp == self._tp else (-1, -1)
         return await end_offset(self._control, tp, known=known, timeout=self.target.timeout)
+
+
+def placed(events: list[Event], base: int) -> list[Event]:
+    """``events`` at offsets ``base``, ``base + 1``, ... (new Events: the caller's stay
+    as they were)."""
+    build = build_event
+    return [
+        build(e.type, e.at, e.id, e.data, e.cause, offset, e.v, e.prev)
+        for offset, e in enumerate(events, base)
+    ]
 
 
 def runs(offsets: list[int], *, gap: int = FETCH_RECORDS) -> list[tuple[int, int]]:

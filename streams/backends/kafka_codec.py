@@ -1,16 +1,18 @@
 """How an event becomes a Kafka record and a record becomes an event again.
 
-A record's value is the event's canonical line, made by the one encoder
-(:func:`streams.codec.encode`), so every field of the record round-trips however the
-record grows; its headers carry ``id`` and ``type`` (the id index is rebuilt from them
-without decoding values); its timestamp is the event's ``at``, so the broker's
-time-based retention follows the cluster's time.
+A record's value is the event's canonical line (the bytes :func:`streams.codec.encode`
+gives), so every field of the record round-trips however the record grows; its headers
+carry ``id`` and ``type`` (the id index is rebuilt from them without decoding values);
+its timestamp is the event's ``at``, so the broker's time-based retention follows the
+cluster's time.
 
 The append path is the hot one (measured in ``benchmarks/bench_kafka.py``):
 
-* each value is encoded once; when the caller already holds the payload's canonical
-  bytes (``tide log import`` computed them for content ids), the encoder splices them in
-  as an ``orjson.Fragment`` instead of serialising the payload again;
+* each value is encoded once, put together around the payload's canonical bytes
+  (:func:`record_value`): when the caller already holds them (``tide log import``
+  computed them for content ids, the recorder for observation ids) the payload is not
+  serialised again, and the envelope's time text and timestamp are computed once per
+  distinct time;
 * records go straight into aiokafka's record-batch builder, skipping the producer's
   per-record wrapper (:func:`fill_batches`; the wrapper's record count is set once at
   the end, which is all it keeps besides the builder: aiokafka 0.11-0.14);
@@ -20,13 +22,14 @@ The append path is the hot one (measured in ``benchmarks/bench_kafka.py``):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from datetime import datetime
+from typing import Any
 
 import orjson
 
 from streams.backends.kafka_client import BatchTooLargeError
-from streams.codec import DecodeError, decode_record, encode
-from streams.events import Event, build_event
+from streams.codec import DecodeError, decode_record
+from streams.events import Event, format_time
 from streams.log import LogError
 
 Record = Any  # aiokafka's ConsumerRecord (aiokafka ships no type information)
@@ -36,17 +39,76 @@ _set_offset = vars(Event)["offset"].__set__
 
 
 def record_value(event: Event, payload: bytes | None = None) -> bytes:
-    """The record value of ``event``: its canonical line.
+    """The record value of ``event``: its canonical line (:func:`streams.codec.encode`).
 
-    ``payload`` is ``event.data`` already serialised canonically (sorted keys), or None.
+    ``payload`` is ``event.data`` already serialised canonically (sorted keys), or None
+    (then it is serialised here). The line is put together around it: a canonical line
+    is a JSON object with sorted keys (``at``, ``cause``, ``data``, ``id``, ``prev``,
+    ``type``, ``v``) and no spaces, so its bytes are the fields' own serialisations
+    between fixed keys; ``tests/streams/test_kafka_codec.py`` holds it to ``encode``.
     """
     if payload is None:
-        return encode(event)
-    data = cast(dict[str, Any], orjson.Fragment(payload))
-    # the fast constructor: dataclasses.replace costs more than the rest of the encode
-    return encode(
-        build_event(event.type, event.at, event.id, data, event.cause, -1, event.v, event.prev)
-    )
+        payload = orjson.dumps(event.data, option=_SORTED)
+    head = _stamp(event.at)[0]
+    if event.cause is None and event.prev is None and event.v == 1:  # the usual record
+        return b"".join((head, payload, b',"id":', orjson.dumps(event.id), _tail(event.type)))
+    parts = [head[:-8]]  # '{"at":"…"', without ',"data":'
+    if event.cause is not None:
+        parts += (b',"cause":', orjson.dumps(event.cause, option=_SORTED))
+    parts += (b',"data":', payload, b',"id":', orjson.dumps(event.id, option=_SORTED))
+    if event.prev is not None:
+        parts += (b',"prev":', orjson.dumps(event.prev, option=_SORTED))
+    parts.append(_tail(event.type)[:-1])  # ',"type":"…"'
+    if event.v != 1:
+        parts += (b',"v":', orjson.dumps(event.v, option=_SORTED))
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def record_timestamp(event: Event) -> int:
+    """The record's timestamp: ``event.at`` in milliseconds since the epoch."""
+    return _stamp(event.at)[1]
+
+
+def _stamp(at: datetime) -> tuple[bytes, int]:
+    """``'{"at":"<at>","data":'`` and the timestamp in ms, computed once per time.
+
+    Formatting a time and taking its timestamp cost as much as copying a 5 KB payload,
+    and a batch's records share few times (a relist or a metrics poll is stamped at
+    once; a recording's first 30,000 records carry 7). Equal aware datetimes are the
+    same instant, so they have the same text and timestamp whatever their zone.
+    """
+    known = _STAMPS.get(at)
+    if known is None:
+        if len(_STAMPS) >= _STAMPS_MAX:
+            _STAMPS.clear()
+        head = b'{"at":' + orjson.dumps(format_time(at)) + b',"data":'
+        known = _STAMPS[at] = (head, int(at.timestamp() * 1000))
+    return known
+
+
+def _tail(type_: str) -> bytes:
+    """``',"type":"<type>"}'``."""
+    tail = _TAILS.get(type_)
+    if tail is None:
+        tail = _TAILS[type_] = b',"type":' + orjson.dumps(type_) + b"}"
+    return tail
+
+
+_SORTED = orjson.OPT_SORT_KEYS
+_STAMPS: dict[datetime, tuple[bytes, int]] = {}
+_STAMPS_MAX = 4096
+#: per event type (``check_appendable`` lets only the known ones through)
+_TAILS: dict[str, bytes] = {}
+#: per event type, the ``type`` header
+_TYPE_HEADERS: dict[str, tuple[str, bytes]] = {}
+
+
+def _type_header(type_: str) -> tuple[str, bytes]:
+    header = _TYPE_HEADERS.get(type_)
+    if header is None:
+        header = _TYPE_HEADERS[type_] = ("type", type_.encode())
+    return header
 
 
 def fill_batches(
@@ -68,9 +130,10 @@ def fill_batches(
     batches: list[tuple[Any, int]] = []
     batch = new_batch()
     builder, count = batch._builder, 0  # aiokafka's DefaultRecordBatchBuilder
+    known, types = _STAMPS.get, _TYPE_HEADERS.get
     for event, value in zip(events, values, strict=True):
-        timestamp = int(event.at.timestamp() * 1000)
-        headers = [("id", event.id.encode()), ("type", event.type.encode())]
+        timestamp = (known(event.at) or _stamp(event.at))[1]
+        headers = [("id", event.id.encode()), types(event.type) or _type_header(event.type)]
         if builder.append(count, timestamp, None, value, headers) is not None:
             count += 1
             continue

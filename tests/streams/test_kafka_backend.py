@@ -26,6 +26,7 @@ from streams.events import Event
 from streams.log import BackendUnavailableError, LogError
 from tests.streams.log_contract import ids, take, tick, ticks, unplaced
 from tests.streams.tansu import Broker, free_port
+from tests.streams.test_kafka_codec import canonical_payload
 
 
 async def produce_raw(broker: Broker, topic: str, events: list[Event]) -> None:
@@ -88,10 +89,16 @@ async def test_two_writers_racing_on_the_same_ids_are_seen_once(broker: Broker) 
             assert len(set(ids(stored))) == len(stored)
 
 
-async def test_a_batch_above_the_bound_is_refused_whole(broker: Broker) -> None:
+@pytest.mark.parametrize("held", [False, True], ids=["append", "append_encoded"])
+async def test_a_batch_above_the_bound_is_refused_whole(broker: Broker, held: bool) -> None:
     async with await KafkaLog.open(broker.url(max_batch_bytes="4096")) as log:
         with pytest.raises(BatchTooLargeError, match="max_batch_bytes=4096") as caught:
-            await log.append(ticks(0, 100))
+            if held:
+                assert isinstance(log, KafkaLog)
+                events = ticks(0, 100)
+                await log.append_encoded(events, [canonical_payload(e) for e in events])
+            else:
+                await log.append(ticks(0, 100))
         assert not caught.value.retriable
         assert await log.head() == 0
         assert len(await log.append(ticks(0, 5))) == 5  # a batch within the bound is fine
@@ -100,7 +107,7 @@ async def test_a_batch_above_the_bound_is_refused_whole(broker: Broker) -> None:
 async def test_the_bulk_append_splits_into_atomic_record_batches(broker: Broker) -> None:
     log = await KafkaLog.open(broker.url(max_batch_bytes="4096"))
     try:
-        added = await log.append_encoded(ticks(0, 100), [])
+        added = await log.append_bulk(ticks(0, 100), [])
         assert unplaced(added) == ticks(0, 100)
         assert unplaced(await log.read_all()) == ticks(0, 100)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import orjson
 import pytest
 
 from controller.loop.live import LiveLoop
@@ -54,7 +55,7 @@ async def run_until_killed(
     await loop.prepare()
     appends = 0
 
-    async def append(batch: list[Event]) -> list[Event]:
+    async def append(batch: list[Event], payloads: Sequence[bytes | None]) -> list[Event]:
         nonlocal appends
         appends += 1
         if appends == kill_at:
@@ -93,3 +94,36 @@ async def test_a_kill_at_any_append_leaves_a_log_that_replays(kill_at: int) -> N
     policy = Policy.of(load_config({"actions": "allocate"}), eviction)
     report = replay(events, configs=policy)
     assert report.ok, [d.describe() for d in report.differences]
+
+
+@pytest.mark.parametrize("leading", [True, False], ids=["leader", "standby"])
+async def test_each_record_reaches_the_log_with_its_own_payload_bytes(leading: bool) -> None:
+    """``feed`` splits a batch at each sample and a standby drops the samples: the payload
+    bytes handed in must stay beside their own records (a shift would store one record's
+    payload under another's id), and records the loop makes itself go without bytes."""
+    loop = LiveLoop(Step(config=None, eviction=parse_eviction_config({})), MemoryLog())
+    await loop.prepare()
+    stop = asyncio.Event()
+    running = asyncio.create_task(loop.run(stop)) if leading else None
+    while leading and not loop.leading:
+        await asyncio.sleep(0)
+    seen: list[tuple[Event, bytes | None]] = []
+
+    async def append(batch: list[Event], payloads: Sequence[bytes | None]) -> list[Event]:
+        held = list(payloads) + [None] * (len(batch) - len(payloads))
+        seen.extend(zip(batch, held, strict=True))
+        return await loop.log.append(batch)
+
+    loop.append = append
+    inputs = [event for chunk in chunks() for event in chunk]
+    payloads = [orjson.dumps(e.data, option=orjson.OPT_SORT_KEYS) for e in inputs]
+    await loop.feed(inputs, payloads)
+    if running is not None:
+        stop.set()
+        await running
+    by_id = dict(zip([e.id for e in inputs], payloads, strict=True))
+    fed = [event for event, _ in seen if event.id in by_id]
+    assert len(fed) == len(inputs) - (0 if leading else 6)  # a standby writes no sample
+    for event, payload in seen:
+        assert payload == by_id.get(event.id), event.type
+    assert any(e.type in DECISION_TYPES for e, _ in seen) is leading

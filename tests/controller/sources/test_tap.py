@@ -6,10 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pytest
 
 from controller.sources.known import KnownObjects
-from controller.sources.tap import Tap
+from controller.sources.tap import Tap, observed_id, observed_id_of
+from streams.backends.kafka_codec import record_value
+from streams.codec import encode
 from streams.events import Event
 from streams.log import Quarantined
 from tests.builders import build_node, watch
@@ -162,3 +165,57 @@ def test_bulk_pauses_the_collector_until_the_last_list_is_done() -> None:
     assert not gc.isenabled()
     inner.__exit__(None, None, None)
     assert gc.isenabled()
+
+
+def pod_metrics(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "timestamp": "2026-01-01T00:00:10Z",
+        "window": "10s",
+        "containers": [{"name": "c", "usage": {"cpu": cpu, "memory": "1Gi"}}],
+    }
+
+
+def offered(tap: Tap) -> None:
+    noted = node("a", "2")
+    noted["metadata"]["annotations"] = {"note": '\u00e9 "x" \u2028', "a": "first"}
+    tap.relisted("nodes", [node("b", "1"), noted, node("c", "3")])
+    tap.offer("nodes", "DELETED", node("b", "1"))
+    tap.bookmark("nodes", "9")
+    tap.sample("metrics.pod", pod_metrics("p1", "250m"))
+    usage = {"cpu": "1", "memory": "1Gi"}
+    sample = {"metadata": {"name": "n1"}, "timestamp": "2026-01-01T00:00:10Z", "usage": usage}
+    tap.sample("metrics.node", sample | {"window": "10s"})
+
+
+def test_the_payload_bytes_handed_to_the_log_are_the_canonical_ones() -> None:
+    """The tap serialises each payload once, for its id; the writer hands those bytes to
+    the log. They must be exactly what the log would write for the payload itself
+    (``streams.codec.encode``), and the id exactly ``observed_id`` of the payload."""
+    tap = Tap(KnownObjects(), lambda: T)
+    offered(tap)
+    events = [item for item in drained(tap) if isinstance(item, Event)]
+    assert len(events) == 7
+    payloads = tap.payloads(events)
+    for event, payload in zip(events, payloads, strict=True):
+        assert payload == orjson.dumps(event.data, option=orjson.OPT_SORT_KEYS)
+        assert event.id == observed_id(event.type, event.data)
+        assert record_value(event, payload) == encode(event)
+    assert tap.encoded == {}  # taken with the events: nothing kept behind
+    assert tap.payloads(events) == [None] * len(events)  # taken once; None: serialise
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"b": 1, "a": {"d": [1, {"z": None, "y": 0.5}], "c": "\u00e9\u2028"}},
+        {},
+        {"resource": "pods", "event": "ADDED", "object": build_node("n")},
+    ],
+    ids=["nested unsorted", "empty", "a node"],
+)
+@pytest.mark.parametrize("type_", ["k8s.watch", "metrics.node", 'odd "type"'])
+def test_the_id_from_the_payload_bytes_is_the_observed_id(data: dict[str, Any], type_: str) -> None:
+    payload = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    assert observed_id_of(type_, payload) == observed_id(type_, data)
+    assert observed_id_of(type_, payload + b" ") != observed_id(type_, data)
