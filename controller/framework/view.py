@@ -282,10 +282,13 @@ class ClusterView:
             self._columns = FreeColumns(self._node_list)
         return self._columns
 
-    def _changed(self, pos: int) -> None:
-        self.versions[pos] += 1
-        self.changes += 1
-        self.changed.append(pos)
+    def _changed(self, pos: int, count: int = 1) -> None:
+        """Node ``pos`` changed ``count`` times: every record of a node change goes here
+        (its version, ``changes``, the ``changed`` log the pruning columns read, the free
+        columns), so that no batch path can forget one of them."""
+        self.versions[pos] += count
+        self.changes += count
+        self.changed.extend([pos] * count)
         if self._columns is not None:
             self._columns.refresh(pos)
 
@@ -561,10 +564,7 @@ class ClusterView:
                     node_add(node, task, key)
                 count += 1
             if count:
-                self.versions[pos] += count
-                self.changes += count
-                if self._columns is not None:
-                    self._columns.refresh(pos)
+                self._changed(pos, count)
 
     def node_has_task(self, name: str, key: str) -> bool:
         pos = self._node_pos.get(name)

@@ -6,7 +6,8 @@ the session first allocates and evicts a little one by one (so some nodes and jo
 cloned already), then evicts a victim list with repeats, by batch in one session and
 victim by victim in a twin. Everything the session holds afterwards is compared: the
 operations, every task and job as the view answers, every node's accounting (scalar
-names in order), the node versions, the handlers' calls and the committed events.
+names in order), the node versions and the change log the pruning columns read, the
+handlers' calls and the committed events.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def state(ssn: Session, keys: list[str], seen: list[Any]) -> dict[str, Any]:
         "tasks": [(k, t.status, t.node_name) for k in keys if (t := ssn.tasks.lookup(k))],
         "jobs": [(j, [(k, t.status) for k, t in ssn.jobs[j].tasks.items()]) for j in ssn.jobs],
         "nodes": [_node(n) for n in view.node_list],
-        "versions": (list(view.versions), view.changes),
+        "versions": (list(view.versions), view.changes, sorted(view.changed)),
         "handlers": list(seen),
     }
 
