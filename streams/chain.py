@@ -51,6 +51,7 @@ __all__ = [
     "RunMismatchError",
     "Sealable",
     "WriterLock",
+    "append_with_payloads",
     "check_chain",
     "check_log",
     "digest",
@@ -320,9 +321,17 @@ class ChainWriter:
             return []
         if self.adopt and isinstance(self.log, BulkAppend):  # an import
             return await self.log.append_bulk(events, payloads)
-        if payloads and isinstance(self.log, EncodedAppend):
-            return await self.log.append_encoded(events, payloads)
-        return await self.log.append(events)
+        return await append_with_payloads(self.log, events, payloads)
+
+
+async def append_with_payloads(
+    log: EventLog, events: list[Event], payloads: Sequence[bytes | None]
+) -> list[Event]:
+    """One atomic ``append`` of ``events``, handing the log ``payloads`` (as for
+    :class:`EncodedAppend`) when it can store them as they are."""
+    if payloads and isinstance(log, EncodedAppend):
+        return await log.append_encoded(events, payloads)
+    return await log.append(events)
 
 
 async def check_log(log: EventLog) -> ChainReport:

@@ -47,7 +47,7 @@ from controller.triggers.clock import Clock, SystemClock
 from controller.triggers.live import LiveTriggers
 from projections.effects import EffectsState
 from projections.world import World
-from streams.chain import EncodedAppend
+from streams.chain import append_with_payloads
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.log import EventLog
 
@@ -302,9 +302,7 @@ class LiveLoop:
         self, records: list[Event], payloads: Sequence[bytes | None]
     ) -> list[Event]:
         """The log's own append (until ``tide run`` swaps in its chain writer)."""
-        if payloads and isinstance(self.log, EncodedAppend):
-            return await self.log.append_encoded(records, payloads)
-        return await self.log.append(records)
+        return await append_with_payloads(self.log, records, payloads)
 
     async def _decide_sample(self, sample: Event, payload: bytes | None = None) -> None:
         """A sample and the decisions it causes, written as one batch (the lock is held).

@@ -42,8 +42,7 @@ Item = Event | Quarantined
 def observed_id(type_: str, data: dict[str, Any]) -> str:
     """The id of an observation: a hash of its type and canonical payload, without the
     time it was recorded (the same object version or sample has one id, whoever saw it)."""
-    body = orjson.dumps({"type": type_, "data": data}, option=orjson.OPT_SORT_KEYS)
-    return hashlib.blake2b(body, digest_size=12).hexdigest()
+    return observed_id_of(type_, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
 
 
 def observed_id_of(type_: str, payload: bytes) -> str:
