@@ -103,10 +103,6 @@ class _SumColumn:
             values[i] = total
 
 
-def _changed_since(view: ClusterView, seen: int) -> list[int]:
-    return sorted(set(view.changed[seen:]))
-
-
 def _exact_column(
     ssn: Session, name: str, value: Hashable, fn: Any, batch: BatchScoreFn | None, task: TaskInfo
 ) -> list[float] | None:
@@ -122,7 +118,7 @@ def _exact_column(
         column.fill(view, range(count))
         column.seen = len(view.changed)
     elif column.seen < len(view.changed):
-        column.fill(view, _changed_since(view, column.seen))
+        column.fill(view, view.changed_since(column.seen))
         column.seen = len(view.changed)
     return None if column.broken else column.values
 
@@ -134,7 +130,7 @@ def _sum_column(ssn: Session, columns: tuple[Sequence[float], ...]) -> list[floa
     if found is None:
         found = store[key] = _SumColumn(columns, view)
     elif found.seen < len(view.changed):
-        found.refresh(_changed_since(view, found.seen))
+        found.refresh(view.changed_since(found.seen))
         found.seen = len(view.changed)
     return found.values
 

@@ -292,6 +292,11 @@ class ClusterView:
         if self._columns is not None:
             self._columns.refresh(pos)
 
+    def changed_since(self, seen: int) -> list[int]:
+        """The positions of the nodes changed since ``changed`` held ``seen`` entries,
+        sorted, each once: what a column derived from the nodes must recompute."""
+        return sorted(set(self.changed[seen:]))
+
     def opening_jobs(self) -> Iterator[JobInfo]:
         """Session jobs as they were at open (the projection's objects).
 

@@ -58,7 +58,7 @@ class ScoreBound:
             column = self._column = [0.0] * len(view.node_list)
             self._fill(range(len(column)))
         elif self._seen < len(view.changed):
-            self._fill(sorted(set(view.changed[self._seen :])))
+            self._fill(view.changed_since(self._seen))
         self._seen = len(view.changed)
         return column
 
