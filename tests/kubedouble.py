@@ -125,7 +125,11 @@ class ApiDouble:
 
     def __post_init__(self) -> None:
         self._uids = itertools.count(1)
-        self._changed = asyncio.Condition()
+        #: set (and replaced) on every change: a watch waits on the one it saw last, so a
+        #: change between its look at the history and its wait is never missed. Not an
+        #: asyncio.Condition: on Python 3.11 a watch cancelled at teardown while waiting
+        #: on one hung re-acquiring its lock (a CI run hung there)
+        self._changed = asyncio.Event()
         self._watches: dict[int, web.Request] = {}
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -228,12 +232,12 @@ class ApiDouble:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.history.append((self.rv, plural, event, copy.deepcopy(obj)))
-        asyncio.get_running_loop().create_task(self._notify())
+        self._wake()
         return obj
 
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     # ---- serving ----------------------------------------------------------------------
 
@@ -313,6 +317,7 @@ class ApiDouble:
         deadline = loop.time() + timeout
         try:
             while loop.time() < deadline and request.transport is not None:
+                changed = self._changed  # before the look: a later change sets it
                 for rv, what, event, obj in [h for h in self.history if h[0] > since]:
                     since = rv
                     if what == plural:
@@ -320,10 +325,9 @@ class ApiDouble:
                 if bookmarks:
                     mark = {"metadata": {"resourceVersion": str(max(since, self.rv))}}
                     await response.write(orjson.dumps({"type": "BOOKMARK", "object": mark}) + b"\n")
-                async with self._changed:
-                    wait = min(self.bookmark_interval, max(0.0, deadline - loop.time()))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._changed.wait(), wait)
+                wait = min(self.bookmark_interval, max(0.0, deadline - loop.time()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), wait)
         except (ConnectionResetError, RuntimeError):
             return response
         finally:
