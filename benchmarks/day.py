@@ -196,7 +196,9 @@ def ensure_day(day: DayScale, out_dir: Path = OUT_DIR, *, log: bool = True) -> M
     if path.exists() and meta.exists():
         cached = orjson.loads(meta.read_bytes())
         if cached.get("source_hash") == source_hash() and cached.get("scale") == asdict(day):
-            return Manifest(**cached)
+            # The meta may have been written through another checkout's symlink to
+            # this directory: the path is where the recording is found now.
+            return Manifest(**{**cached, "path": str(path)})
     if log:
         print(f"generating {path.name} ...", file=sys.stderr, flush=True)
     out_dir.mkdir(parents=True, exist_ok=True)

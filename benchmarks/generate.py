@@ -1275,7 +1275,9 @@ def ensure_recording(scale: Scale, out_dir: Path = OUT_DIR, *, log: bool = True)
     if path.exists() and meta.exists():
         cached = orjson.loads(meta.read_bytes())
         if cached.get("source_hash") == source_hash() and cached.get("scale") == asdict(scale):
-            return Manifest(**cached)
+            # The meta may have been written through another checkout's symlink to
+            # this directory: the path is where the recording is found now.
+            return Manifest(**{**cached, "path": str(path)})
     if log:
         print(f"generating {path.name} ...", file=sys.stderr, flush=True)
     manifest = generate(scale, path)
