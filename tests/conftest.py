@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -35,3 +35,25 @@ async def client(double: ApiDouble) -> AsyncIterator[KubeClient]:
     """A client of the double."""
     async with KubeClient.for_host(double.url, request_timeout=5) as kube:
         yield kube
+
+
+@pytest.fixture(autouse=True)
+def _collector_left_as_found() -> Iterator[None]:
+    """Every test leaves Python's cyclic collector as it found it (enabled, nothing frozen).
+
+    tide pauses and freezes the collector around bulk work (``streams.gcpause``); a test that
+    leaves it paused would change what every later test measures or asserts about it.
+    """
+    import gc
+
+    enabled, frozen = gc.isenabled(), gc.get_freeze_count()
+    yield
+    now_enabled, now_frozen = gc.isenabled(), gc.get_freeze_count()
+    if not now_enabled and enabled:
+        gc.enable()
+    if now_frozen > frozen:
+        gc.unfreeze()
+    assert (now_enabled, now_frozen > frozen) == (enabled, False), (
+        "the test left the cyclic collector "
+        + ("disabled" if not now_enabled else "with objects frozen")
+    )

@@ -11,7 +11,7 @@ offsets are its line order). Folds run under :func:`streams.gcpause.paced`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
@@ -89,9 +89,14 @@ def replay_log(
             world = log.run(_resume(log, source, start))
         begin = world.position if world is not None else 0
         recorded = recorded_decisions(log.of_types(DECISION_TYPES, start or 0), start=start or 0)
-        with Progress("replay", log.head() - begin) as bar:
+        # closed here, not whenever the generator is collected: a replay that stops at
+        # its first difference leaves it suspended, with the collector paused and frozen
+        with (
+            Progress("replay", log.head() - begin) as bar,
+            closing(paced(log.records(begin))) as feed,
+        ):
             return replay(
-                paced(log.records(begin)),
+                feed,
                 stop_at_first=stop_at_first,
                 start=start or 0,
                 world=world,
