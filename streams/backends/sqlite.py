@@ -287,15 +287,21 @@ class SQLiteLog(EventLog):
     @contextlib.asynccontextmanager
     async def writer_lock(self) -> AsyncIterator[None]:
         """Hold ``<path>.lock`` (``flock``) while writing: one writer at a time, so its
-        chain links are computed against the records actually before them."""
+        chain links are computed against the records actually before them.
+
+        The file is removed when the writer is done, so a finished command leaves only its
+        log behind. Removing a lock file is safe with this protocol: the holder unlinks it
+        before it lets go, and a waiter that wakes holding a file no longer at the path (its
+        inode gone or replaced) lets go and opens the path afresh."""
         if self.path == ":memory:":
             yield
             return
-        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = await asyncio.to_thread(_lock_file, f"{self.path}.lock")
         try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
             yield
         finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}.lock")
             os.close(fd)  # closing releases the lock
 
     async def _rows(self, offset: int, limit: int) -> list[StoredRow]:
@@ -323,6 +329,20 @@ class SQLiteLog(EventLog):
     def _wake(self) -> None:
         self._grew.set()
         self._grew = asyncio.Event()
+
+
+def _lock_file(path: str) -> int:
+    """An open descriptor of ``path`` holding its exclusive ``flock`` (blocks until free);
+    retried while the file locked is not the one at ``path`` (a holder removed it)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
 
 
 async def open_url(url: str) -> SQLiteLog:

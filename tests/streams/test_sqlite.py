@@ -232,3 +232,45 @@ async def test_a_read_left_half_way_does_not_hold_up_appends(
         assert [(await anext(reader)).offset for _ in range(6)] == [1, 2, 3, 4, 5, 6]
         with pytest.raises(StopAsyncIteration):
             await anext(reader)
+
+
+async def test_the_writer_lock_file_is_gone_once_the_writer_is_done(tmp_path: Path) -> None:
+    log = await SQLiteLog.open(str(tmp_path / "w.db"))
+    try:
+        async with log.writer_lock():
+            assert (tmp_path / "w.db.lock").exists()
+        assert not (tmp_path / "w.db.lock").exists()
+        async with log.writer_lock():  # and it can be taken again
+            pass
+    finally:
+        await log.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.db"]
+
+
+def test_removing_the_lock_file_never_lets_two_writers_in(tmp_path: Path) -> None:
+    """Holders unlink the file before letting go; a waiter that wakes on the removed file
+    must not enter beside one that locked the new file (many rounds, four threads)."""
+    import os
+    import threading
+
+    path = str(tmp_path / "w.db.lock")
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def writer(n: int) -> None:
+        for _ in range(150):
+            fd = sqlite_backend._lock_file(path)
+            inside.append(n)
+            if len(inside) > 1:
+                overlaps.append(n)
+            os.sched_yield()
+            inside.remove(n)
+            os.unlink(path)
+            os.close(fd)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == []
