@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from controller.plugins.rescheduling.args import LnuParams
@@ -131,20 +131,26 @@ def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
     return (task.pod_priority, qos_rank(task), task.namespace, task.name, task.uid)
 
 
-_PRIORITY = attrgetter("pod_priority")
-_QOS = attrgetter("k8s_qos")
-_NAMES = attrgetter("namespace", "name", "uid")
+_QOS_OF = itemgetter(1)
+_TASK_OF = itemgetter(6)
 
 
-def in_victim_order(tasks: list[TaskInfo]) -> list[TaskInfo]:
-    """``tasks`` sorted by :func:`victim_order`, with the keys built by C-level getters
-    (every task of every hot node is sorted here): ``(priority, QoS rank, (namespace,
-    name, uid))`` orders as the flat tuple does."""
-    ranks: list[int | None] = list(map(QOS_RANK.get, map(_QOS, tasks)))
-    if None in ranks:
-        ranks = [qos_rank(task) for task in tasks]
-    keys = list(zip(map(_PRIORITY, tasks), ranks, map(_NAMES, tasks), strict=True))
-    return [tasks[i] for i in sorted(range(len(tasks)), key=keys.__getitem__)]
+def in_victim_order(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+    """``tasks`` sorted by :func:`victim_order` (every task of every hot node is sorted
+    here): one pass builds ``(priority, QoS rank, namespace, name, uid, position, task)``
+    per task and one ``list.sort`` orders them, tuple against tuple in C. ``position``
+    (unique) makes ties keep the given order, as the stable sort by key does, and is never
+    passed, so the tasks themselves are never compared. A task without a known QoS class
+    is ranked by :func:`qos_rank` (its request), the rare case."""
+    rank = QOS_RANK.get
+    keyed = [
+        (task.pod_priority, rank(task.k8s_qos, -1), task.namespace, task.name, task.uid, i, task)
+        for i, task in enumerate(tasks)
+    ]
+    if -1 in map(_QOS_OF, keyed):
+        keyed = [(row[0], qos_rank(row[6]), *row[2:]) for row in keyed]
+    keyed.sort()
+    return list(map(_TASK_OF, keyed))
 
 
 def classify(
@@ -232,7 +238,7 @@ def select(
             if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
             if ordered is None:
-                ordered = in_victim_order(list(candidates(load.name)))
+                ordered = in_victim_order(candidates(load.name))
             if rank >= len(ordered):
                 break
             task = ordered[rank]

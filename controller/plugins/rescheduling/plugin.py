@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from operator import attrgetter
+from operator import attrgetter, countOf
 from typing import Any
 
 from controller.framework.disruption import Disruptions
@@ -54,7 +54,7 @@ from controller.plugins.rescheduling.low_node_utilization import (
     select,
 )
 from projections.model import NodeInfo, TaskInfo, TaskStatus
-from projections.ownership import is_system
+from projections.ownership import MIRROR, is_system
 from projections.usage import Series, UsageState, to_seconds
 
 NAME = "rescheduling"
@@ -65,6 +65,8 @@ TRIGGER = "rescheduling/interval"
 RANK = 10
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 SYSTEM_NAMESPACE = "kube-system"
+#: the owner kind of :func:`projections.ownership.is_system`, inlined in :func:`_candidates`
+DAEMON_SET = "DaemonSet"
 
 
 def schedules(args: ReschedulingArgs, ctx: PluginContext) -> tuple[Schedule, ...]:
@@ -183,17 +185,19 @@ class ReschedulingPlugin:
 
 def _candidates(ssn: Session, node: str) -> list[TaskInfo]:
     """The node's Running, preemptable, not protected tasks (their job is checked later,
-    by :meth:`GangCounts.take`, only for the few the round reaches); :func:`never_victim`,
-    inlined with the cheap tests first (every task of every hot node passes here)."""
+    by :meth:`GangCounts.take`, only for the few the round reaches); :func:`never_victim`
+    and :func:`projections.ownership.is_system` inlined (every task of every hot node
+    passes here)."""
     running = TaskStatus.RUNNING
     return [
         task
         for task in ssn.nodes[node].tasks.values()
         if task.status == running
         and task.preemptable
-        and task.namespace != SYSTEM_NAMESPACE
         and task.priority_class not in CRITICAL_CLASSES
-        and not is_system(task)
+        and task.namespace != SYSTEM_NAMESPACE
+        and task.owner_kind != DAEMON_SET
+        and MIRROR not in task.annotations
     ]
 
 
@@ -218,6 +222,7 @@ def _pod_loads(
 
 
 _STATUS = attrgetter("status")
+_RUNNING = TaskStatus.RUNNING
 
 
 def _may_evict(
@@ -269,7 +274,7 @@ class GangCounts:
                 return False
             if job.implicit:
                 return True
-            count = list(map(_STATUS, job.tasks.values())).count(TaskStatus.RUNNING)
+            count = countOf(map(_STATUS, job.tasks.values()), _RUNNING)
             self.minimum[key] = job.min_available
         if count - 1 < self.minimum[key]:
             self.left[key] = count

@@ -40,8 +40,14 @@ from controller.plugins.rescheduling.low_node_utilization import (
     select,
     victim_order,
 )
-from controller.plugins.rescheduling.plugin import GangCounts
+from controller.plugins.rescheduling.plugin import (
+    CRITICAL_CLASSES,
+    GangCounts,
+    _candidates,
+    never_victim,
+)
 from projections.model import JobInfo, Resource, TaskInfo, TaskStatus
+from projections.ownership import MIRROR
 
 # -- the plain code, as it was -------------------------------------------------------------
 
@@ -367,3 +373,35 @@ def test_build_victim_is_the_constructed_victim() -> None:
     assert pickle.loads(pickle.dumps(built)) == constructed
     with pytest.raises(FrozenInstanceError):
         built.reason = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_candidates_are_the_plain_filter(seed: int) -> None:
+    """``_candidates`` inlines :func:`never_victim` and ``is_system``: the same tasks, in the
+    same order, as the plain filter, for tasks preemptable whatever their kind (at
+    behaviour level 1 a DaemonSet pod may be)."""
+    rng = random.Random(seed)
+    tasks: dict[str, TaskInfo] = {}
+    for i in range(60):
+        task = TaskInfo(
+            f"u{i}",
+            rng.choice(("ns", "kube-system", "other")),
+            f"p{i}",
+            "ns/j",
+            rng.choice((TaskStatus.RUNNING, TaskStatus.RUNNING, TaskStatus.PENDING)),
+            Resource(),
+            Resource(),
+            preemptable=rng.random() < 0.8,
+            priority_class=rng.choice(("", "prod", *sorted(CRITICAL_CLASSES))),
+            owner_kind=rng.choice(("", "ReplicaSet", "Job", "DaemonSet")),
+            annotations=rng.choice(({}, {"a": "b"}, {MIRROR: "x"})),
+        )
+        tasks[task.key] = task
+    session = cast(Session, SimpleNamespace(nodes={"n": SimpleNamespace(tasks=tasks)}))
+    plain = [
+        t
+        for t in tasks.values()
+        if t.status == TaskStatus.RUNNING and t.preemptable and not never_victim(t)
+    ]
+    assert _candidates(session, "n") == plain
+    assert 0 < len(plain) < len(tasks)
