@@ -53,8 +53,9 @@ from controller.plugins.rescheduling.low_node_utilization import (
     Round,
     select,
 )
-from projections.model import NodeInfo, TaskInfo, TaskStatus
+from projections.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
 from projections.ownership import MIRROR, is_system
+from projections.queuetotals import QueueTotals
 from projections.usage import Series, UsageState, to_seconds
 
 NAME = "rescheduling"
@@ -252,16 +253,29 @@ class GangCounts:
     Per job (by the task's job key) it holds the Running pods the round has not taken yet
     and the job's minimum, both read on the job's first candidate: the session's jobs do
     not change while a round chooses, so later candidates of the job skip the lookup.
-    (Counting lazily, only as far as a low minimum needs, cost more than it saved: the
-    count is one C-level pass.)
+
+    The count of a job the session has not changed (its lookup is the cluster
+    projection's own object) is read from the projection's maintained index
+    (:meth:`projections.queuetotals.QueueTotals.running`, kept up as the fold touches
+    jobs); a job the session changed (a clone), or a cluster without the index, is
+    counted (one C-level pass over its tasks). Counting every task of every job the round
+    reached was a tenth of a round at 5,000 nodes: mostly cache misses on other nodes'
+    tasks.
     """
 
-    __slots__ = ("left", "lookup", "minimum")
+    __slots__ = ("base", "left", "lookup", "minimum", "running")
 
     def __init__(self, ssn: Session) -> None:
         self.lookup = ssn.jobs.lookup
         self.left: dict[str, int] = {}
         self.minimum: dict[str, int] = {}
+        cluster = getattr(getattr(ssn, "world", None), "cluster", None)
+        index: QueueTotals | None = getattr(cluster, "queue_totals", None)
+        self.base: Mapping[str, JobInfo] = {}
+        self.running: Mapping[str, int] = {}
+        if cluster is not None and index is not None:
+            self.base = cluster.jobs
+            self.running = index.running(cluster.jobs)
 
     def take(self, task: TaskInfo) -> bool:
         """Whether the task's job may lose it; records the taking when it may. A task of no
@@ -274,7 +288,9 @@ class GangCounts:
                 return False
             if job.implicit:
                 return True
-            count = countOf(map(_STATUS, job.tasks.values()), _RUNNING)
+            count = self.running.get(key) if job is self.base.get(key) else None
+            if count is None:
+                count = countOf(map(_STATUS, job.tasks.values()), _RUNNING)
             self.minimum[key] = job.min_available
         if count - 1 < self.minimum[key]:
             self.left[key] = count

@@ -13,7 +13,7 @@ import math
 import pickle
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -46,8 +46,10 @@ from controller.plugins.rescheduling.plugin import (
     _candidates,
     never_victim,
 )
+from projections.cluster import ClusterState
 from projections.model import JobInfo, Resource, TaskInfo, TaskStatus
 from projections.ownership import MIRROR
+from tests.builders import build_pod, build_podgroup, watch
 
 # -- the plain code, as it was -------------------------------------------------------------
 
@@ -405,3 +407,61 @@ def test_candidates_are_the_plain_filter(seed: int) -> None:
     ]
     assert _candidates(session, "n") == plain
     assert 0 < len(plain) < len(tasks)
+
+
+def folded_gangs(seed: int) -> ClusterState:
+    """A folded cluster of PodGroup jobs with Running and Pending pods, and some pods of
+    no PodGroup."""
+    rng = random.Random(seed)
+    events = []
+    for g in range(8):
+        events.append(
+            watch("podgroups", build_podgroup("ns", f"g{g}", min_member=rng.randrange(5)))
+        )
+        for i in range(rng.randrange(7)):
+            phase = rng.choice(("Running", "Running", "Pending", "Succeeded"))
+            node = "" if phase == "Pending" else "n1"
+            events.append(
+                watch("pods", build_pod("ns", f"g{g}-{i}", group=f"g{g}", node=node, phase=phase))
+            )
+    events += [watch("pods", build_pod("ns", f"solo{i}", node="n1")) for i in range(3)]
+    state = ClusterState()
+    for event in events:
+        state.apply(event.with_offset(state.position))
+    return state
+
+
+def gang_session(state: ClusterState, jobs: Mapping[str, JobInfo]) -> Session:
+    """A session double over a folded cluster whose lookups return ``jobs``' objects."""
+    world = SimpleNamespace(cluster=state)
+    return cast(Session, SimpleNamespace(jobs=SimpleNamespace(lookup=jobs.get), world=world))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gang_counts_from_the_index_decide_as_counting(seed: int) -> None:
+    """Jobs the session has not changed are counted by the projection's running index; the
+    decisions are those of counting every task (break the index: this fails)."""
+    state = folded_gangs(seed)
+    asked = sorted(state.tasks.values(), key=lambda t: t.uid) * 2
+    random.Random(seed).shuffle(asked)
+    fast = GangCounts(gang_session(state, state.jobs))
+    plain = plain_gang(state.jobs)
+    decisions = [(fast.take(t), plain(t)) for t in asked]
+    assert [f for f, _ in decisions] == [p for _, p in decisions]
+
+
+def test_a_job_the_session_changed_is_counted_not_read_from_the_index() -> None:
+    """The session staged a change to a job (its lookup is a clone): the count is of the
+    clone's tasks, not the fold's."""
+    events = [watch("podgroups", build_podgroup("ns", "g", min_member=2))]
+    events += [watch("pods", build_pod("ns", f"g-{i}", group="g", node="n1")) for i in range(3)]
+    state = ClusterState()
+    for event in events:
+        state.apply(event.with_offset(state.position))
+    job = state.jobs["ns/g"]
+    staged = {key: replace(task) for key, task in job.tasks.items()}
+    staged["ns/g-0"].status = TaskStatus.RELEASING  # e.g. evicted earlier in the session
+    clones = {"ns/g": replace(job, tasks=staged)}
+    task = job.tasks["ns/g-1"]
+    assert GangCounts(gang_session(state, state.jobs)).take(task)  # 3 Running, minimum 2
+    assert not GangCounts(gang_session(state, clones)).take(task)  # 2 Running in the session
