@@ -138,17 +138,37 @@ _TASK_OF = itemgetter(6)
 def in_victim_order(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
     """``tasks`` sorted by :func:`victim_order` (every task of every hot node is sorted
     here): one pass builds ``(priority, QoS rank, namespace, name, uid, position, task)``
-    per task and one ``list.sort`` orders them, tuple against tuple in C. ``position``
-    (unique) makes ties keep the given order, as the stable sort by key does, and is never
-    passed, so the tasks themselves are never compared. A task without a known QoS class
-    is ranked by :func:`qos_rank` (its request), the rare case."""
+    per task and :func:`sort_keyed` orders them."""
     rank = QOS_RANK.get
-    keyed = [
-        (task.pod_priority, rank(task.k8s_qos, -1), task.namespace, task.name, task.uid, i, task)
-        for i, task in enumerate(tasks)
-    ]
+    return sort_keyed(
+        [
+            (
+                task.pod_priority,
+                rank(task.k8s_qos, -1),
+                task.namespace,
+                task.name,
+                task.uid,
+                i,
+                task,
+            )
+            for i, task in enumerate(tasks)
+        ]
+    )
+
+
+#: a task with its victim-order key: priority, QoS rank (-1: no known class), namespace,
+#: name, uid, position
+Keyed = tuple[int, int, str, str, str, int, TaskInfo]
+
+
+def sort_keyed(keyed: list[Keyed]) -> list[TaskInfo]:
+    """The tasks of ``keyed`` in :func:`victim_order`: one ``list.sort``, tuple against
+    tuple in C. ``position`` (unique) makes ties keep the given order, as the stable sort
+    by key does, and is never passed, so the tasks themselves are never compared. A task
+    without a known QoS class (rank -1) is ranked by :func:`qos_rank` (its request), the
+    rare case. Sorts ``keyed`` in place."""
     if -1 in map(_QOS_OF, keyed):
-        keyed = [(row[0], qos_rank(row[6]), *row[2:]) for row in keyed]
+        keyed[:] = [(row[0], qos_rank(row[6]), *row[2:]) for row in keyed]
     keyed.sort()
     return list(map(_TASK_OF, keyed))
 
@@ -183,13 +203,15 @@ def select(
     pod_load: Callable[[TaskInfo], tuple[float, float, str]],
     may_evict: Callable[[TaskInfo], bool],
     shared: Mapping[str, Any] | None = None,
+    ordered: bool = False,
 ) -> Round:
     """One ``lowNodeUtilization`` round over ``loads`` (see the module docstring).
 
     Args:
         loads: the nodes taking part, with their averaged usage.
         params: the strategy's thresholds.
-        candidates: a node's Running pods that shuffle may evict (any order).
+        candidates: a node's Running pods that shuffle may evict (any order, or in
+            :func:`in_victim_order`'s order when ``ordered``).
         pod_load: a candidate's usage: a :class:`PodLoad` or the plain tuple.
         may_evict: asked once per candidate in victim order just before it would be chosen
             (e.g. a gang minimum that earlier victims have used up); False skips it.
@@ -228,7 +250,7 @@ def select(
     for load in high:
         a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
         name, samples = load.name, load.samples
-        ordered: list[TaskInfo] | None = None
+        tasks: list[TaskInfo] | None = None  # the node's candidates in victim order
         rank = 0
         while True:
             p_cpu = 100.0 * load.cpu / a_cpu if a_cpu > 0 else 0.0
@@ -237,11 +259,12 @@ def select(
             # upstream (isContinueEvictPods) stops only on a headroom of exactly zero
             if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
-            if ordered is None:
-                ordered = in_victim_order(candidates(load.name))
-            if rank >= len(ordered):
+            if tasks is None:
+                found = candidates(load.name)
+                tasks = list(found) if ordered else in_victim_order(found)
+            if rank >= len(tasks):
                 break
-            task = ordered[rank]
+            task = tasks[rank]
             rank += 1
             if not may_evict(task):
                 continue

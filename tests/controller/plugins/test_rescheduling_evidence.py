@@ -379,9 +379,10 @@ def test_build_victim_is_the_constructed_victim() -> None:
 
 @pytest.mark.parametrize("seed", range(10))
 def test_candidates_are_the_plain_filter(seed: int) -> None:
-    """``_candidates`` inlines :func:`never_victim` and ``is_system``: the same tasks, in the
-    same order, as the plain filter, for tasks preemptable whatever their kind (at
-    behaviour level 1 a DaemonSet pod may be)."""
+    """``_candidates`` inlines :func:`never_victim` and ``is_system`` and builds the sort
+    keys in the same pass: the tasks of the plain filter, for tasks preemptable whatever
+    their kind (at behaviour level 1 a DaemonSet pod may be), sorted by
+    :func:`victim_order`."""
     rng = random.Random(seed)
     tasks: dict[str, TaskInfo] = {}
     for i in range(60):
@@ -397,6 +398,11 @@ def test_candidates_are_the_plain_filter(seed: int) -> None:
             priority_class=rng.choice(("", "prod", *sorted(CRITICAL_CLASSES))),
             owner_kind=rng.choice(("", "ReplicaSet", "Job", "DaemonSet")),
             annotations=rng.choice(({}, {"a": "b"}, {MIRROR: "x"})),
+            pod_priority=rng.choice((0, 0, 100, -5)),
+            k8s_qos=rng.choice(
+                ("BestEffort", "Burstable", "Guaranteed", "" if seed % 2 else "Burstable")
+            ),
+            best_effort=rng.random() < 0.5,
         )
         tasks[task.key] = task
     session = cast(Session, SimpleNamespace(nodes={"n": SimpleNamespace(tasks=tasks)}))
@@ -405,7 +411,7 @@ def test_candidates_are_the_plain_filter(seed: int) -> None:
         for t in tasks.values()
         if t.status == TaskStatus.RUNNING and t.preemptable and not never_victim(t)
     ]
-    assert _candidates(session, "n") == plain
+    assert _candidates(session, "n") == sorted(plain, key=victim_order)
     assert 0 < len(plain) < len(tasks)
 
 
