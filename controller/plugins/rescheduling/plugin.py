@@ -157,10 +157,13 @@ class ReschedulingPlugin:
         disruptions = ssn.disruptions if ssn.disruptions.active else None
         gang = GangCounts(ssn)
 
-        def may_evict(task: TaskInfo) -> bool:
-            if disruptions is None:  # no budget exists: only the gang minimum holds back
-                return gang.take(task)
-            return _may_evict(disruptions, gang, task, budgets)
+        may_evict: Callable[[TaskInfo], bool]
+        if disruptions is None:  # no budget exists: only the gang minimum holds back
+            may_evict = gang.take
+        else:
+
+            def may_evict(task: TaskInfo) -> bool:
+                return _may_evict(disruptions, gang, task, budgets)
 
         for params in args.strategies:
             loads, stale = node_loads(nodes, ssn.usage, now, period)
