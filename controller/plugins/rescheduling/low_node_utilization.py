@@ -204,6 +204,7 @@ def select(
     may_evict: Callable[[TaskInfo], bool],
     shared: Mapping[str, Any] | None = None,
     ordered: bool = False,
+    taking_part: int | None = None,
 ) -> Round:
     """One ``lowNodeUtilization`` round over ``loads`` (see the module docstring).
 
@@ -216,11 +217,16 @@ def select(
         may_evict: asked once per candidate in victim order just before it would be chosen
             (e.g. a gang minimum that earlier victims have used up); False skips it.
         shared: further evidence, the same for every victim of the round.
+        ordered: ``candidates`` gives the tasks in :func:`in_victim_order`'s order.
+        taking_part: how many nodes take part, when ``loads`` holds only the low and the
+            high ones (the others change nothing but the "every node is low" test).
 
     Every victim's evidence is a dict of its own; the values that are the same for the
     whole round (thresholds, low nodes, ``shared``) are shared, read-only objects.
     """
     low, high, count = classify(loads, params)
+    if taking_part is not None:
+        count = taking_part
     result = Round(low=sorted(n.name for n in low), high=sorted(n.name for n in high))
     if not low:
         result.skipped = NO_LOW

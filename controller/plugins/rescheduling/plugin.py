@@ -47,7 +47,7 @@ from controller.framework.disruption import Disruptions
 from controller.framework.plugin import Interval, PluginContext, Schedule
 from controller.framework.points import Victim, build_victim
 from controller.framework.session import Session
-from controller.plugins.rescheduling.args import ReschedulingArgs
+from controller.plugins.rescheduling.args import LnuParams, ReschedulingArgs
 from controller.plugins.rescheduling.low_node_utilization import (
     QOS_RANK,
     NodeLoad,
@@ -118,6 +118,38 @@ def node_loads(
     return loads, sorted(stale)
 
 
+def round_loads(
+    nodes: Sequence[NodeInfo], usage: UsageState, end: float, seconds: float, params: LnuParams
+) -> tuple[list[NodeLoad], list[str], int]:
+    """``(loads, stale, taking part)`` for one strategy: :func:`node_loads` (window ``(end
+    - seconds, end]``, POSIX seconds) less the nodes that are neither low nor high under
+    ``params`` (:func:`.low_node_utilization.classify`'s comparisons, the same arithmetic):
+    a round reads nothing of those but their count, so no :class:`NodeLoad` is built for
+    most of the nodes. ``taking part`` counts every node :func:`node_loads` would return."""
+    loads: list[NodeLoad] = []
+    stale: list[str] = []
+    series = usage.nodes
+    lo_cpu, lo_mem = params.thresholds["cpu"], params.thresholds["memory"]
+    hi_cpu, hi_mem = params.target_thresholds["cpu"], params.target_thresholds["memory"]
+    count = 0
+    for node in nodes:
+        if node.unschedulable or not node.ready:
+            continue
+        found = series.get(node.name)
+        cpu, memory, n = (0.0, 0.0, 0) if found is None else found.mean(end, seconds)
+        if n == 0:
+            stale.append(node.name)
+            continue
+        count += 1
+        alloc = node.allocatable
+        a_cpu, a_mem = alloc.milli_cpu, alloc.memory
+        p_cpu = 100.0 * cpu / a_cpu if a_cpu > 0 else 0.0
+        p_mem = 100.0 * memory / a_mem if a_mem > 0 else 0.0
+        if (p_cpu < lo_cpu and p_mem < lo_mem) or p_cpu > hi_cpu or p_mem > hi_mem:
+            loads.append(NodeLoad(node.name, a_cpu, a_mem, cpu, memory, n))
+    return loads, sorted(stale), count
+
+
 class ReschedulingPlugin:
     """Registers the victim function on the sessions of its own trigger."""
 
@@ -166,10 +198,11 @@ class ReschedulingPlugin:
                 return _may_evict(disruptions, gang, task, budgets)
 
         for params in args.strategies:
-            loads, stale = node_loads(nodes, ssn.usage, now, period)
+            loads, stale, count = round_loads(nodes, ssn.usage, end, seconds, params)
             result = select(
                 loads,
                 params,
+                taking_part=count,
                 candidates=lambda name: _candidates(ssn, name),
                 ordered=True,
                 pod_load=pod_load,

@@ -14,6 +14,7 @@ import pickle
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import FrozenInstanceError, replace
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -45,10 +46,13 @@ from controller.plugins.rescheduling.plugin import (
     GangCounts,
     _candidates,
     never_victim,
+    node_loads,
+    round_loads,
 )
 from projections.cluster import ClusterState
-from projections.model import JobInfo, Resource, TaskInfo, TaskStatus
+from projections.model import JobInfo, NodeInfo, Resource, TaskInfo, TaskStatus
 from projections.ownership import MIRROR
+from projections.usage import Series, UsageState, from_seconds, to_seconds
 from tests.builders import build_pod, build_podgroup, watch
 
 # -- the plain code, as it was -------------------------------------------------------------
@@ -471,3 +475,56 @@ def test_a_job_the_session_changed_is_counted_not_read_from_the_index() -> None:
     task = job.tasks["ns/g-1"]
     assert GangCounts(gang_session(state, state.jobs)).take(task)  # 3 Running, minimum 2
     assert not GangCounts(gang_session(state, clones)).take(task)  # 2 Running in the session
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_round_over_the_low_and_high_loads_is_the_whole_round(seed: int) -> None:
+    """The plugin hands ``select`` only the low and high nodes and the count of all: the
+    same round as over every node."""
+    loads, arguments = seeded_round(seed)
+    everyone = loads()
+    low, high, count = classify(everyone, arguments["params"])
+    kept = {load.name for load in (*low, *high)}
+    fewer = [load for load in loads() if load.name in kept]
+    assert outcome(select(fewer, taking_part=count, **arguments)) == outcome(
+        select(everyone, **arguments)
+    )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_round_loads_are_node_loads_less_the_nodes_neither_low_nor_high(seed: int) -> None:
+    rng = random.Random(seed)
+    usage = UsageState()
+    nodes = []
+    for i in range(40):
+        a_cpu = rng.choice((0.0, 4000.0, 16000.0))
+        a_mem = rng.choice((0.0, 8.0 * GIB, 64.0 * GIB))
+        node = NodeInfo(f"n{i:02d}", Resource(a_cpu, a_mem), Resource(a_cpu, a_mem))
+        node.unschedulable = rng.random() < 0.1
+        node.ready = rng.random() < 0.9
+        nodes.append(node)
+        if rng.random() < 0.1:
+            continue  # no series: stale
+        series = usage.nodes[node.name] = Series()
+        for t in range(rng.randrange(4)):  # none: stale too
+            share = rng.choice((0.05, 0.19, 0.2, 0.5, 0.8, 0.85, 0.9, 1.2))
+            cpu, memory = float(int(a_cpu * share)), float(int(a_mem * share))
+            series.add(1000.0 + 30 * t, cpu, memory, keep_after=0.0, limit=100)
+    params = LnuParams({"cpu": 20, "memory": 20}, {"cpu": 80, "memory": 85})
+    now = from_seconds(1100.0)
+    period = timedelta(minutes=5)
+    every, stale = node_loads(nodes, usage, now, period)
+    low, high, count = classify(every, params)
+    kept = {load.name for load in (*low, *high)}
+    loads, stale_too, taking_part = round_loads(
+        nodes, usage, to_seconds(now), period.total_seconds(), params
+    )
+    assert [vars_of(load) for load in loads] == [
+        vars_of(load) for load in every if load.name in kept
+    ]
+    assert (stale_too, taking_part) == (stale, count)
+    assert len(loads) < count  # some nodes are neither low nor high
+
+
+def vars_of(load: NodeLoad) -> tuple[Any, ...]:
+    return (load.name, load.alloc_cpu, load.alloc_memory, load.cpu, load.memory, load.samples)
