@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 
 _PENDING = TaskStatus.PENDING
+_RUNNING = TaskStatus.RUNNING
 
 
 @dataclass
@@ -62,6 +63,7 @@ class _Part:
     queue: str
     allocated: _Sums
     pending: _Sums
+    running: int = 0  # tasks Running (the rescheduling round's gang counts)
 
 
 @dataclass
@@ -88,10 +90,13 @@ class _Queue:
 def _part(job: JobInfo) -> _Part:
     """Sum one job's tasks (the same classification as a full re-sum)."""
     allocated, pending = _Sums(), _Sums()
+    running = 0
     for task in job.tasks.values():
         status = task.status
         if status in ALLOCATED_STATUSES:
             sums = allocated
+            if status == _RUNNING:
+                running += 1
         elif status == _PENDING:
             sums = pending
         else:
@@ -104,7 +109,7 @@ def _part(job: JobInfo) -> _Part:
             for name, value in req.scalars.items():
                 scalars[name] = scalars.get(name, 0.0) + value
                 names[name] = names.get(name, 0) + 1
-    return _Part(job.queue, allocated, pending)
+    return _Part(job.queue, allocated, pending, running)
 
 
 class QueueTotals:
@@ -114,6 +119,8 @@ class QueueTotals:
         self._parts: dict[str, _Part] | None = None  # None: not built yet
         self._queues: dict[str, _Queue] = {}
         self._dirty: set[str] = set()
+        #: job id -> its Running tasks, for the jobs of ``_parts`` (kept beside them)
+        self._running: dict[str, int] = {}
 
     def touch(self, job_id: str) -> None:
         """Note that job ``job_id`` changed (its tasks, their statuses, queue or PodGroup)."""
@@ -125,6 +132,7 @@ class QueueTotals:
         self._parts = None
         self._queues = {}
         self._dirty = set()
+        self._running = {}
 
     def _apply(self, part: _Part, sign: int) -> None:
         queue = self._queues.get(part.queue)
@@ -141,17 +149,32 @@ class QueueTotals:
         if parts is None:
             parts = self._parts = {}
             self._queues = {}
+            self._running = {}
             self._dirty = set(jobs)
         dirty, self._dirty = self._dirty, set()
+        running = self._running
         for job_id in dirty:  # each job independently: the order changes nothing
             old = parts.pop(job_id, None)
             if old is not None:
                 self._apply(old, -1)
+                del running[job_id]
             job = jobs.get(job_id)
             if job is not None and not job.placeholder:
                 new = parts[job_id] = _part(job)
                 self._apply(new, 1)
+                running[job_id] = new.running
         return parts
+
+    def running(self, jobs: Mapping[str, JobInfo]) -> Mapping[str, int]:
+        """Each non-placeholder job's count of Running tasks, brought up to date (the
+        rescheduling round's gang minimum reads it instead of counting every task of every
+        job it reaches). Read-only: the index's own map, valid until the next fold change.
+
+        Args:
+            jobs: the cluster projection's jobs (the ones the touches named).
+        """
+        self._refresh(jobs)
+        return self._running
 
     def totals(self, jobs: Mapping[str, JobInfo]) -> dict[str, QueueSums]:
         """Every queue with a non-placeholder job, by name (sorted), brought up to date.

@@ -43,6 +43,19 @@ def maintained(state: ClusterState) -> Totals:
     }
 
 
+def running_recounted(state: ClusterState) -> dict[str, int]:
+    """The reference of the running index: every non-placeholder job's Running tasks."""
+    return {
+        job_id: sum(t.status == TaskStatus.RUNNING for t in job.tasks.values())
+        for job_id, job in sorted(state.jobs.items())
+        if not job.placeholder
+    }
+
+
+def running_maintained(state: ClusterState) -> dict[str, int]:
+    return dict(sorted(state.queue_totals.running(state.jobs).items()))
+
+
 def gpu_pod(namespace: str, name: str, **kwargs: Any) -> dict[str, Any]:
     requests = {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}
     container = {"name": "main", "image": "x", "resources": {"requests": requests}}
@@ -108,6 +121,7 @@ def test_totals_match_a_resum_after_every_record(events: list[Event]) -> None:
     for event in events:
         state.apply(event.with_offset(state.position))
         assert maintained(state) == resummed(state)
+        assert running_maintained(state) == running_recounted(state)
 
 
 def _random_events(seed: int, count: int) -> list[Event]:
@@ -132,11 +146,18 @@ def _random_events(seed: int, count: int) -> list[Event]:
 @pytest.mark.parametrize("seed", [1, 2, 3, 4], ids=["seed1", "seed2", "seed3", "seed4"])
 def test_random_churn_matches_a_resum(seed: int) -> None:
     state = ClusterState()
+    counted = 0
     for position, event in enumerate(_random_events(seed, 300)):
         state.apply(event.with_offset(state.position))
         if position % 7 == 0:  # queries at irregular points: touches accumulate between
             assert maintained(state) == resummed(state)
+        if position % 5 == 0:  # the running index alone, at other points
+            expected = running_recounted(state)
+            assert running_maintained(state) == expected
+            counted = max(counted, *expected.values(), 0)
     assert maintained(state) == resummed(state)
+    assert running_maintained(state) == running_recounted(state)
+    assert counted > 1  # the churn does reach jobs with several Running tasks
 
 
 def test_checkpoint_load_rebuilds_the_index() -> None:
@@ -147,6 +168,7 @@ def test_checkpoint_load_rebuilds_the_index() -> None:
     loaded = ClusterState()
     loaded.load(state.dump())
     assert maintained(loaded) == expected == resummed(loaded)
+    assert running_maintained(loaded) == running_recounted(loaded) == running_maintained(state)
 
 
 def zone_resummed(state: ClusterState) -> dict[str, dict[str, list[str]]]:

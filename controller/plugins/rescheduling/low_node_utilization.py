@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from controller.plugins.rescheduling.args import LnuParams
@@ -131,20 +131,46 @@ def victim_order(task: TaskInfo) -> tuple[int, int, str, str, str]:
     return (task.pod_priority, qos_rank(task), task.namespace, task.name, task.uid)
 
 
-_PRIORITY = attrgetter("pod_priority")
-_QOS = attrgetter("k8s_qos")
-_NAMES = attrgetter("namespace", "name", "uid")
+_QOS_OF = itemgetter(1)
+_TASK_OF = itemgetter(6)
 
 
-def in_victim_order(tasks: list[TaskInfo]) -> list[TaskInfo]:
-    """``tasks`` sorted by :func:`victim_order`, with the keys built by C-level getters
-    (every task of every hot node is sorted here): ``(priority, QoS rank, (namespace,
-    name, uid))`` orders as the flat tuple does."""
-    ranks: list[int | None] = list(map(QOS_RANK.get, map(_QOS, tasks)))
-    if None in ranks:
-        ranks = [qos_rank(task) for task in tasks]
-    keys = list(zip(map(_PRIORITY, tasks), ranks, map(_NAMES, tasks), strict=True))
-    return [tasks[i] for i in sorted(range(len(tasks)), key=keys.__getitem__)]
+def in_victim_order(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+    """``tasks`` sorted by :func:`victim_order` (every task of every hot node is sorted
+    here): one pass builds ``(priority, QoS rank, namespace, name, uid, position, task)``
+    per task and :func:`sort_keyed` orders them."""
+    rank = QOS_RANK.get
+    return sort_keyed(
+        [
+            (
+                task.pod_priority,
+                rank(task.k8s_qos, -1),
+                task.namespace,
+                task.name,
+                task.uid,
+                i,
+                task,
+            )
+            for i, task in enumerate(tasks)
+        ]
+    )
+
+
+#: a task with its victim-order key: priority, QoS rank (-1: no known class), namespace,
+#: name, uid, position
+Keyed = tuple[int, int, str, str, str, int, TaskInfo]
+
+
+def sort_keyed(keyed: list[Keyed]) -> list[TaskInfo]:
+    """The tasks of ``keyed`` in :func:`victim_order`: one ``list.sort``, tuple against
+    tuple in C. ``position`` (unique) makes ties keep the given order, as the stable sort
+    by key does, and is never passed, so the tasks themselves are never compared. A task
+    without a known QoS class (rank -1) is ranked by :func:`qos_rank` (its request), the
+    rare case. Sorts ``keyed`` in place."""
+    if -1 in map(_QOS_OF, keyed):
+        keyed[:] = [(row[0], qos_rank(row[6]), *row[2:]) for row in keyed]
+    keyed.sort()
+    return list(map(_TASK_OF, keyed))
 
 
 def classify(
@@ -177,22 +203,30 @@ def select(
     pod_load: Callable[[TaskInfo], tuple[float, float, str]],
     may_evict: Callable[[TaskInfo], bool],
     shared: Mapping[str, Any] | None = None,
+    ordered: bool = False,
+    taking_part: int | None = None,
 ) -> Round:
     """One ``lowNodeUtilization`` round over ``loads`` (see the module docstring).
 
     Args:
         loads: the nodes taking part, with their averaged usage.
         params: the strategy's thresholds.
-        candidates: a node's Running pods that shuffle may evict (any order).
+        candidates: a node's Running pods that shuffle may evict (any order, or in
+            :func:`in_victim_order`'s order when ``ordered``).
         pod_load: a candidate's usage: a :class:`PodLoad` or the plain tuple.
         may_evict: asked once per candidate in victim order just before it would be chosen
             (e.g. a gang minimum that earlier victims have used up); False skips it.
         shared: further evidence, the same for every victim of the round.
+        ordered: ``candidates`` gives the tasks in :func:`in_victim_order`'s order.
+        taking_part: how many nodes take part, when ``loads`` holds only the low and the
+            high ones (the others change nothing but the "every node is low" test).
 
     Every victim's evidence is a dict of its own; the values that are the same for the
     whole round (thresholds, low nodes, ``shared``) are shared, read-only objects.
     """
     low, high, count = classify(loads, params)
+    if taking_part is not None:
+        count = taking_part
     result = Round(low=sorted(n.name for n in low), high=sorted(n.name for n in high))
     if not low:
         result.skipped = NO_LOW
@@ -222,7 +256,7 @@ def select(
     for load in high:
         a_cpu, a_mem = load.alloc_cpu, load.alloc_memory
         name, samples = load.name, load.samples
-        ordered: list[TaskInfo] | None = None
+        tasks: list[TaskInfo] | None = None  # the node's candidates in victim order
         rank = 0
         while True:
             p_cpu = 100.0 * load.cpu / a_cpu if a_cpu > 0 else 0.0
@@ -231,11 +265,12 @@ def select(
             # upstream (isContinueEvictPods) stops only on a headroom of exactly zero
             if not (p_cpu >= t_cpu or p_mem >= t_mem) or room_cpu <= 0 or room_mem <= 0:
                 break
-            if ordered is None:
-                ordered = in_victim_order(list(candidates(load.name)))
-            if rank >= len(ordered):
+            if tasks is None:
+                found = candidates(load.name)
+                tasks = list(found) if ordered else in_victim_order(found)
+            if rank >= len(tasks):
                 break
-            task = ordered[rank]
+            task = tasks[rank]
             rank += 1
             if not may_evict(task):
                 continue

@@ -13,7 +13,8 @@ import math
 import pickle
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -40,8 +41,19 @@ from controller.plugins.rescheduling.low_node_utilization import (
     select,
     victim_order,
 )
-from controller.plugins.rescheduling.plugin import GangCounts
-from projections.model import JobInfo, Resource, TaskInfo, TaskStatus
+from controller.plugins.rescheduling.plugin import (
+    CRITICAL_CLASSES,
+    GangCounts,
+    _candidates,
+    never_victim,
+    node_loads,
+    round_loads,
+)
+from projections.cluster import ClusterState
+from projections.model import JobInfo, NodeInfo, Resource, TaskInfo, TaskStatus
+from projections.ownership import MIRROR
+from projections.usage import Series, UsageState, from_seconds, to_seconds
+from tests.builders import build_pod, build_podgroup, watch
 
 # -- the plain code, as it was -------------------------------------------------------------
 
@@ -367,3 +379,152 @@ def test_build_victim_is_the_constructed_victim() -> None:
     assert pickle.loads(pickle.dumps(built)) == constructed
     with pytest.raises(FrozenInstanceError):
         built.reason = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_candidates_are_the_plain_filter(seed: int) -> None:
+    """``_candidates`` inlines :func:`never_victim` and ``is_system`` and builds the sort
+    keys in the same pass: the tasks of the plain filter, for tasks preemptable whatever
+    their kind (at behaviour level 1 a DaemonSet pod may be), sorted by
+    :func:`victim_order`."""
+    rng = random.Random(seed)
+    tasks: dict[str, TaskInfo] = {}
+    for i in range(60):
+        task = TaskInfo(
+            f"u{i}",
+            rng.choice(("ns", "kube-system", "other")),
+            f"p{i}",
+            "ns/j",
+            rng.choice((TaskStatus.RUNNING, TaskStatus.RUNNING, TaskStatus.PENDING)),
+            Resource(),
+            Resource(),
+            preemptable=rng.random() < 0.8,
+            priority_class=rng.choice(("", "prod", *sorted(CRITICAL_CLASSES))),
+            owner_kind=rng.choice(("", "ReplicaSet", "Job", "DaemonSet")),
+            annotations=rng.choice(({}, {"a": "b"}, {MIRROR: "x"})),
+            pod_priority=rng.choice((0, 0, 100, -5)),
+            k8s_qos=rng.choice(
+                ("BestEffort", "Burstable", "Guaranteed", "" if seed % 2 else "Burstable")
+            ),
+            best_effort=rng.random() < 0.5,
+        )
+        tasks[task.key] = task
+    session = cast(Session, SimpleNamespace(nodes={"n": SimpleNamespace(tasks=tasks)}))
+    plain = [
+        t
+        for t in tasks.values()
+        if t.status == TaskStatus.RUNNING and t.preemptable and not never_victim(t)
+    ]
+    assert _candidates(session, "n") == sorted(plain, key=victim_order)
+    assert 0 < len(plain) < len(tasks)
+
+
+def folded_gangs(seed: int) -> ClusterState:
+    """A folded cluster of PodGroup jobs with Running and Pending pods, and some pods of
+    no PodGroup."""
+    rng = random.Random(seed)
+    events = []
+    for g in range(8):
+        events.append(
+            watch("podgroups", build_podgroup("ns", f"g{g}", min_member=rng.randrange(5)))
+        )
+        for i in range(rng.randrange(7)):
+            phase = rng.choice(("Running", "Running", "Pending", "Succeeded"))
+            node = "" if phase == "Pending" else "n1"
+            events.append(
+                watch("pods", build_pod("ns", f"g{g}-{i}", group=f"g{g}", node=node, phase=phase))
+            )
+    events += [watch("pods", build_pod("ns", f"solo{i}", node="n1")) for i in range(3)]
+    state = ClusterState()
+    for event in events:
+        state.apply(event.with_offset(state.position))
+    return state
+
+
+def gang_session(state: ClusterState, jobs: Mapping[str, JobInfo]) -> Session:
+    """A session double over a folded cluster whose lookups return ``jobs``' objects."""
+    world = SimpleNamespace(cluster=state)
+    return cast(Session, SimpleNamespace(jobs=SimpleNamespace(lookup=jobs.get), world=world))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gang_counts_from_the_index_decide_as_counting(seed: int) -> None:
+    """Jobs the session has not changed are counted by the projection's running index; the
+    decisions are those of counting every task (break the index: this fails)."""
+    state = folded_gangs(seed)
+    asked = sorted(state.tasks.values(), key=lambda t: t.uid) * 2
+    random.Random(seed).shuffle(asked)
+    fast = GangCounts(gang_session(state, state.jobs))
+    plain = plain_gang(state.jobs)
+    decisions = [(fast.take(t), plain(t)) for t in asked]
+    assert [f for f, _ in decisions] == [p for _, p in decisions]
+
+
+def test_a_job_the_session_changed_is_counted_not_read_from_the_index() -> None:
+    """The session staged a change to a job (its lookup is a clone): the count is of the
+    clone's tasks, not the fold's."""
+    events = [watch("podgroups", build_podgroup("ns", "g", min_member=2))]
+    events += [watch("pods", build_pod("ns", f"g-{i}", group="g", node="n1")) for i in range(3)]
+    state = ClusterState()
+    for event in events:
+        state.apply(event.with_offset(state.position))
+    job = state.jobs["ns/g"]
+    staged = {key: replace(task) for key, task in job.tasks.items()}
+    staged["ns/g-0"].status = TaskStatus.RELEASING  # e.g. evicted earlier in the session
+    clones = {"ns/g": replace(job, tasks=staged)}
+    task = job.tasks["ns/g-1"]
+    assert GangCounts(gang_session(state, state.jobs)).take(task)  # 3 Running, minimum 2
+    assert not GangCounts(gang_session(state, clones)).take(task)  # 2 Running in the session
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_round_over_the_low_and_high_loads_is_the_whole_round(seed: int) -> None:
+    """The plugin hands ``select`` only the low and high nodes and the count of all: the
+    same round as over every node."""
+    loads, arguments = seeded_round(seed)
+    everyone = loads()
+    low, high, count = classify(everyone, arguments["params"])
+    kept = {load.name for load in (*low, *high)}
+    fewer = [load for load in loads() if load.name in kept]
+    assert outcome(select(fewer, taking_part=count, **arguments)) == outcome(
+        select(everyone, **arguments)
+    )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_round_loads_are_node_loads_less_the_nodes_neither_low_nor_high(seed: int) -> None:
+    rng = random.Random(seed)
+    usage = UsageState()
+    nodes = []
+    for i in range(40):
+        a_cpu = rng.choice((0.0, 4000.0, 16000.0))
+        a_mem = rng.choice((0.0, 8.0 * GIB, 64.0 * GIB))
+        node = NodeInfo(f"n{i:02d}", Resource(a_cpu, a_mem), Resource(a_cpu, a_mem))
+        node.unschedulable = rng.random() < 0.1
+        node.ready = rng.random() < 0.9
+        nodes.append(node)
+        if rng.random() < 0.1:
+            continue  # no series: stale
+        series = usage.nodes[node.name] = Series()
+        for t in range(rng.randrange(4)):  # none: stale too
+            share = rng.choice((0.05, 0.19, 0.2, 0.5, 0.8, 0.85, 0.9, 1.2))
+            cpu, memory = float(int(a_cpu * share)), float(int(a_mem * share))
+            series.add(1000.0 + 30 * t, cpu, memory, keep_after=0.0, limit=100)
+    params = LnuParams({"cpu": 20, "memory": 20}, {"cpu": 80, "memory": 85})
+    now = from_seconds(1100.0)
+    period = timedelta(minutes=5)
+    every, stale = node_loads(nodes, usage, now, period)
+    low, high, count = classify(every, params)
+    kept = {load.name for load in (*low, *high)}
+    loads, stale_too, taking_part = round_loads(
+        nodes, usage, to_seconds(now), period.total_seconds(), params
+    )
+    assert [vars_of(load) for load in loads] == [
+        vars_of(load) for load in every if load.name in kept
+    ]
+    assert (stale_too, taking_part) == (stale, count)
+    assert len(loads) < count  # some nodes are neither low nor high
+
+
+def vars_of(load: NodeLoad) -> tuple[Any, ...]:
+    return (load.name, load.alloc_cpu, load.alloc_memory, load.cpu, load.memory, load.samples)
