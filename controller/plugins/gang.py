@@ -112,7 +112,8 @@ class GangPlugin:
         ssn.add_reclaimable_fn(NAME, evictable)
         # the comparison as a sort key (ready jobs last), for callers that sort many jobs
         setattr(order, SORT_KEY, ready)
-        ssn.add_job_order_fn(NAME, order)
+        # ready() is False for a job that is not ready: those sort first, as order() says
+        ssn.add_job_order_fn(NAME, order, key=ready)
         ssn.add_job_ready_fn(NAME, job_ready)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)
         ssn.add_job_starving_fn(NAME, job_starving)
