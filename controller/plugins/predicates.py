@@ -43,7 +43,7 @@ Arguments (Volcano's keys, booleans, default true): ``predicate.NodeAffinityEnab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,9 +187,40 @@ def session_key(
 
 
 def _owners(ssn: Session) -> list[TaskInfo]:
-    """The session's pods with an affinity: on its nodes now, then Pending."""
-    owners = [t for node in ssn.view.node_list for t in node.tasks.values() if t.affinity]
-    return owners + [t for t in ssn.view.pending_tasks() if t.affinity]
+    """The session's pods with an affinity, on its nodes now, then Pending: the first pod
+    of each (affinity object, namespace), in that order.
+
+    The pods of a workload share one affinity object, and what the session derives from
+    the owners (:func:`_anti_terms`, :func:`~controller.plugins.podaffinity.wide_terms_in`)
+    reads each (object, namespace) from its first pod only, so the others are dropped
+    while the session's pods are walked (at 5,000 nodes: 150,000 pods, 25,000 with an
+    affinity, 1,600 distinct).
+    """
+    out: list[TaskInfo] = []
+    # id(affinity) -> the namespace of its first pod (the tasks hold the objects, so an id
+    # stays its own); an object met again in another namespace (rare) goes by its pair
+    first: dict[int, str] = {}
+    others: set[tuple[int, str]] = set()
+
+    def walk(tasks: Iterable[TaskInfo]) -> None:
+        for task in tasks:
+            affinity = task.affinity
+            if not affinity:
+                continue
+            namespace = first.get(id(affinity))
+            if namespace is None:
+                first[id(affinity)] = task.namespace
+                out.append(task)
+            elif namespace != task.namespace:
+                pair = (id(affinity), task.namespace)
+                if pair not in others:
+                    others.add(pair)
+                    out.append(task)
+
+    for node in ssn.view.node_list:
+        walk(node.tasks.values())
+    walk(ssn.view.pending_tasks())
+    return out
 
 
 def _anti_terms(owners: list[TaskInfo]) -> list[tuple[Mapping[str, Any], TaskInfo]]:
