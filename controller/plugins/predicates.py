@@ -298,12 +298,15 @@ def make_predicate(
     args: PredicatesArgs,
     anywhere: Anywhere = _nowhere,
     domains: Callable[[], Domains | None] | None = None,
+    pods_refuse: Callable[[], bool] | None = None,
 ) -> Callable[[TaskInfo, NodeInfo], None]:
     """The predicate for ``args`` (a closure: it runs for every node of every pending pod).
 
     ``anywhere`` answers whether any pod of the cluster matches a pod-affinity term;
     ``domains()``, when given, is the check of the required terms whose topology key is not
-    the hostname (None: the session has none).
+    the hostname (None: the session has none). ``pods_refuse()``, when given, tells whether
+    any pod the session can put on a node has a required hostname anti-affinity term:
+    when none has, no node's pods are walked for one.
     """
     affinity_on = args.node_affinity
     taints_on = args.taint_toleration
@@ -327,6 +330,8 @@ def make_predicate(
         # or of a pod on the node (preferred terms never refuse)
         if task.affinity and terms_of(task.affinity, task)[0]:
             return True
+        if pods_refuse is not None and not pods_refuse():
+            return False
         return any(t.affinity and terms_of(t.affinity, t)[1] for t in node.tasks.values())
 
     def predicate(task: TaskInfo, node: NodeInfo) -> None:
@@ -421,6 +426,15 @@ class PredicatesPlugin:
                 wide.append(Domains(ssn.view.nodes, anti_keys) if found else None)
             return wide[0]
 
+        refusing: list[bool] = []
+
+        def pods_refuse() -> bool:
+            # every pod a session can put on a node is on a session node or Pending: an
+            # owner (and the owners keep every affinity object)
+            if not refusing:
+                refusing.append(any(_required(t, "podAntiAffinity") for t in owners_of()))
+            return refusing[0]
+
         base = session_key(ssn, owners_of)
 
         def key(task: TaskInfo) -> bytes | None:
@@ -428,7 +442,7 @@ class PredicatesPlugin:
             return None if domains() is not None else base(task)
 
         self.domains = domains
-        self.predicate = make_predicate(self.args, anywhere, domains)
+        self.predicate = make_predicate(self.args, anywhere, domains, pods_refuse)
         ssn.add_predicate_fn(NAME, self.predicate, key=key)
         ssn.add_simulate_predicate_fn(NAME, self.simulate_predicate)
 
