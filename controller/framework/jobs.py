@@ -51,6 +51,20 @@ def valid_task_num(job: JobInfo) -> int:
     return sum(1 for task in job.tasks.values() if task.status in VALID_STATUSES)
 
 
+def valid_at_least(job: JobInfo, need: int) -> bool:
+    """``valid_task_num(job) >= need``, stopping at the ``need``-th valid task (gang asks
+    it of every job allocate considers, most of them valid long before their last task)."""
+    if need <= 0:
+        return True
+    valid = VALID_STATUSES
+    for task in job.tasks.values():
+        if task.status in valid:
+            need -= 1
+            if not need:
+                return True
+    return False
+
+
 def is_ready(job: JobInfo) -> bool:
     """``ready + pending best-effort ≥ min_available``.
 

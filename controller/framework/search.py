@@ -188,7 +188,7 @@ def find_fitting_nodes(
             for i in chunk
         ]
         if max(codes) > 2:
-            for k in compress(range(len(codes)), map(_ABOVE_2, codes)):
+            for k in [k for k, code in enumerate(codes) if code > 2]:
                 code, i = codes[k], chunk[k]
                 if code == 4:
                     codes[k] = visit(i)
@@ -208,10 +208,6 @@ def find_fitting_nodes(
         future_fit += [i for i, code in zip(chunk, codes, strict=True) if code == 1]
     ssn.predicate_cursor = (start + processed) % total
     return out
-
-
-#: ``code > 2`` as a C-level callable (the search's codes to act on, without a Python loop)
-_ABOVE_2 = (2).__lt__
 
 
 @functools.lru_cache(maxsize=4)

@@ -32,8 +32,8 @@ def job_valid(job: JobInfo) -> str | None:
     """None when valid; else a reason naming Volcano's code."""
     if not j.check_task_valid(job):
         return f"{NOT_ENOUGH_PODS_OF_TASK}: not enough valid pods of each task for gang-scheduling"
-    valid = j.valid_task_num(job)
-    if valid < job.min_available:
+    if not j.valid_at_least(job, job.min_available):
+        valid = j.valid_task_num(job)
         return (
             f"{NOT_ENOUGH_PODS}: not enough valid tasks for gang-scheduling, "
             f"valid: {valid}, min: {job.min_available}"

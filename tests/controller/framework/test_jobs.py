@@ -113,3 +113,14 @@ def test_is_ready_stops_early_but_counts_as_the_sums(
         t.best_effort = best_effort
     sums = j.ready_task_num(g) + j.pending_best_effort_num(g) >= g.min_available
     assert j.is_ready(g) == sums
+
+
+@given(
+    st.integers(min_value=-1, max_value=8),
+    st.lists(st.sampled_from(list(TaskStatus)), max_size=12),
+)
+def test_valid_at_least_stops_early_but_counts_as_valid_task_num(
+    need: int, statuses: list[TaskStatus]
+) -> None:
+    g = make(0, [("", status) for status in statuses])
+    assert j.valid_at_least(g, need) == (j.valid_task_num(g) >= need)
