@@ -83,13 +83,16 @@ class AllocateAction:
         if not by_job:
             return
         reservations = reserve_nominated(ssn, by_job)
-        jobs_by_queue: dict[str, list[Ordered[str]]] = {}
+        job_key = ssn.job_order_key()
+        jobs_by_queue: dict[str, _JobHeap] = {}
         for job_id in sorted(by_job):
             job = ssn.jobs[job_id]
             if ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
-            heap = jobs_by_queue.setdefault(job.queue, [])
-            heapq.heappush(heap, Ordered(job_id, _job_cmp(ssn)))
+            heap = jobs_by_queue.get(job.queue)
+            if heap is None:
+                heap = jobs_by_queue[job.queue] = _JobHeap(ssn, job_key)
+            heap.push(job_id)
         queues = [
             Ordered(ssn.queues[name], ssn.queue_order_compare) for name in sorted(jobs_by_queue)
         ]
@@ -103,7 +106,7 @@ class AllocateAction:
             job_heap = jobs_by_queue[queue.name]
             if not job_heap:
                 continue
-            job = ssn.jobs[heapq.heappop(job_heap).item]
+            job = ssn.jobs[job_heap.pop()]
             tasks = task_heaps.get(job.id)
             if tasks is None:
                 tasks = [Ordered(t, ssn.task_order_compare) for t in by_job[job.id]]
@@ -112,6 +115,44 @@ class AllocateAction:
             if tasks:
                 run.allocate_job(queue, job, tasks, job_heap)
             heapq.heappush(queues, Ordered(queue, ssn.queue_order_compare))
+
+
+class _JobHeap:
+    """One queue's jobs (by id) in the session's job order.
+
+    When every plugin of the ``job_order`` chain registered a sort key
+    (:meth:`Session.job_order_key`), an entry is ``(key, job id)``, its key computed when
+    the job is pushed: heap steps compare tuples instead of walking the plugin chain. The
+    order is the same: a job's key changes only when the job does, and a job changes only
+    while it is out of the heap (allocate places the tasks of the job it popped; the
+    statement commit that may follow its push back moves its tasks between states that
+    gang counts alike and changes neither priority nor the preemptable flag). Keys end
+    with namespace and name, so two entries never tie and the id is never compared.
+    Otherwise an entry is an :class:`Ordered` that compares the jobs as they are now.
+    """
+
+    __slots__ = ("_cmp", "_heap", "_jobs", "_key")
+
+    def __init__(self, ssn: Session, key: Callable[[JobInfo], tuple[Any, ...]] | None) -> None:
+        self._heap: list[Any] = []
+        self._jobs = ssn.jobs
+        self._key = key
+        self._cmp = _job_cmp(ssn) if key is None else None
+
+    def push(self, job_id: str) -> None:
+        if self._key is not None:
+            heapq.heappush(self._heap, (self._key(self._jobs[job_id]), job_id))
+        else:
+            assert self._cmp is not None
+            heapq.heappush(self._heap, Ordered(job_id, self._cmp))
+
+    def pop(self) -> str:
+        entry = heapq.heappop(self._heap)
+        job_id: str = entry[1] if self._key is not None else entry.item
+        return job_id
+
+    def __len__(self) -> int:
+        return len(self._heap)
 
 
 def _job_cmp(ssn: Session) -> Callable[[str, str], int]:
@@ -207,7 +248,7 @@ class _Run:
         queue: QueueInfo,
         job: JobInfo,
         tasks: list[Ordered[TaskInfo]],
-        job_heap: list[Ordered[str]],
+        job_heap: _JobHeap,
     ) -> None:
         ssn = self.ssn
         stmt = ssn.statement()
@@ -234,7 +275,7 @@ class _Run:
             self._place(stmt, queue, job, task, found)
             current = ssn.jobs[job.id]
             if ssn.job_ready(current) and tasks:
-                heapq.heappush(job_heap, Ordered(job.id, _job_cmp(ssn)))
+                job_heap.push(job.id)
                 break
         current = ssn.jobs[job.id]
         if ssn.job_ready(current):

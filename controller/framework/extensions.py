@@ -38,7 +38,7 @@ from controller.framework.points import (
     VictimTasksFn,
 )
 from controller.framework.tiers import TierConf
-from projections.model import NodeInfo, QueueInfo, TaskInfo
+from projections.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 if TYPE_CHECKING:
     from controller.framework.simulate import Scratch
@@ -107,6 +107,8 @@ class Extensions:
             "node_order": {},
         }
         self._memos: dict[Hashable, dict[int, Any]] = {}
+        #: plugin -> the sort key equal to its job order (``add_job_order_fn(key=)``)
+        self._job_keys: dict[str, Callable[[JobInfo], Any] | None] = {}
         #: memo ids of a predicate plan -> per node, the node version at which every
         #: predicate of the plan passed (see :meth:`passes`)
         self._passes: dict[tuple[int, ...], list[int]] = {}
@@ -131,8 +133,18 @@ class Extensions:
         self._chains.pop(point, None)
         self._flats.pop(point, None)
 
-    def add_job_order_fn(self, plugin: str, fn: JobOrderFn) -> None:
+    def add_job_order_fn(
+        self, plugin: str, fn: JobOrderFn, *, key: Callable[[JobInfo], Any] | None = None
+    ) -> None:
+        """Register a job comparison (negative: ``left`` first; 0: no opinion).
+
+        ``key``, when given, is a promise: ``fn(left, right)`` has the sign of comparing
+        ``key(left)`` with ``key(right)`` (ascending = first), and ``key(job)`` changes only
+        when the job does. Callers that order many jobs may then compare keys instead
+        (:meth:`job_order_keys`).
+        """
         self._add("job_order", plugin, fn)
+        self._job_keys[plugin] = key
 
     def add_task_order_fn(self, plugin: str, fn: TaskOrderFn) -> None:
         self._add("task_order", plugin, fn)
@@ -253,6 +265,19 @@ class Extensions:
             result.append(row)
         self._chains[point] = result
         return result
+
+    def job_order_keys(self) -> list[Callable[[JobInfo], Any]] | None:
+        """The sort keys of the ``job_order`` chain, in chain order; None when a plugin of
+        the chain registered its comparison without one."""
+        keys = self._job_keys
+        out: list[Callable[[JobInfo], Any]] = []
+        for row in self.chain("job_order"):
+            for name, _ in row:
+                key = keys.get(name)
+                if key is None:
+                    return None
+                out.append(key)
+        return out
 
     def flat(self, point: str) -> list[Any]:
         """The callables of ``point`` in tier order, flattened (for hot loops)."""

@@ -33,6 +33,8 @@ total, and a zero could then win or tie).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from controller.framework.extensions import BatchScoreFn
@@ -169,11 +171,14 @@ def pruned_best(
     if found is None:
         return None
     column, slack = found
-    top = max(indices, key=column.__getitem__)
+    # the candidates' bounds in one C call (``indices`` holds MIN_CANDIDATES or more, so
+    # itemgetter returns a tuple); the first highest, as max(indices, key=...) picks it
+    values = itemgetter(*indices)(column)
+    top = indices[values.index(max(values))]
     first = exact([top])[1]
     if not first > 0.0:
         return None
     floor = first - slack - EPSILON * (1.0 + abs(first) + abs(slack))
-    chosen = [i for i in indices if column[i] >= floor]
+    chosen = list(compress(indices, [value >= floor for value in values]))
     # never empty under an honest bound (``top`` itself reaches ``floor``)
     return exact(chosen) if chosen else None

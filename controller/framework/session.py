@@ -26,14 +26,19 @@ Differences from Volcano, on purpose (a session's outcome must depend only on th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from controller.framework.disruption import Disruptions
 from controller.framework.extensions import Extensions
-from controller.framework.ordering import job_fallback, queue_fallback, task_fallback
+from controller.framework.ordering import (
+    job_fallback,
+    job_fallback_key,
+    queue_fallback,
+    task_fallback,
+)
 from controller.framework.points import (
     SCORE_ERRORS,
     Victim,
@@ -120,6 +125,30 @@ class Session(Extensions):
     def job_order_compare(self, left: JobInfo, right: JobInfo) -> int:
         """Negative when ``left`` goes first; the first non-zero plugin answer wins."""
         return self._compare("job_order", left, right) or job_fallback(left, right)
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        """A sort key of the session's job order (ascending = first), or None when some
+        plugin of the ``job_order`` chain registered no key for its comparison.
+
+        Comparing two jobs' keys (as tuples) has the sign of :meth:`job_order_compare`
+        while neither job changes: the plugins' keys in chain order (the first that differs
+        decides, as the first non-zero answer does), then :func:`job_fallback_key`.
+        """
+        parts = self.job_order_keys()
+        if parts is None:
+            return None
+        if len(parts) == 3:  # the usual chain (priority, gang, tdm): no generator
+            first, second, third = parts
+
+            def key3(job: JobInfo) -> tuple[Any, ...]:
+                return (first(job), second(job), third(job), *job_fallback_key(job))
+
+            return key3
+
+        def key(job: JobInfo) -> tuple[Any, ...]:
+            return (*(part(job) for part in parts), *job_fallback_key(job))
+
+        return key
 
     def task_order_compare(self, left: TaskInfo, right: TaskInfo) -> int:
         return self._compare("task_order", left, right) or task_fallback(left, right)

@@ -32,8 +32,8 @@ def job_valid(job: JobInfo) -> str | None:
     """None when valid; else a reason naming Volcano's code."""
     if not j.check_task_valid(job):
         return f"{NOT_ENOUGH_PODS_OF_TASK}: not enough valid pods of each task for gang-scheduling"
-    valid = j.valid_task_num(job)
-    if valid < job.min_available:
+    if not j.valid_at_least(job, job.min_available):
+        valid = j.valid_task_num(job)
         return (
             f"{NOT_ENOUGH_PODS}: not enough valid tasks for gang-scheduling, "
             f"valid: {valid}, min: {job.min_available}"
@@ -112,7 +112,8 @@ class GangPlugin:
         ssn.add_reclaimable_fn(NAME, evictable)
         # the comparison as a sort key (ready jobs last), for callers that sort many jobs
         setattr(order, SORT_KEY, ready)
-        ssn.add_job_order_fn(NAME, order)
+        # ready() is False for a job that is not ready: those sort first, as order() says
+        ssn.add_job_order_fn(NAME, order, key=ready)
         ssn.add_job_ready_fn(NAME, job_ready)
         ssn.add_job_pipelined_fn(NAME, job_pipelined)
         ssn.add_job_starving_fn(NAME, job_starving)

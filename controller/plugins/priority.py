@@ -41,6 +41,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     return _higher_first(left.priority, right.priority)
 
 
+def job_order_key(job: JobInfo) -> int:
+    """A sort key equal to :func:`job_order` (ascending = first): higher priority first."""
+    return -job.priority
+
+
 def job_starving(job: JobInfo) -> bool:
     """A job starves while some of its tasks are neither ready nor pipelined."""
     return ready_task_num(job) + waiting_task_num(job) < len(job.tasks)
@@ -77,7 +82,7 @@ class PriorityPlugin:
             return victims, Vote.PERMIT
 
         ssn.add_task_order_fn(NAME, task_order)
-        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_job_order_fn(NAME, job_order, key=job_order_key)
         ssn.add_preemptable_fn(NAME, preemptable)
         ssn.add_job_starving_fn(NAME, job_starving)
 

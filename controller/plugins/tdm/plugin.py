@@ -98,7 +98,7 @@ class TdmPlugin:
         ssn.add_node_order_fn(self.name, view.node_order, key=revocable_key)
         ssn.add_preemptable_fn(self.name, view.preemptable)
         ssn.add_victim_tasks_fn(self.name, view.victim_tasks)
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_fn(self.name, job_order, key=job_order_key)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         ssn.add_job_starving_fn(self.name, job_starving)
 
@@ -349,6 +349,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     if left.preemptable == right.preemptable:
         return 0
     return 1 if left.preemptable else -1
+
+
+def job_order_key(job: JobInfo) -> bool:
+    """A sort key equal to :func:`job_order` (ascending = first): non-preemptable first."""
+    return job.preemptable
 
 
 def job_pipelined(job: JobInfo) -> Vote:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controller.framework import jobs as j
 from projections.model import JobInfo, TaskStatus
@@ -97,3 +99,28 @@ def test_counts() -> None:
 )
 def test_need_continue_allocating(g: JobInfo, failed: set[str], expected: bool) -> None:
     assert j.need_continue_allocating(g, failed) is expected
+
+
+@given(
+    st.integers(min_value=-1, max_value=8),
+    st.lists(st.tuples(st.sampled_from(list(TaskStatus)), st.booleans()), max_size=12),
+)
+def test_is_ready_stops_early_but_counts_as_the_sums(
+    min_available: int, tasks: list[tuple[TaskStatus, bool]]
+) -> None:
+    g = make(min_available, [("", status) for status, _ in tasks])
+    for t, (_, best_effort) in zip(g.tasks.values(), tasks, strict=True):
+        t.best_effort = best_effort
+    sums = j.ready_task_num(g) + j.pending_best_effort_num(g) >= g.min_available
+    assert j.is_ready(g) == sums
+
+
+@given(
+    st.integers(min_value=-1, max_value=8),
+    st.lists(st.sampled_from(list(TaskStatus)), max_size=12),
+)
+def test_valid_at_least_stops_early_but_counts_as_valid_task_num(
+    need: int, statuses: list[TaskStatus]
+) -> None:
+    g = make(0, [("", status) for status in statuses])
+    assert j.valid_at_least(g, need) == (j.valid_task_num(g) >= need)

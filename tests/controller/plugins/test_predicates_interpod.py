@@ -6,10 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from controller.framework import points as p
+from controller.framework.plugin import PluginContext
 from controller.framework.points import FitError, FitStatus
+from controller.framework.tiers import PluginConf
+from controller.plugins import predicates
 from controller.plugins.podaffinity import selector_matches, term_matches
 from controller.plugins.predicates import (
     PredicatesArgs,
@@ -18,7 +23,7 @@ from controller.plugins.predicates import (
     scheduling_key,
 )
 from projections.model import TaskInfo, TaskStatus
-from tests.controller.framework.scenario import cluster, node, task
+from tests.controller.framework.scenario import cluster, node, session, task, tiers
 
 HOST = "kubernetes.io/hostname"
 UNRESOLVABLE = FitStatus.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -195,3 +200,23 @@ def test_the_memo_key_separates_labels_and_pod_affinity() -> None:
     c = pod("c", status=PENDING, affinity=required("podAffinity", term("db")))
     d = pod("d", status=PENDING, affinity=required("podAffinity", term("db")))
     assert scheduling_key(c) != scheduling_key(d)
+
+
+def test_a_pending_pods_term_counts_once_it_is_placed() -> None:
+    """The predicate skips the walk over a node's pods when no pod of the session has a
+    required hostname anti-affinity term; a Pending pod's term counts (it may be placed
+    during the session), and so does a term placed after the first question."""
+    guard = pod("guard", status=PENDING, affinity=required("podAntiAffinity", term("db")))
+    db, web = pod("db", app="db", status=PENDING), pod("web", status=PENDING)
+    plugin = predicates.build(predicates.parse_args({}), PluginContext(ZoneInfo("UTC"), "volcano"))
+    ssn = session(
+        cluster(nodes=[node("n1")], tasks=[guard, db, web]),
+        tiers([PluginConf.of("predicates", p.PREDICATE)]),
+        [plugin],
+    )
+    ssn.predicate(ssn.tasks["ns/db"], ssn.nodes["n1"])  # nothing on n1 yet
+    ssn.statement().allocate(ssn.tasks["ns/guard"], "n1", source="t")
+    ssn.predicate(ssn.tasks["ns/web"], ssn.nodes["n1"])  # not selected by the term
+    with pytest.raises(FitError) as refused:
+        ssn.predicate(ssn.tasks["ns/db"], ssn.nodes["n1"])
+    assert "existing pods anti-affinity" in refused.value.reason

@@ -141,3 +141,32 @@ def test_replicas_differing_in_a_label_share_a_key_unless_a_term_tells_them_apar
     assert key(a) == key(b)
     assert key(a) != key(c)
     assert predicates.scheduling_key(a) != predicates.scheduling_key(b)
+
+
+def test_owners_keep_the_first_pod_of_each_affinity_object_and_namespace() -> None:
+    """The session's affinity owners are reduced to the first pod of each (affinity
+    object, namespace): one object shared by pods of two namespaces keeps a pod of each
+    (its anti-affinity terms select in the owner's namespace), and the terms found are
+    those of every pod."""
+    shared = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": HOST}
+            ]
+        }
+    }
+    pods = [
+        task(name, ns=ns, status=TaskStatus.RUNNING, node=on)
+        for name, ns, on in (("a1", "a", "n1"), ("a2", "a", "n2"), ("b1", "b", "n2"))
+    ]
+    pending = task("b2", ns="b")
+    for t in [*pods, pending]:
+        t.affinity = shared
+    other = task("c1", ns="a", status=TaskStatus.RUNNING, node="n1")
+    other.affinity = dict(shared)  # equal, but another object
+    ssn = session(cluster(nodes=[node("n1"), node("n2")], tasks=[*pods, pending, other]))
+    owners = predicates._owners(ssn)
+    assert [t.key for t in owners] == ["a/a1", "a/c1", "b/b1"]
+    every = [t for n in ssn.view.node_list for t in n.tasks.values()] + [pending]
+    assert predicates._anti_terms(owners) == predicates._anti_terms(every)
+    assert {owner.namespace for _, owner in predicates._anti_terms(owners)} == {"a", "b"}
