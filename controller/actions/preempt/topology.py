@@ -137,7 +137,8 @@ def select_victims_on_node(
     trial = ssn.disruptions.trial() if ssn.disruptions.active else None
     if light is not None and trial is None and usable(victims):
         try:
-            return light.select(preemptor, queue, node, queued)
+            free = light.predicate_free(preemptor, node)
+            return light.select(preemptor, queue, node, queued, free=free)
         except (FitError, StatementError):
             return None
     scratch = Scratch(ssn, [node.name])
