@@ -78,6 +78,7 @@ from projections.objects import (
 )
 from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
+from projections.preemptindex import PreemptIndex
 from projections.queuetotals import QueueTotals
 from projections.zonetasks import ZoneTasks
 from streams.events import Event
@@ -144,6 +145,8 @@ class ClusterState(BaseProjection):
         self.queue_totals = QueueTotals()
         #: zone -> job -> Running preemptable tasks, told of node changes (zonetasks.py)
         self.zone_tasks = ZoneTasks()
+        #: node -> its preemption candidates, dropped when the node changes (preemptindex.py)
+        self.preempt_index = PreemptIndex()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -170,6 +173,7 @@ class ClusterState(BaseProjection):
                 node = self.nodes[task.node_name] = new_node(task.node_name)
             node_add(node, task, key)
             self.zone_tasks.touch_task(node.name, key)
+            self.preempt_index.touch(node.name)
 
     def _unplace(self, task: TaskInfo, key: str) -> None:
         self.pending.pop(key, None)
@@ -177,6 +181,7 @@ class ClusterState(BaseProjection):
         if node is not None and node.tasks.get(key) is task:
             node_remove(node, task, key)
             self.zone_tasks.touch_task(node.name, key)
+            self.preempt_index.touch(node.name)
             if node.placeholder and not node.tasks:
                 del self.nodes[node.name]
 
@@ -296,6 +301,7 @@ class ClusterState(BaseProjection):
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
         self.zone_tasks.touch(name)
+        self.preempt_index.touch(name)
         if kind == "DELETED":
             if node is None or node.placeholder:
                 return False
@@ -341,6 +347,7 @@ class ClusterState(BaseProjection):
             for key, task in job.tasks.items():
                 derive(task, self.rules, job)
                 self.zone_tasks.touch_task(task.node_name, key)
+                self.preempt_index.touch(task.node_name)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:

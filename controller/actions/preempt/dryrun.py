@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from controller.actions.preempt.fastpath import TaskRank
 from controller.framework.resources import fits, less_equal_with_dimension
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
@@ -102,6 +103,8 @@ class LightDryRun:
             owner = getattr(simulate[0], "__self__", None)
             if isinstance(owner, predicates.PredicatesPlugin):
                 self.plugin = owner
+        #: nodes whose reading's order keys the rank took (:meth:`reading`)
+        self._adopted: set[str] = set()
         #: the preemptor whose predicate memo :meth:`predicate_free` holds, and that memo
         self._memo_of: tuple[TaskInfo | None, dict[int, Any] | None] = (None, None)
 
@@ -150,6 +153,32 @@ class LightDryRun:
         pos = self.ssn.nodes.position(node.name)
         hit = memo.get(pos)
         return hit is not None and hit[0] == self.ssn.view.versions[pos] and hit[1] is None
+
+    def reading(
+        self, node: NodeInfo, by_job: Callable[[str], bool] | None, rank: TaskRank | None = None
+    ) -> tuple[list[TaskInfo], Resource | None] | None:
+        """``node``'s preemptees from the projection's index
+        (:mod:`projections.preemptindex`), and the room ``validate_victims`` would find
+        for them when they are all the node's candidates (else None); None when the
+        node has no reading (a session change) or the filter has no per-job form.
+
+        ``by_job`` is the filter's per-job form (:func:`~.victims.by_job_of`): every task
+        of a reading is Bound or Running and marked preemptable, so it answers for them.
+        ``rank`` takes the tasks' order keys kept with the reading (:meth:`TaskRank.adopt`).
+        """
+        if by_job is None:
+            return None
+        found = self.ssn.view.preempt_reading(node)
+        if found is None:
+            return None
+        if rank is not None and found.node.name not in self._adopted:
+            self._adopted.add(found.node.name)
+            rank.adopt(found.tasks, found.memo)
+        taken = [job for job in found.jobs if by_job(job)]
+        if len(taken) == len(found.jobs):
+            return found.tasks, found.room
+        keep = set(taken)
+        return [task for task in found.tasks if task.job in keep], None
 
     def preemptees(self, node: NodeInfo, accept: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
         """:func:`~controller.actions.preempt.victims.node_preemptees` from a memo of the

@@ -140,6 +140,18 @@ class TaskRank:
         self._ids[ident] = (task, found)
         return found
 
+    def adopt(self, tasks: list[TaskInfo], memo: dict[Any, Any]) -> None:
+        """Take the entries of ``tasks`` from ``memo`` (a reading's memo kept across
+        sessions, :class:`projections.preemptindex.NodeVictims`), computing them there
+        the first time: an entry is a function of the task's fields and of the order's key
+        functions (part of the memo's key), and a reading holds the same task objects
+        until the fold drops it."""
+        slot = ("rank", tuple(self._parts))
+        held: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] | None = memo.get(slot)
+        if held is None:
+            held = memo[slot] = {id(task): (task, self.entry(task)) for task in tasks}
+        self._ids.update(held)
+
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:
         """``tasks`` in task order (``reverse``: last first), or None when they mix tasks
         with and without a pod index (sort them pairwise then).
