@@ -205,6 +205,7 @@ class ClusterState(BaseProjection):
         if job is not None:
             job.tasks[key] = task
         self.queue_totals.touch(task.job)
+        self.preempt_index.touch_job(task.job)
 
     def _rederive(self, keys: list[str]) -> None:
         """Re-add the tasks ``keys`` so the rules in force apply to them."""
@@ -220,6 +221,7 @@ class ClusterState(BaseProjection):
         self._unplace(task, key)
         job = self.jobs.get(task.job)
         self.queue_totals.touch(task.job)
+        self.preempt_index.touch_job(task.job)
         if job is not None:
             job.tasks.pop(key, None)
             if not job.tasks and not keep_job and (job.placeholder or job.implicit):
@@ -232,6 +234,7 @@ class ClusterState(BaseProjection):
         task.node_name = node_name
         self._place(task, key)
         self.queue_totals.touch(task.job)
+        self.preempt_index.touch_job(task.job)
         job = self.jobs.get(task.job)
         if job is not None and job.implicit:
             job.phase = "Inqueue" if status == _PENDING else "Running"
@@ -296,6 +299,7 @@ class ClusterState(BaseProjection):
         for job in self.jobs.values():
             if job.priority_class == name and not job.implicit and not job.placeholder:
                 job.priority = value
+                self.preempt_index.touch_job(job.id)
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> bool | _Unseen:
         name = obj["metadata"]["name"]
@@ -325,6 +329,7 @@ class ClusterState(BaseProjection):
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
         self.queue_totals.touch(job_id)
+        self.preempt_index.touch_job(job_id)
         if kind == "DELETED":
             if job is None or job.implicit or job.placeholder:
                 return False

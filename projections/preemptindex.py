@@ -6,6 +6,12 @@ key order), and the node's future idle plus every one of their requests (Volcano
 ``ValidateVictims`` over all of them). At 5,000 nodes most nodes are the same from one
 session to the next, so :class:`PreemptIndex` keeps that reading per node.
 
+The same holds for a job: :meth:`PreemptIndex.job_memo` keeps what a caller derives from
+a job's fields (its place in the job order), dropped by :meth:`PreemptIndex.touch_job`
+wherever the fold tells :class:`projections.queuetotals.QueueTotals` of a change to the
+job (its tasks, their statuses, its PodGroup) and where a PriorityClass learned late
+changes its priority.
+
 The fold calls :meth:`PreemptIndex.touch` with a node's name wherever it tells
 :class:`projections.zonetasks.ZoneTasks` of a change (the node itself, or a task placed
 on or taken off it, or re-derived there): the node's reading is dropped and made again on
@@ -19,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.model import PREEMPTABLE_STATUSES, NodeInfo, Resource, TaskInfo
+from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, Resource, TaskInfo
 
 
 @dataclass(slots=True)
@@ -64,6 +70,8 @@ class PreemptIndex:
 
     def __init__(self) -> None:
         self._nodes: dict[str, NodeVictims] = {}
+        #: job id -> (the job object, what callers derived from its fields)
+        self._jobs: dict[str, tuple[JobInfo, dict[Any, Any]]] = {}
 
     def touch(self, node: str) -> None:
         """Note that node ``node``, or a task on it, changed."""
@@ -76,3 +84,17 @@ class PreemptIndex:
             return hit
         made = self._nodes[node.name] = read_node(node)
         return made
+
+    def touch_job(self, job_id: str) -> None:
+        """Note that job ``job_id`` changed (its fields, its tasks or their statuses)."""
+        self._jobs.pop(job_id, None)
+
+    def job_memo(self, job: JobInfo) -> dict[Any, Any]:
+        """A memo for values derived from ``job``'s fields and its tasks' (the projection's
+        own object, unchanged by a session), kept until the fold changes the job."""
+        hit = self._jobs.get(job.id)
+        if hit is not None and hit[0] is job:
+            return hit[1]
+        memo: dict[Any, Any] = {}
+        self._jobs[job.id] = (job, memo)
+        return memo

@@ -351,6 +351,18 @@ class ClusterView:
             return None
         return index.node(node)
 
+    def preempt_job_memo(self, job: JobInfo) -> dict[Any, Any] | None:
+        """The projection's memo of ``job`` (:meth:`PreemptIndex.job_memo`); None when
+        ``job`` is not the projection's own object or this session changed it."""
+        index: PreemptIndex | None = getattr(self._cluster, "preempt_index", None)
+        if (
+            index is None
+            or self._job_versions.get(job.id)
+            or self._base_jobs.get(job.id) is not job
+        ):
+            return None
+        return index.job_memo(job)
+
     def zone_candidates(self, zone: str) -> dict[str, list[TaskInfo]] | None:
         """The Running preemptable tasks on ``zone``'s session nodes *now*, by job.
 

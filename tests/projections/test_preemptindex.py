@@ -156,3 +156,53 @@ def test_the_room_answers_as_validate_victims(seed: int) -> None:
                         )
                         asked += 1
     assert asked and releasing
+
+
+def _job_facts(job: Any) -> tuple[Any, ...]:
+    """Every field of a job and its tasks a job memo may derive from."""
+    tasks = tuple(
+        (key, task.status, task.best_effort, task.priority)
+        for key, task in sorted(job.tasks.items())
+    )
+    return (job.priority, job.min_available, job.queue, job.creation, job.uid, job.phase, tasks)
+
+
+def check_jobs(state: ClusterState) -> int:
+    """Every job memo holds what was derived from the job as it is now; how many held."""
+    held = 0
+    for job_id in sorted(state.jobs):
+        job = state.jobs[job_id]
+        memo = state.preempt_index.job_memo(job)
+        if "facts" in memo:
+            assert memo["facts"] == _job_facts(job), job_id
+            held += 1
+        memo["facts"] = _job_facts(job)
+    return held
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4], ids=["seed1", "seed2", "seed3", "seed4"])
+def test_job_memos_are_dropped_when_the_job_changes(seed: int) -> None:
+    from tests.projections.test_queuetotals import _random_events
+
+    state = ClusterState()
+    held = 0
+    for event in _events(seed, 150) + _random_events(seed, 150):
+        state.apply(event.with_offset(state.position))
+        held += check_jobs(state)
+    assert held  # memos do survive unrelated records
+
+
+def test_a_priority_class_learned_late_drops_the_job_memo() -> None:
+    """A PodGroup naming a PriorityClass the log has not valued yet gets priority 0; a pod
+    of that class teaches the value and the job's priority changes in place."""
+    state = ClusterState()
+    pg = build_podgroup("ns", "g1", priority_class="urgent")
+    state.apply(watch("podgroups", pg).with_offset(0))
+    check_jobs(state)
+    before = state.jobs["ns/g1"].priority
+    pod = build_pod("ns", "t", group="other", phase="Pending")
+    pod["spec"]["priorityClassName"] = "urgent"
+    pod["spec"]["priority"] = 1000
+    state.apply(watch("pods", pod).with_offset(1))
+    assert state.jobs["ns/g1"].priority != before
+    check_jobs(state)

@@ -81,6 +81,12 @@ class TaskRank:
         self.job_version: Callable[[JobInfo], tuple[int, int]] | None = None
         #: job id → (the job object, its version, its whole key), see :meth:`job_key`
         self._job_keys: dict[str, tuple[JobInfo, tuple[int, int], tuple[Any, ...]]] = {}
+        #: the projection's memo of a job the session has not changed, or None
+        #: (:meth:`~controller.framework.view.ClusterView.preempt_job_memo`)
+        self.job_memo: Callable[[JobInfo], dict[Any, Any] | None] | None = None
+        #: where a job's key goes in that memo: the job order's parts, by their code (a
+        #: session's gang part is a new closure of the same code)
+        self._job_slot = ("job-key", tuple(getattr(p, "__code__", p) for p in job_parts or []))
 
     @classmethod
     def of(cls, ssn: Session) -> TaskRank | None:
@@ -95,6 +101,7 @@ class TaskRank:
                 parts.append(part)
         rank = cls(parts, job_key_parts(ssn))
         rank.job_version = ssn.view.job_version
+        rank.job_memo = getattr(ssn.view, "preempt_job_memo", None)
         return rank
 
     def job_key(self, job: JobInfo) -> tuple[Any, ...]:
@@ -105,22 +112,34 @@ class TaskRank:
         the same :attr:`job_version`: every part the fast path knows is a function of the
         job's fields (:data:`KNOWN_JOB_ORDERS`' priority, gang's readiness, which gang
         itself memoises by that version), and the session changes a job's fields only
-        through a new object or a new version.
+        through a new object or a new version. A job the session has not changed keeps its
+        key in the projection's memo (:attr:`job_memo`) from one session to the next,
+        until the fold changes the job.
         """
+        if self.job_memo is not None:
+            kept = self.job_memo(job)
+            if kept is not None:
+                found: tuple[Any, ...] | None = kept.get(self._job_slot)
+                if found is None:
+                    found = kept[self._job_slot] = self._fresh_job_key(job)
+                return found
         version = None
         if self.job_version is not None:
             version = self.job_version(job)
             hit = self._job_keys.get(job.id)
             if hit is not None and hit[0] is job and hit[1] == version:
                 return hit[2]
+        key = self._fresh_job_key(job)
+        if version is not None:
+            self._job_keys[job.id] = (job, version, key)
+        return key
+
+    def _fresh_job_key(self, job: JobInfo) -> tuple[Any, ...]:
         parts = self.job_parts or []
         rest = self._job_rest.get(job.id)
         if rest is None:
             rest = self._job_rest[job.id] = job_fallback_key(job)
-        key = (*(part(job) for part in parts), *rest)
-        if version is not None:
-            self._job_keys[job.id] = (job, version, key)
-        return key
+        return (*(part(job) for part in parts), *rest)
 
     def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
         """Whether ``task`` has a pod index, and its key among tasks alike in that."""
