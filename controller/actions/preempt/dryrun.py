@@ -173,7 +173,7 @@ class LightDryRun:
             return None
         if rank is not None and found.node.name not in self._adopted:
             self._adopted.add(found.node.name)
-            rank.adopt(found.tasks, found.memo)
+            rank.adopt(found.node.name, found.memo)
         taken = [job for job in found.jobs if by_job(job)]
         if len(taken) == len(found.jobs):
             return found.tasks, found.room

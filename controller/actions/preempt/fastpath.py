@@ -74,6 +74,8 @@ class TaskRank:
         self._memo: dict[str, tuple[bool, tuple[Any, ...]]] = {}
         #: the same by task object (the object is kept, so its id is never reused)
         self._ids: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] = {}
+        #: node → the memo of its reading that takes the entries computed (:meth:`adopt`)
+        self._stores: dict[str, dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]]] = {}
         #: job id → the job order's fallback key
         self._job_rest: dict[str, tuple[Any, ...]] = {}
         #: the session's job versions (:meth:`~controller.framework.view.ClusterView.job_version`),
@@ -157,19 +159,26 @@ class TaskRank:
             )
             found = self._memo[name] = (indexed, key)
         self._ids[ident] = (task, found)
+        store = self._stores.get(task.node_name)
+        if store is not None:
+            store[ident] = (task, found)
         return found
 
-    def adopt(self, tasks: list[TaskInfo], memo: dict[Any, Any]) -> None:
-        """Take the entries of ``tasks`` from ``memo`` (a reading's memo kept across
-        sessions, :class:`projections.preemptindex.NodeVictims`), computing them there
-        the first time: an entry is a function of the task's fields and of the order's key
-        functions (part of the memo's key), and a reading holds the same task objects
-        until the fold drops it."""
+    def adopt(self, node: str, memo: dict[Any, Any]) -> None:
+        """Take the entries kept in ``memo`` (the memo of node ``node``'s reading, kept
+        across sessions: :class:`projections.preemptindex.NodeVictims`) and keep there the
+        entries computed from now on for tasks of that node. An entry is a function of
+        the order's key functions (part of the memo's slot) and of fields of the task
+        object that the fold never changes in place (priority, creation, UID, namespace,
+        name); the memo holds each object it has an entry for, so an id is never reused.
+        """
         slot = ("rank", tuple(self._parts))
         held: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] | None = memo.get(slot)
         if held is None:
-            held = memo[slot] = {id(task): (task, self.entry(task)) for task in tasks}
-        self._ids.update(held)
+            held = memo[slot] = {}
+        elif held:
+            self._ids.update(held)
+        self._stores[node] = held
 
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:
         """``tasks`` in task order (``reverse``: last first), or None when they mix tasks
