@@ -23,6 +23,12 @@ simulate predicate must pass on any copy of the node holding a subset of its tas
 (:meth:`LightDryRun.predicate_free`): the dry run is then pure arithmetic and no copy is
 made at all.
 
+A node the session has not changed is read from the fold's index
+(:mod:`projections.preemptindex`, :meth:`LightDryRun.reading`): its candidates in key
+order and ``ValidateVictims``' room over all of them are kept from one session to the
+next, with the victims' order keys (:meth:`~.fastpath.TaskRank.adopt`), so a session no
+longer walks every node it dry-runs.
+
 It applies only when the session's simulate add / remove / allocatable hooks are all
 proportion's (:meth:`LightDryRun.of` returns None otherwise, and the scratch dry run is
 used): those hooks are pure accounting on proportion's queue allocations, and
@@ -176,7 +182,7 @@ class LightDryRun:
             rank.adopt(found.node.name, found.memo)
         taken = [job for job in found.jobs if by_job(job)]
         if len(taken) == len(found.jobs):
-            return found.tasks, found.room
+            return list(found.tasks), found.room  # a copy: the reading is never changed
         keep = set(taken)
         return [task for task in found.tasks if task.job in keep], None
 
