@@ -16,7 +16,10 @@ each must evict pods to fit.
   cycle / allocate pass.
 
 Best wall time of ``repeat`` (>= 3), CPU median [range] in the notes; ``run_cycle`` is
-pure, so each cycle runs on the same world.
+pure, so each cycle runs on the same world. The first topology-aware cycle ("first run"
+in the notes) also reads the nodes it dry-runs into the fold's preemption index
+(:mod:`projections.preemptindex`); the later ones find them there, as a live
+controller's sessions do for every node the log has not changed since.
 """
 
 from __future__ import annotations

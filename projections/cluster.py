@@ -78,6 +78,7 @@ from projections.objects import (
 )
 from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
+from projections.preemptindex import PreemptIndex
 from projections.queuetotals import QueueTotals
 from projections.zonetasks import ZoneTasks
 from streams.events import Event
@@ -144,6 +145,8 @@ class ClusterState(BaseProjection):
         self.queue_totals = QueueTotals()
         #: zone -> job -> Running preemptable tasks, told of node changes (zonetasks.py)
         self.zone_tasks = ZoneTasks()
+        #: node -> its preemption candidates, dropped when the node changes (preemptindex.py)
+        self.preempt_index = PreemptIndex()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -170,6 +173,7 @@ class ClusterState(BaseProjection):
                 node = self.nodes[task.node_name] = new_node(task.node_name)
             node_add(node, task, key)
             self.zone_tasks.touch_task(node.name, key)
+            self.preempt_index.touch(node.name)
 
     def _unplace(self, task: TaskInfo, key: str) -> None:
         self.pending.pop(key, None)
@@ -177,6 +181,7 @@ class ClusterState(BaseProjection):
         if node is not None and node.tasks.get(key) is task:
             node_remove(node, task, key)
             self.zone_tasks.touch_task(node.name, key)
+            self.preempt_index.touch(node.name)
             if node.placeholder and not node.tasks:
                 del self.nodes[node.name]
 
@@ -200,6 +205,7 @@ class ClusterState(BaseProjection):
         if job is not None:
             job.tasks[key] = task
         self.queue_totals.touch(task.job)
+        self.preempt_index.touch_job(task.job)
 
     def _rederive(self, keys: list[str]) -> None:
         """Re-add the tasks ``keys`` so the rules in force apply to them."""
@@ -215,6 +221,7 @@ class ClusterState(BaseProjection):
         self._unplace(task, key)
         job = self.jobs.get(task.job)
         self.queue_totals.touch(task.job)
+        self.preempt_index.touch_job(task.job)
         if job is not None:
             job.tasks.pop(key, None)
             if not job.tasks and not keep_job and (job.placeholder or job.implicit):
@@ -227,6 +234,7 @@ class ClusterState(BaseProjection):
         task.node_name = node_name
         self._place(task, key)
         self.queue_totals.touch(task.job)
+        self.preempt_index.touch_job(task.job)
         job = self.jobs.get(task.job)
         if job is not None and job.implicit:
             job.phase = "Inqueue" if status == _PENDING else "Running"
@@ -291,11 +299,13 @@ class ClusterState(BaseProjection):
         for job in self.jobs.values():
             if job.priority_class == name and not job.implicit and not job.placeholder:
                 job.priority = value
+                self.preempt_index.touch_job(job.id)
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> bool | _Unseen:
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
         self.zone_tasks.touch(name)
+        self.preempt_index.touch(name)
         if kind == "DELETED":
             if node is None or node.placeholder:
                 return False
@@ -319,6 +329,7 @@ class ClusterState(BaseProjection):
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
         self.queue_totals.touch(job_id)
+        self.preempt_index.touch_job(job_id)
         if kind == "DELETED":
             if job is None or job.implicit or job.placeholder:
                 return False
@@ -341,6 +352,7 @@ class ClusterState(BaseProjection):
             for key, task in job.tasks.items():
                 derive(task, self.rules, job)
                 self.zone_tasks.touch_task(task.node_name, key)
+                self.preempt_index.touch(task.node_name)
         return True
 
     def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:

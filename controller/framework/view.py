@@ -24,6 +24,7 @@ from controller.framework.columns import FreeColumns
 from controller.framework.errors import StatementError
 from projections.accounting import node_add, node_remove
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
+from projections.preemptindex import NodeVictims, PreemptIndex
 from projections.queuetotals import QueueSums, QueueTotals
 from projections.zonetasks import ZoneTasks, node_candidates
 
@@ -340,6 +341,27 @@ class ClusterView:
         queues = self.queues
         totals = index.totals(self._base_jobs)
         return {name: sums for name, sums in totals.items() if name in queues}
+
+    def preempt_reading(self, node: NodeInfo) -> NodeVictims | None:
+        """``node``'s preemption candidates from the projection's index
+        (:mod:`projections.preemptindex`); None when ``node`` is not the projection's own
+        object (a statement of this session changed it) or the cluster keeps no index."""
+        index: PreemptIndex | None = getattr(self._cluster, "preempt_index", None)
+        if index is None or self._cluster.nodes.get(node.name) is not node:
+            return None
+        return index.node(node)
+
+    def preempt_job_memo(self, job: JobInfo) -> dict[Any, Any] | None:
+        """The projection's memo of ``job`` (:meth:`PreemptIndex.job_memo`); None when
+        ``job`` is not the projection's own object or this session changed it."""
+        index: PreemptIndex | None = getattr(self._cluster, "preempt_index", None)
+        if (
+            index is None
+            or self._job_versions.get(job.id)
+            or self._base_jobs.get(job.id) is not job
+        ):
+            return None
+        return index.job_memo(job)
 
     def zone_candidates(self, zone: str) -> dict[str, list[TaskInfo]] | None:
         """The Running preemptable tasks on ``zone``'s session nodes *now*, by job.

@@ -17,6 +17,18 @@ the only simulate predicate is the predicates plugin's (which reads the node cop
 nothing else), the copy's tasks are moved with the node accounting alone, without the
 add / remove hooks.
 
+Where the predicates plugin's predicate passed on the node itself (the session's predicate
+memo says so) and the preemptor needs no pod beside it (no required pod affinity), every
+simulate predicate must pass on any copy of the node holding a subset of its tasks
+(:meth:`LightDryRun.predicate_free`): the dry run is then pure arithmetic and no copy is
+made at all.
+
+A node the session has not changed is read from the fold's index
+(:mod:`projections.preemptindex`, :meth:`LightDryRun.reading`): its candidates in key
+order and ``ValidateVictims``' room over all of them are kept from one session to the
+next, with the victims' order keys (:meth:`~.fastpath.TaskRank.adopt`), so a session no
+longer walks every node it dry-runs.
+
 It applies only when the session's simulate add / remove / allocatable hooks are all
 proportion's (:meth:`LightDryRun.of` returns None otherwise, and the scratch dry run is
 used): those hooks are pure accounting on proportion's queue allocations, and
@@ -29,7 +41,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from controller.actions.preempt.fastpath import TaskRank
 from controller.framework.resources import fits, less_equal_with_dimension
 from controller.framework.session import Session
 from controller.framework.simulate import Scratch
@@ -51,6 +65,13 @@ class _Room:
     idle: Resource
     releasing: Resource
     pipelined: Resource
+
+
+def _needs_company(task: TaskInfo) -> bool:
+    """Whether ``task`` has a required pod-affinity term (any topology key): removing a
+    pod from a node can make such a term fail there."""
+    section = (task.affinity or {}).get("podAffinity") or {}
+    return bool(section.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
 
 def usable(victims: Iterable[TaskInfo]) -> bool:
@@ -77,10 +98,21 @@ class LightDryRun:
         self.queue_check = bool(ssn.flat("simulate_allocatable"))
         #: the simulate predicates read only the node copy (predicates' hook alone), so
         #: the copy needs no plugin scratch state: its tasks are moved without the hooks
+        simulate = ssn.flat("simulate_predicate")
         self.node_only = all(
             getattr(fn, "__func__", None) is predicates.PredicatesPlugin.simulate_predicate
-            for fn in ssn.flat("simulate_predicate")
+            for fn in simulate
         )
+        #: the predicates plugin whose simulate predicate is the only one, or None
+        self.plugin: predicates.PredicatesPlugin | None = None
+        if self.node_only and len(simulate) == 1:
+            owner = getattr(simulate[0], "__self__", None)
+            if isinstance(owner, predicates.PredicatesPlugin):
+                self.plugin = owner
+        #: nodes whose reading's order keys the rank took (:meth:`reading`)
+        self._adopted: set[str] = set()
+        #: the preemptor whose predicate memo :meth:`predicate_free` holds, and that memo
+        self._memo_of: tuple[TaskInfo | None, dict[int, Any] | None] = (None, None)
 
     @classmethod
     def of(cls, ssn: Session) -> LightDryRun | None:
@@ -97,6 +129,62 @@ class LightDryRun:
                     return None
                 state = owner
         return cls(ssn, state)
+
+    def predicate_free(self, preemptor: TaskInfo, node: NodeInfo) -> bool:
+        """Whether every simulate predicate the dry run would ask on ``node`` must pass, so
+        that it may skip them (and the scratch copy they read).
+
+        True only when the only simulate predicate is the predicates plugin's (which asks
+        the plugin's own predicate on the copy, no wide topology terms being involved:
+        the plugin keys its memo only then), the session's memo says that very predicate
+        passed on ``node`` as it is now, and ``preemptor`` has no required pod-affinity
+        term. Every check of that predicate is then monotone in the node's tasks: the pod
+        count, the preemptor's anti-affinity and the other pods' anti-affinity can only
+        pass on a copy holding a subset of the node's tasks, and the node's own fields are
+        copied unchanged; a dry run's copy only ever holds such a subset.
+        """
+        plugin = self.plugin
+        if plugin is None or _needs_company(preemptor):
+            return False
+        held, memo = self._memo_of
+        if held is not preemptor:
+            memo = None
+            for fn, found in self.ssn.plan("predicate", preemptor):
+                if fn is plugin.predicate:
+                    memo = found
+                    break
+            self._memo_of = (preemptor, memo)
+        if memo is None:
+            return False
+        pos = self.ssn.nodes.position(node.name)
+        hit = memo.get(pos)
+        return hit is not None and hit[0] == self.ssn.view.versions[pos] and hit[1] is None
+
+    def reading(
+        self, node: NodeInfo, by_job: Callable[[str], bool] | None, rank: TaskRank | None = None
+    ) -> tuple[list[TaskInfo], Resource | None] | None:
+        """``node``'s preemptees from the projection's index
+        (:mod:`projections.preemptindex`), and the room ``validate_victims`` would find
+        for them when they are all the node's candidates (else None); None when the
+        node has no reading (a session change) or the filter has no per-job form.
+
+        ``by_job`` is the filter's per-job form (:func:`~.victims.by_job_of`): every task
+        of a reading is Bound or Running and marked preemptable, so it answers for them.
+        ``rank`` takes the tasks' order keys kept with the reading (:meth:`TaskRank.adopt`).
+        """
+        if by_job is None:
+            return None
+        found = self.ssn.view.preempt_reading(node)
+        if found is None:
+            return None
+        if rank is not None and found.node.name not in self._adopted:
+            self._adopted.add(found.node.name)
+            rank.adopt(found.node.name, found.memo)
+        taken = [job for job in found.jobs if by_job(job)]
+        if len(taken) == len(found.jobs):
+            return list(found.tasks), found.room  # a copy: the reading is never changed
+        keep = set(taken)
+        return [task for task in found.tasks if task.job in keep], None
 
     def preemptees(self, node: NodeInfo, accept: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
         """:func:`~controller.actions.preempt.victims.node_preemptees` from a memo of the
@@ -118,10 +206,18 @@ class LightDryRun:
         return [task for task in hit[1] if accept(task)]
 
     def select(
-        self, preemptor: TaskInfo, queue: QueueInfo, node: NodeInfo, queued: Iterable[TaskInfo]
+        self,
+        preemptor: TaskInfo,
+        queue: QueueInfo,
+        node: NodeInfo,
+        queued: Iterable[TaskInfo],
+        *,
+        free: bool = False,
     ) -> tuple[TaskInfo, ...] | None:
         """The minimal victims on ``node`` (most protected first), or None: the answer of
         the scratch dry run for the victims ``queued`` in victim order (none skipped).
+        ``free`` (:meth:`predicate_free`): every simulate predicate passes, so no scratch
+        copy is made and none is asked.
 
         Every victim must be Bound or Running (:func:`usable`): taking one off adds its
         request to the node's idle, and giving it back takes it away again.
@@ -156,6 +252,8 @@ class LightDryRun:
             nonlocal scratch
             if not fits(request, room, future=True) or not allocatable():  # type: ignore[arg-type]
                 return False
+            if free:
+                return True
             if scratch is None:
                 scratch = Scratch(ssn, [node.name])
                 for victim in potential:

@@ -74,6 +74,8 @@ class TaskRank:
         self._memo: dict[str, tuple[bool, tuple[Any, ...]]] = {}
         #: the same by task object (the object is kept, so its id is never reused)
         self._ids: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] = {}
+        #: node → the memo of its reading that takes the entries computed (:meth:`adopt`)
+        self._stores: dict[str, dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]]] = {}
         #: job id → the job order's fallback key
         self._job_rest: dict[str, tuple[Any, ...]] = {}
         #: the session's job versions (:meth:`~controller.framework.view.ClusterView.job_version`),
@@ -81,6 +83,12 @@ class TaskRank:
         self.job_version: Callable[[JobInfo], tuple[int, int]] | None = None
         #: job id → (the job object, its version, its whole key), see :meth:`job_key`
         self._job_keys: dict[str, tuple[JobInfo, tuple[int, int], tuple[Any, ...]]] = {}
+        #: the projection's memo of a job the session has not changed, or None
+        #: (:meth:`~controller.framework.view.ClusterView.preempt_job_memo`)
+        self.job_memo: Callable[[JobInfo], dict[Any, Any] | None] | None = None
+        #: where a job's key goes in that memo: the job order's parts, by their code (a
+        #: session's gang part is a new closure of the same code)
+        self._job_slot = ("job-key", tuple(getattr(p, "__code__", p) for p in job_parts or []))
 
     @classmethod
     def of(cls, ssn: Session) -> TaskRank | None:
@@ -95,6 +103,7 @@ class TaskRank:
                 parts.append(part)
         rank = cls(parts, job_key_parts(ssn))
         rank.job_version = ssn.view.job_version
+        rank.job_memo = getattr(ssn.view, "preempt_job_memo", None)
         return rank
 
     def job_key(self, job: JobInfo) -> tuple[Any, ...]:
@@ -105,22 +114,34 @@ class TaskRank:
         the same :attr:`job_version`: every part the fast path knows is a function of the
         job's fields (:data:`KNOWN_JOB_ORDERS`' priority, gang's readiness, which gang
         itself memoises by that version), and the session changes a job's fields only
-        through a new object or a new version.
+        through a new object or a new version. A job the session has not changed keeps its
+        key in the projection's memo (:attr:`job_memo`) from one session to the next,
+        until the fold changes the job.
         """
+        if self.job_memo is not None:
+            kept = self.job_memo(job)
+            if kept is not None:
+                found: tuple[Any, ...] | None = kept.get(self._job_slot)
+                if found is None:
+                    found = kept[self._job_slot] = self._fresh_job_key(job)
+                return found
         version = None
         if self.job_version is not None:
             version = self.job_version(job)
             hit = self._job_keys.get(job.id)
             if hit is not None and hit[0] is job and hit[1] == version:
                 return hit[2]
+        key = self._fresh_job_key(job)
+        if version is not None:
+            self._job_keys[job.id] = (job, version, key)
+        return key
+
+    def _fresh_job_key(self, job: JobInfo) -> tuple[Any, ...]:
         parts = self.job_parts or []
         rest = self._job_rest.get(job.id)
         if rest is None:
             rest = self._job_rest[job.id] = job_fallback_key(job)
-        key = (*(part(job) for part in parts), *rest)
-        if version is not None:
-            self._job_keys[job.id] = (job, version, key)
-        return key
+        return (*(part(job) for part in parts), *rest)
 
     def entry(self, task: TaskInfo) -> tuple[bool, tuple[Any, ...]]:
         """Whether ``task`` has a pod index, and its key among tasks alike in that."""
@@ -138,7 +159,26 @@ class TaskRank:
             )
             found = self._memo[name] = (indexed, key)
         self._ids[ident] = (task, found)
+        store = self._stores.get(task.node_name)
+        if store is not None:
+            store[ident] = (task, found)
         return found
+
+    def adopt(self, node: str, memo: dict[Any, Any]) -> None:
+        """Take the entries kept in ``memo`` (the memo of node ``node``'s reading, kept
+        across sessions: :class:`projections.preemptindex.NodeVictims`) and keep there the
+        entries computed from now on for tasks of that node. An entry is a function of
+        the order's key functions (part of the memo's slot) and of fields of the task
+        object that the fold never changes in place (priority, creation, UID, namespace,
+        name); the memo holds each object it has an entry for, so an id is never reused.
+        """
+        slot = ("rank", tuple(self._parts))
+        held: dict[int, tuple[TaskInfo, tuple[bool, tuple[Any, ...]]]] | None = memo.get(slot)
+        if held is None:
+            held = memo[slot] = {}
+        elif held:
+            self._ids.update(held)
+        self._stores[node] = held
 
     def sort(self, tasks: list[TaskInfo], *, reverse: bool = False) -> list[TaskInfo] | None:
         """``tasks`` in task order (``reverse``: last first), or None when they mix tasks

@@ -47,6 +47,7 @@ from controller.actions.preempt.dryrun import LightDryRun, usable
 from controller.actions.preempt.fastpath import TaskRank
 from controller.actions.preempt.victims import (
     Filter,
+    by_job_of,
     iter_victim_order,
     node_preemptees,
     same_tasks,
@@ -125,9 +126,23 @@ def select_victims_on_node(
     before the plugins are asked (their answer is a subset of those tasks); ``rank``
     orders victims by key (:mod:`~.fastpath`); ``light`` answers on vectors where it
     applies (:mod:`~.dryrun`)."""
-    preemptees = node_preemptees(node, accept) if light is None else light.preemptees(node, accept)
-    if not preemptees or not validate_victims(preemptor, node, preemptees):
-        return None
+    read = None if light is None else light.reading(node, by_job_of(accept), rank)
+    if read is not None:
+        preemptees, room = read
+        if not preemptees:
+            return None
+        if room is not None:
+            # validate_victims over every candidate of the node: its sum, read once
+            if not preemptor.init_resreq.less_equal(room):
+                return None
+        elif not validate_victims(preemptor, node, preemptees):
+            return None
+    else:
+        preemptees = (
+            node_preemptees(node, accept) if light is None else light.preemptees(node, accept)
+        )
+        if not preemptees or not validate_victims(preemptor, node, preemptees):
+            return None
     victims = ssn.preemptable(preemptor, preemptees)
     if not victims:
         return None
@@ -137,7 +152,8 @@ def select_victims_on_node(
     trial = ssn.disruptions.trial() if ssn.disruptions.active else None
     if light is not None and trial is None and usable(victims):
         try:
-            return light.select(preemptor, queue, node, queued)
+            free = light.predicate_free(preemptor, node)
+            return light.select(preemptor, queue, node, queued, free=free)
         except (FitError, StatementError):
             return None
     scratch = Scratch(ssn, [node.name])

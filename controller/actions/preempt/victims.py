@@ -24,6 +24,16 @@ from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, TaskInfo,
 Filter = Callable[[TaskInfo], bool]
 
 NEVER = "Never"
+#: The attribute of a filter built here that holds its per-job form (:func:`by_job_of`).
+BY_JOB = "by_job"
+
+
+def by_job_of(accept: Filter) -> Callable[[str], bool] | None:
+    """The per-job form of ``accept``, when it has one: a function of a job id that
+    answers as ``accept`` does for every task of that job in a preemptable status and
+    marked preemptable (a filter of this module whose preemptor is not BestEffort)."""
+    found: Callable[[str], bool] | None = getattr(accept, BY_JOB, None)
+    return found
 
 
 def _common(preemptor: TaskInfo, victim: TaskInfo) -> bool:
@@ -67,6 +77,18 @@ def inter_job(
             queue = known[job_id] = owner.queue if owner is not None else None
         return queue == job.queue
 
+    def by_job(job_id: str) -> bool:
+        if job_id == own:
+            return False
+        try:
+            queue = known[job_id]
+        except KeyError:
+            owner = lookup(job_id)
+            queue = known[job_id] = owner.queue if owner is not None else None
+        return queue == job.queue
+
+    if not best_effort:
+        setattr(accept, BY_JOB, by_job)
     return accept
 
 
@@ -76,6 +98,8 @@ def intra_job(preemptor: TaskInfo) -> Filter:
     def accept(victim: TaskInfo) -> bool:
         return _common(preemptor, victim) and victim.job == preemptor.job
 
+    if not preemptor.best_effort:
+        setattr(accept, BY_JOB, preemptor.job.__eq__)
     return accept
 
 
