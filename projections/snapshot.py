@@ -154,7 +154,9 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
         for key in sorted(body["tasks"]):
             task = decode_task(body["tasks"][key])
             target.tasks[key] = task
-            target.jobs[task.job].tasks[key] = task
+            job = target.jobs.get(task.job)
+            if job is not None:  # a pod of another scheduler forms no job (behaviour >= 2)
+                job.tasks[key] = task
             if task.status == TaskStatus.PENDING:
                 target.pending[key] = task
             if task.node_name and task.status not in COMPLETED_STATUSES:

@@ -257,3 +257,36 @@ def test_queues() -> None:
     assert state.queues["q"].state == "Closed"
     fold([watch("queues", q, event="DELETED")], state)
     assert sorted(state.queues) == ["default"]
+
+
+def _config(scheduler: str, behaviour: int) -> Event:
+    from streams.events import make_event
+
+    data = {"config": {"schedulerName": scheduler}, "source": "t", "behaviour": behaviour}
+    return make_event("config.applied", at(0), data)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "first", "then", "has_job"),
+    [
+        pytest.param(1, "volcano", "other", True, id="level-1-every-pod-forms-a-job"),
+        pytest.param(2, "volcano", "other", False, id="scheduler-changed-away"),
+        pytest.param(2, "other", None, False, id="pod-of-another-scheduler"),
+        pytest.param(2, "volcano", None, True, id="pod-of-this-scheduler"),
+        pytest.param(3, "volcano", "other", False, id="level-3-changed-away"),
+    ],
+)
+def test_a_checkpoint_keeps_tasks_without_a_job(
+    behaviour: int, first: str, then: str | None, has_job: bool
+) -> None:
+    """A pod no job owns (another scheduler's, from behaviour 2) survives a checkpoint."""
+    events = [_config(first, behaviour), watch("pods", build_pod("ns", "p0", node="n0"))]
+    if then is not None:
+        events.append(_config(then, behaviour))
+    state = fold(events)
+    assert ("ns/p0" in state.jobs) is has_job
+    again = ClusterState()
+    again.load(state.dump())
+    assert again.dump() == state.dump()
+    assert again.nodes["n0"].tasks.keys() == {"ns/p0"}
+    assert ("ns/p0" in again.jobs) is has_job
