@@ -8,14 +8,13 @@ cluster's time.
 
 The append path is the hot one (measured in ``benchmarks/bench_kafka.py``):
 
-* each value is encoded once, put together around the payload's canonical bytes
-  (:func:`record_value`): when the caller already holds them (``tide log import``
-  computed them for content ids, the recorder for observation ids) the payload is not
-  serialised again, and the envelope's time text and timestamp are computed once per
-  distinct time;
-* records go straight into aiokafka's record-batch builder, skipping the producer's
-  per-record wrapper (:func:`fill_batches`; the wrapper's record count is set once at
-  the end, which is all it keeps besides the builder: aiokafka 0.11-0.14);
+* one pass over the batch (:func:`encode_batches`) checks each event, builds its
+  value around the payload's canonical bytes (:func:`record_value`: when the caller
+  already holds them -- ``tide log import`` computed them for content ids, the recorder
+  for observation ids -- the payload is not serialised again; the envelope's time text,
+  timestamp and type parts are computed once per distinct time and type) and puts the
+  record straight into aiokafka's record-batch builder, skipping the producer's
+  per-record wrapper; no value outlives its record's copy into the batch;
 * a decoded event is built once with its offset (no second Event to set it).
 """
 
@@ -23,12 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from itertools import chain, repeat
 from typing import Any
 
 import orjson
 
 from streams.backends.kafka_client import BatchTooLargeError
-from streams.codec import DecodeError, decode_record
+from streams.codec import DecodeError, check_appendable, decode_record
 from streams.events import Event, format_time
 from streams.log import LogError
 
@@ -46,19 +46,28 @@ def record_value(event: Event, payload: bytes | None = None) -> bytes:
     is a JSON object with sorted keys (``at``, ``cause``, ``data``, ``id``, ``prev``,
     ``type``, ``v``) and no spaces, so its bytes are the fields' own serialisations
     between fixed keys; ``tests/streams/test_kafka_codec.py`` holds it to ``encode``.
+
+    Raises:
+        ValueError: ``event`` is not appendable (:func:`streams.codec.check_appendable`).
     """
     if payload is None:
         payload = orjson.dumps(event.data, option=_SORTED)
-    head = _stamp(event.at)[0]
+    head = (_STAMPS.get(event.at) or _stamp(event))[0]
+    tail = (_KINDS.get(event.type) or _kind(event))[0]
     if event.cause is None and event.prev is None and event.v == 1:  # the usual record
-        return b"".join((head, payload, b',"id":', orjson.dumps(event.id), _tail(event.type)))
+        return b"".join((head, payload, _ID, orjson.dumps(event.id), tail))
+    return _unusual_value(event, payload, head, tail)
+
+
+def _unusual_value(event: Event, payload: bytes, head: bytes, tail: bytes) -> bytes:
+    """:func:`record_value` of a record with a cause, a link or another version."""
     parts = [head[:-8]]  # '{"at":"…"', without ',"data":'
     if event.cause is not None:
         parts += (b',"cause":', orjson.dumps(event.cause, option=_SORTED))
-    parts += (b',"data":', payload, b',"id":', orjson.dumps(event.id, option=_SORTED))
+    parts += (b',"data":', payload, _ID, orjson.dumps(event.id, option=_SORTED))
     if event.prev is not None:
         parts += (b',"prev":', orjson.dumps(event.prev, option=_SORTED))
-    parts.append(_tail(event.type)[:-1])  # ',"type":"…"'
+    parts.append(tail[:-1])  # ',"type":"…"'
     if event.v != 1:
         parts += (b',"v":', orjson.dumps(event.v, option=_SORTED))
     parts.append(b"}")
@@ -67,74 +76,86 @@ def record_value(event: Event, payload: bytes | None = None) -> bytes:
 
 def record_timestamp(event: Event) -> int:
     """The record's timestamp: ``event.at`` in milliseconds since the epoch."""
-    return _stamp(event.at)[1]
+    return (_STAMPS.get(event.at) or _stamp(event))[1]
 
 
-def _stamp(at: datetime) -> tuple[bytes, int]:
-    """``'{"at":"<at>","data":'`` and the timestamp in ms, computed once per time.
+def _stamp(event: Event) -> tuple[bytes, int]:
+    """``'{"at":"<at>","data":'`` and the timestamp in ms of ``event.at``, computed once
+    per time (checking it, as :func:`streams.codec.check_appendable` does, before it is
+    kept: a time found in ``_STAMPS`` is known to have a zone).
 
     Formatting a time and taking its timestamp cost as much as copying a 5 KB payload,
     and a batch's records share few times (a relist or a metrics poll is stamped at
     once; a recording's first 30,000 records carry 7). Equal aware datetimes are the
-    same instant, so they have the same text and timestamp whatever their zone.
+    same instant, so they have the same text and timestamp whatever their zone (and a
+    naive one equals none of them).
     """
-    known = _STAMPS.get(at)
-    if known is None:
-        if len(_STAMPS) >= _STAMPS_MAX:
-            _STAMPS.clear()
-        head = b'{"at":' + orjson.dumps(format_time(at)) + b',"data":'
-        known = _STAMPS[at] = (head, int(at.timestamp() * 1000))
+    check_appendable((event,))
+    at = event.at
+    if len(_STAMPS) >= _STAMPS_MAX:
+        _STAMPS.clear()
+    head = b'{"at":' + orjson.dumps(format_time(at)) + b',"data":'
+    known = _STAMPS[at] = (head, int(at.timestamp() * 1000))
     return known
 
 
-def _tail(type_: str) -> bytes:
-    """``',"type":"<type>"}'``."""
-    tail = _TAILS.get(type_)
-    if tail is None:
-        tail = _TAILS[type_] = b',"type":' + orjson.dumps(type_) + b"}"
-    return tail
+def _kind(event: Event) -> tuple[bytes, tuple[str, bytes]]:
+    """``',"type":"<type>"}'`` and the ``type`` header of ``event.type``, once per type
+    (checking it first: a type found in ``_KINDS`` is a known one)."""
+    check_appendable((event,))
+    type_ = event.type
+    kind = _KINDS[type_] = (b',"type":' + orjson.dumps(type_) + b"}", ("type", type_.encode()))
+    return kind
 
 
 _SORTED = orjson.OPT_SORT_KEYS
+_ID = b',"id":'
 _STAMPS: dict[datetime, tuple[bytes, int]] = {}
 _STAMPS_MAX = 4096
-#: per event type (``check_appendable`` lets only the known ones through)
-_TAILS: dict[str, bytes] = {}
-#: per event type, the ``type`` header
-_TYPE_HEADERS: dict[str, tuple[str, bytes]] = {}
+#: per event type (only the known ones get in): the value's tail and the ``type`` header
+_KINDS: dict[str, tuple[bytes, tuple[str, bytes]]] = {}
 
 
-def _type_header(type_: str) -> tuple[str, bytes]:
-    header = _TYPE_HEADERS.get(type_)
-    if header is None:
-        header = _TYPE_HEADERS[type_] = ("type", type_.encode())
-    return header
-
-
-def fill_batches(
+def encode_batches(
     new_batch: Callable[[], Any],
     events: Sequence[Event],
-    values: Sequence[bytes],
+    payloads: Sequence[bytes | None],
     *,
     max_bytes: int,
     split: bool,
 ) -> list[tuple[Any, int]]:
-    """Record batches holding ``events`` (with ``values``), in order: ``(batch, count)``.
+    """Record batches holding ``events`` in order, ``(batch, count)``: each record's
+    value (:func:`record_value`, around ``payloads[i]`` when given and not None), its
+    ``id`` and ``type`` headers and its timestamp, in one pass that checks each event
+    as :func:`streams.codec.check_appendable` does. One batch, or with ``split`` as
+    many as ``max_bytes`` needs.
 
-    One batch, or with ``split`` as many as ``max_bytes`` needs.
+    Each value goes into aiokafka's record-batch builder as soon as it is made, so the
+    next one reuses its memory; the producer's per-record wrapper is skipped (its
+    record count is set once at the end, which is all it keeps besides the builder:
+    aiokafka 0.11-0.14).
 
     Raises:
+        ValueError: an event is not appendable (nothing is built).
         BatchTooLargeError: one event does not fit in a batch, or (without ``split``) the
             events do not fit in one.
     """
     batches: list[tuple[Any, int]] = []
     batch = new_batch()
-    builder, count = batch._builder, 0  # aiokafka's DefaultRecordBatchBuilder
-    known, types = _STAMPS.get, _TYPE_HEADERS.get
-    for event, value in zip(events, values, strict=True):
-        timestamp = (known(event.at) or _stamp(event.at))[1]
-        headers = [("id", event.id.encode()), types(event.type) or _type_header(event.type)]
-        if builder.append(count, timestamp, None, value, headers) is not None:
+    append, count = batch._builder.append, 0  # aiokafka's DefaultRecordBatchBuilder
+    stamps, kinds, join, dumps = _STAMPS.get, _KINDS.get, b"".join, orjson.dumps
+    for event, payload in zip(events, chain(payloads, repeat(None)), strict=False):
+        stamp = stamps(event.at) or _stamp(event)
+        kind = kinds(event.type) or _kind(event)
+        if payload is None:
+            payload = dumps(event.data, option=_SORTED)
+        id_ = event.id
+        if event.cause is None and event.prev is None and event.v == 1:  # the usual record
+            value = join((stamp[0], payload, _ID, dumps(id_), kind[0]))
+        else:
+            value = _unusual_value(event, payload, stamp[0], kind[0])
+        headers = [("id", id_.encode()), kind[1]]
+        if append(count, stamp[1], None, value, headers) is not None:
             count += 1
             continue
         if not count:
@@ -146,8 +167,8 @@ def fill_batches(
             )
         batches.append(_closed(batch, count))
         batch = new_batch()
-        builder, count = batch._builder, 0
-        if builder.append(count, timestamp, None, value, headers) is None:
+        append, count = batch._builder.append, 0
+        if append(count, stamp[1], None, value, headers) is None:
             raise _too_big(event, value, max_bytes)
         count += 1
     batches.append(_closed(batch, count))
