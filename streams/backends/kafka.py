@@ -50,6 +50,7 @@ from streams.backends.kafka_codec import (
     Record,
     decode_value,
     encode_batches,
+    producer_batch,
     record_id,
 )
 from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
@@ -157,7 +158,7 @@ class KafkaLog(EventLog):
             events, payloads, ids = _pick(events, payloads, sorted(first))
         if not events:
             return []
-        batches: list[tuple[Any, int]] | None = None
+        batches: list[tuple[bytes, int]] | None = None
         try:  # built before taking the lock; checks every event
             batches = self._encode(events, payloads, split=split)
         except BatchTooLargeError:
@@ -180,7 +181,8 @@ class KafkaLog(EventLog):
             done = 0
             self._at_end = False  # until the produce answers: a lost ack leaves it unknown
             for record_batch, count in batches:
-                base = await self._send(record_batch, self.target.topic)
+                batch = producer_batch(self._producer.create_batch, record_batch, count)
+                base = await self._send(batch, self.target.topic)
                 self._last_batch = (base, base + count)
                 sent, sent_ids = events[done : done + count], ids[done : done + count]
                 done += count
@@ -201,14 +203,8 @@ class KafkaLog(EventLog):
 
     def _encode(
         self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
-    ) -> list[tuple[Any, int]]:
-        return encode_batches(
-            self._producer.create_batch,
-            events,
-            payloads,
-            max_bytes=self.target.max_batch_bytes,
-            split=split,
-        )
+    ) -> list[tuple[bytes, int]]:
+        return encode_batches(events, payloads, max_bytes=self.target.max_batch_bytes, split=split)
 
     async def _send(self, batch: Any, topic: str) -> int:
         """Produce one record batch to partition 0; return its base offset."""
