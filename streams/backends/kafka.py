@@ -154,8 +154,10 @@ class KafkaLog(EventLog):
         unique = set(ids)
         if len(unique) < len(ids):  # an id twice in one batch: its first record is kept
             check_appendable(events)
-            first = list({id_: k for k, id_ in reversed(list(enumerate(ids)))}.values())
-            events, payloads, ids = _pick(events, payloads, sorted(first))
+            first: dict[str, int] = {}
+            for k, id_ in enumerate(ids):
+                first.setdefault(id_, k)
+            events, payloads, ids = _pick(events, payloads, list(first.values()))
         if not events:
             return []
         batches: list[tuple[bytes, int]] | None = None
