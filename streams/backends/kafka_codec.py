@@ -160,29 +160,28 @@ def encode_batches(
             payload = dumps(event.data, option=_SORTED)
             fresh += len(payload)
         id_ = event.id
-        if event.cause is None and event.prev is None and event.v == 1:  # the usual record
-            opening, middle, closing = stamp[0], payload, join((_ID, dumps(id_), kind[0]))
-        else:
-            opening, middle, closing = _unusual_value(event, payload, stamp[0], kind[0]), b"", b""
-        size = len(opening) + len(middle) + len(closing)  # the value's
         key = id_.encode()
         id_length = varints[len(key)] if len(key) < small else _varint(len(key))
-        headers = join((_ID_HEADER, id_length, key, kind[1]))  # the id's, then the type's
+        headers = len(_ID_HEADER) + len(id_length) + len(key) + len(kind[1])  # their size
+        # three parts a record: its length, lead and the value's opening; the payload;
+        # the value's closing and the headers (the id's, then the type's)
+        if event.cause is None and event.prev is None and event.v == 1:  # the usual record
+            opening, middle = stamp[0], payload
+            closing = join((_ID, dumps(id_), kind[0], _ID_HEADER, id_length, key, kind[1]))
+        else:
+            opening, middle = _unusual_value(event, payload, stamp[0], kind[0]), b""
+            closing = join((_ID_HEADER, id_length, key, kind[1]))
+        size = len(opening) + len(middle) + len(closing) - headers  # the value's
+        value_length = varints[size] if size < small else _varint(size)
         timestamp = stamp[1]
         if count:  # attributes, timestamp delta, offset delta, no key, value length
             delta = timestamp - first
-            lead = join(
-                (
-                    b"\x00",
-                    varints[delta] if 0 <= delta < small else _varint(delta),
-                    varints[count] if count < small else _varint(count),
-                    b"\x01",
-                    varints[size] if size < small else _varint(size),
-                )
-            )
+            delta_bytes = varints[delta] if 0 <= delta < small else _varint(delta)
+            offset_bytes = varints[count] if count < small else _varint(count)
+            lead = 2 + len(delta_bytes) + len(offset_bytes) + len(value_length)
         else:
-            lead = _FIRST_LEAD + (varints[size] if size < small else _varint(size))
-        body = len(lead) + size + len(headers)
+            lead = len(_FIRST_LEAD) + len(value_length)
+        body = lead + size + headers
         length = varints[body] if body < small else _varint(body)
         if count and pos + len(length) + body >= max_bytes:  # full, as aiokafka's builder
             if not split:
@@ -193,14 +192,18 @@ def encode_batches(
             batches.append(_batch(parts, count, first, top))
             parts, count, pos, held = [], 0, _RECORDS_AT, 0
             add = parts.extend
-            lead = _FIRST_LEAD + (varints[size] if size < small else _varint(size))
-            body = len(lead) + size + len(headers)
+            body = len(_FIRST_LEAD) + len(value_length) + size + headers
             length = varints[body] if body < small else _varint(body)
-        if not count:
+        if count:
+            if timestamp > top:
+                top = timestamp
+            start = join(
+                (length, b"\x00", delta_bytes, offset_bytes, b"\x01", value_length, opening)
+            )
+        else:
             first = top = timestamp
-        elif timestamp > top:
-            top = timestamp
-        add((length, lead, opening, middle, closing, headers))
+            start = join((length, _FIRST_LEAD, value_length, opening))
+        add((start, middle, closing))
         pos += len(length) + body
         count += 1
         if fresh > _FRESH_MAX:  # let go of the payloads serialised here: see _FRESH_MAX
