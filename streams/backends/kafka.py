@@ -49,9 +49,9 @@ from streams.backends.kafka_client import BatchTooLargeError
 from streams.backends.kafka_codec import (
     Record,
     decode_value,
-    fill_batches,
+    encode_batches,
+    producer_batch,
     record_id,
-    record_value,
 )
 from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
@@ -150,45 +150,47 @@ class KafkaLog(EventLog):
     async def _append(
         self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
     ) -> list[Event]:
-        check_appendable(events)
-        batch: list[Event] = []
-        values: list[bytes] = []
-        seen: set[str] = set()
-        held = len(payloads)
-        for i, event in enumerate(events):  # encoded once, before taking the lock
-            if event.id not in seen:
-                seen.add(event.id)
-                batch.append(event)
-                values.append(record_value(event, payloads[i] if i < held else None))
-        if not batch:
+        ids = [event.id for event in events]
+        unique = set(ids)
+        if len(unique) < len(ids):  # an id twice in one batch: its first record is kept
+            check_appendable(events)
+            first: dict[str, int] = {}
+            for k, id_ in enumerate(ids):
+                first.setdefault(id_, k)
+            events, payloads, ids = _pick(events, payloads, list(first.values()))
+        if not events:
             return []
+        batches: list[tuple[bytes, int]] | None = None
+        try:  # built before taking the lock; checks every event
+            batches = self._encode(events, payloads, split=split)
+        except BatchTooLargeError:
+            if split:
+                raise
+            check_appendable(events)  # it may fit once known ids are left out
         async with self._append_lock:
             if self._shared or not self._at_end:
                 await self._index_to(None)
-            ids = self._ids
-            if not ids.keys().isdisjoint(seen):  # iterates the smaller of the two
-                keep = [k for k, event in enumerate(batch) if event.id not in ids]
+            index = self._ids
+            if not index.keys().isdisjoint(unique):  # iterates the smaller of the two
+                keep = [k for k, id_ in enumerate(ids) if id_ not in index]
                 if not keep:
                     return []
-                batch, values = [batch[k] for k in keep], [values[k] for k in keep]
-            batches = fill_batches(
-                self._producer.create_batch,
-                batch,
-                values,
-                max_bytes=self.target.max_batch_bytes,
-                split=split,
-            )
+                events, payloads, ids = _pick(events, payloads, keep)
+                batches = None
+            if batches is None:
+                batches = self._encode(events, payloads, split=split)
             added: list[Event] = []
             done = 0
             self._at_end = False  # until the produce answers: a lost ack leaves it unknown
             for record_batch, count in batches:
-                base = await self._send(record_batch, self.target.topic)
+                batch = producer_batch(self._producer.create_batch, record_batch, count)
+                base = await self._send(batch, self.target.topic)
                 self._last_batch = (base, base + count)
-                sent = batch[done : done + count]
+                sent, sent_ids = events[done : done + count], ids[done : done + count]
                 done += count
                 if base == self._indexed:  # the only writer: every record is the first
                     self._indexed = base + count
-                    ids.update({event.id: offset for offset, event in enumerate(sent, base)})
+                    index.update(zip(sent_ids, range(base, base + count), strict=True))
                     added += placed(sent, base)
                     continue
                 self._shared = True  # another writer got in between
@@ -200,6 +202,11 @@ class KafkaLog(EventLog):
                 ]
             self._at_end = True
         return added
+
+    def _encode(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
+    ) -> list[tuple[bytes, int]]:
+        return encode_batches(events, payloads, max_bytes=self.target.max_batch_bytes, split=split)
 
     async def _send(self, batch: Any, topic: str) -> int:
         """Produce one record batch to partition 0; return its base offset."""
@@ -376,7 +383,16 @@ class KafkaLog(EventLog):
         return await end_offset(self._control, tp, known=known, timeout=self.target.timeout)
 
 
-def placed(events: list[Event], base: int) -> list[Event]:
+def _pick(
+    events: Sequence[Event], payloads: Sequence[bytes | None], keep: list[int]
+) -> tuple[list[Event], list[bytes | None], list[str]]:
+    """The events at the indices ``keep`` (in order), their payloads and their ids."""
+    held = len(payloads)
+    picked = [events[k] for k in keep]
+    return picked, [payloads[k] if k < held else None for k in keep], [e.id for e in picked]
+
+
+def placed(events: Sequence[Event], base: int) -> list[Event]:
     """``events`` at offsets ``base``, ``base + 1``, ... (new Events: the caller's stay
     as they were)."""
     build = build_event
