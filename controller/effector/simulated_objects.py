@@ -184,9 +184,7 @@ def recreated(pod: Mapping[str, Any], at: datetime) -> JSON:
     spec = dict(spec_of(pod))
     spec.pop("nodeName", None)
     out: JSON = {
-        key: value
-        for key, value in pod.items()
-        if key not in ("metadata", "spec", "status")
+        key: value for key, value in pod.items() if key not in ("metadata", "spec", "status")
     }
     out.update(metadata=meta, spec=spec, status={"phase": "Pending"})
     return out
