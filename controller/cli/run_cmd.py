@@ -62,13 +62,18 @@ def _inputs(path: Path) -> tuple[list[Event], list[Quarantined]]:
     return inputs.events, inputs.set_aside
 
 
+#: lines decoded at once from a recording: a batch is held decoded until the loop took it
+#: (a recording's snapshot of ~6 KB pods is ~20 KB each decoded)
+READ_BATCH = 256
+
+
 def _lazy_inputs(
     path: Path, window: tuple[datetime, datetime] | None, bad: list[Quarantined]
 ) -> Iterator[Event]:
     """The recording's events as they are read; each line set aside (invalid, or outside
     the recording's main run ``window``) is reported on stderr when reached and kept in
     ``bad`` for the log's quarantine."""
-    for batch in read_batches(path, extra=RECORD_CHECKS):
+    for batch in read_batches(path, size=READ_BATCH, extra=RECORD_CHECKS):
         for item in batch.bad:
             bad.append(item)
             typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
@@ -191,7 +196,9 @@ def simulate(
         if decisions:
             out.close()
     if log:
-        save_checkpoint(log)
+        # a run onto an empty log folded exactly its records: its World is the checkpoint
+        folded = result.world if not keep_all and spool.whole else None
+        save_checkpoint(log, world=folded)
         if bad:  # the lines set aside go to the log's quarantine, as an import's do
             set_aside_in(log, bad)
     typer.echo(
