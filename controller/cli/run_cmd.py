@@ -177,21 +177,29 @@ def simulate(
         _digest(recording),
         (format_time(stop) if stop else "").encode(),
     )
-    with (
-        Spool(None if keep_all else log, run=run, another_run=another_run) as spool,
-        Progress("simulate", span, size=size) as bar,
-    ):
-        result = Simulation(
-            policy.config,
-            eviction=policy.eviction,
-            config_source=",".join(str(c) for c in config),
-            relief=relief,
-            spool=None if keep_all else spool,
-        ).run(events, until=stop, progress=bar.callback())
+    # decisions go out as they are written (a long run's are not all kept in memory),
+    # except to a terminal that also shows the progress line: those are written at the end
     out = decisions.open("wb") if decisions else sys.stdout.buffer
+    streamed = decisions is not None or not sys.stdout.isatty()
     try:
-        for decision in result.decisions:
+
+        def emit(decision: Event) -> None:
             out.write(decision_line(decision) + b"\n")
+
+        with (
+            Spool(None if keep_all else log, run=run, another_run=another_run) as spool,
+            Progress("simulate", span, size=size) as bar,
+        ):
+            result = Simulation(
+                policy.config,
+                eviction=policy.eviction,
+                config_source=",".join(str(c) for c in config),
+                relief=relief,
+                spool=None if keep_all else spool,
+                on_decision=emit if streamed else None,
+            ).run(events, until=stop, progress=bar.callback())
+        for decision in result.decisions:
+            emit(decision)
     finally:
         if decisions:
             out.close()
@@ -202,7 +210,7 @@ def simulate(
         if bad:  # the lines set aside go to the log's quarantine, as an import's do
             set_aside_in(log, bad)
     typer.echo(
-        f"simulated {result.records} records, {len(result.decisions)} decisions"
+        f"simulated {result.records} records, {result.decided} decisions"
         + (f"; log kept in {log}" if log else ""),
         err=True,
     )

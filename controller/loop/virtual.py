@@ -106,8 +106,13 @@ class VirtualLoop(Generic[L]):
         self.effector: Effector = effector if effector is not None else NoEffector()
         self.triggers = triggers
         self.clock: VirtualClock | None = None
-        #: every decision written, in order
+        #: every decision written, in order (unless ``on_decision`` takes them)
         self.decisions: list[Event] = []
+        #: given: each decision written goes here instead of into :attr:`decisions` (a
+        #: long run's decisions, with their evidence, are not all kept in memory)
+        self.on_decision: Callable[[Event], None] | None = None
+        #: how many decisions were written
+        self.decided = 0
         self._queue: list[tuple[datetime, int, int, Event | _Packed]] = []
         self._seq = 0
         self._feed: Iterator[Event] | None = None
@@ -235,7 +240,11 @@ class VirtualLoop(Generic[L]):
 
     def _effect(self, decisions: list[Event]) -> None:
         for decision in decisions:
-            self.decisions.append(decision)
+            self.decided += 1
+            if self.on_decision is not None:
+                self.on_decision(decision)
+            else:
+                self.decisions.append(decision)
             effects = self.effector.apply(decision)
             if effects.now:
                 self.step.fold(self.write(effects.now))
