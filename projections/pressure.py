@@ -127,6 +127,9 @@ class PressureState(BaseProjection):
         self.taints: dict[str, Taint] = {}
         self.reservations: dict[str, list[Reservation]] = {}
         self.decisions: dict[str, tuple[str, str, str]] = {}  # id -> (kind, node, uid)
+        #: bumped whenever rounds or taints may have changed (not checkpointed): what the
+        #: pressure follow-ups are computed from, so a cache of them knows when to recompute
+        self.changes = 0
 
     def apply(self, event: Event) -> None:
         at = event.at
@@ -142,6 +145,7 @@ class PressureState(BaseProjection):
         data = as_evict(event)
         if data.get("source") != SOURCE:
             return
+        self.changes += 1
         node, uid = str(data.get("node") or ""), str(data.get("uid") or "")
         key = f"{data.get('namespace')}/{data.get('pod')}"
         evidence = pressure_evidence(data)
@@ -228,6 +232,7 @@ class PressureState(BaseProjection):
         data = as_taint(event)
         if data.get("source") != SOURCE:
             return
+        self.changes += 1
         node = str(data.get("node") or "")
         until = _time(taint_evidence(data).get("until"), event.at)
         self.taints[node] = Taint(since=event.at, until=until, decision=event.id)
@@ -238,6 +243,7 @@ class PressureState(BaseProjection):
         data = as_taint(event)
         if data.get("source") != SOURCE:
             return
+        self.changes += 1
         self.taints.pop(str(data.get("node") or ""), None)
 
     @handles("effect.applied", "effect.failed", "effect.skipped")
@@ -253,6 +259,7 @@ class PressureState(BaseProjection):
             taint = self.taints.get(node)
             if taint is not None and taint.decision == str(data.get("decision")):
                 del self.taints[node]
+                self.changes += 1
 
     @handles("k8s.watch")
     def _watch(self, event: Event) -> None:
@@ -266,6 +273,7 @@ class PressureState(BaseProjection):
     def _trigger(self, event: Event) -> None:
         if as_trigger(event).get("kind") != BATCH_KIND:
             return
+        self.changes += 1
         self._gc_rounds()
         for held in self.rounds.values():
             if held.next_due is not None and held.next_due <= event.at:
@@ -416,3 +424,4 @@ class PressureState(BaseProjection):
         }
         self.decisions = {i: (v[0], v[1], v[2]) for i, v in body["decisions"].items()}
         self.position = position
+        self.changes += 1

@@ -15,7 +15,7 @@ one line instead of a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -45,17 +45,21 @@ class Ledger:
     comparison will account for. Records before ``start`` are not checked (the replay
     does not compare them), but they still count as causes and decisions."""
 
-    def __init__(self, *, start: int = 0) -> None:
+    def __init__(self, *, start: int = 0, causes: Container[str] | None = None) -> None:
         self.start = start
         self.found: list[Unaccounted] = []
         self._sources: set[str] = set()
         self._decisions: set[str] = set()
         self._ids: set[str] = set()
+        #: when given, the causes every checked decision names (a replay's recorded
+        #: decisions, read first): only those ids are remembered, not every record's
+        self._causes = causes
 
     def see(self, event: Event) -> None:
         """Account for one record (in offset order)."""
         checked = event.offset < 0 or event.offset >= self.start
         type_ = event.type
+        remember = self._causes is None or event.id in self._causes
         if type_ in DECISION_TYPES:
             if checked:
                 self._check_decision(event)
@@ -64,9 +68,10 @@ class Ledger:
             decision = event.data.get("decision")
             if checked and decision not in self._decisions:
                 self._add(event, f"its decision {decision!r} is not on the log before it")
-        elif is_decision_source(event):
+        elif remember and is_decision_source(event):
             self._sources.add(event.id)
-        self._ids.add(event.id)
+        if remember:
+            self._ids.add(event.id)
 
     def _check_decision(self, event: Event) -> None:
         cause = event.cause

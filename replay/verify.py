@@ -20,8 +20,9 @@ it are folded unchecked, into ``world`` when the caller resumed one from a check
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,7 @@ def replay(
     start: int = 0,
     world: World | None = None,
     progress: Callable[[int], None] | None = None,
-    recorded: Mapping[str, Sequence[Event]] | None = None,
+    recorded: RecordedDecisions | Mapping[str, Sequence[Event]] | None = None,
 ) -> ReplayReport:
     """Re-derive and compare every decision of ``events`` (in offset order).
 
@@ -123,17 +124,19 @@ def replay(
     Only decision points with offset ≥ ``start`` are checked (and only their decisions
     counted); ``world`` is the World to fold into (a fresh one by default).
 
-    ``recorded``: the recorded decisions by cause (:func:`recorded_decisions`), when the
-    caller read them apart (a narrow query); ``events`` is then iterated once, lazily, so
-    a paged reader keeps only a page in memory. Without it ``events`` is read into a list
-    and indexed first.
+    ``recorded``: the recorded decisions by cause (:class:`RecordedDecisions`, or a
+    mapping as :func:`recorded_decisions` gives), when the caller read them apart (a
+    narrow query); ``events`` is then iterated once, lazily, so a paged reader keeps only
+    a page in memory. Without it ``events`` is read into a list and indexed first.
     """
     records: Iterable[Event] = events
     if recorded is None:
         records = list(events)
         recorded = recorded_decisions(records, start=start)
-    ledger = Ledger(start=start)
-    report = ReplayReport(decisions=sum(len(v) for v in recorded.values()))
+    index = recorded if isinstance(recorded, RecordedDecisions) else RecordedDecisions.of(recorded)
+    # only the ids some checked decision names as its cause need remembering
+    ledger = Ledger(start=start, causes=index.causes)
+    report = ReplayReport(decisions=index.count)
     report.unaccounted = ledger.found
     world = World() if world is None else world
     fixed = Policy.of(*configs) if isinstance(configs, tuple) else configs
@@ -156,9 +159,10 @@ def replay(
             policy = cache.get(world.config, world.cluster.rules.behaviour, event.offset)
             replayed = decide(world, event, policy.config, policy.eviction)
         report.checked += 1
-        expected = [decision_line(e).decode() for e in recorded.get(event.id, [])]
-        got = [decision_line(e).decode() for e in replayed]
-        if expected != got:
+        got_lines = [decision_line(e) for e in replayed]
+        if not index.matches(event.id, got_lines):
+            expected = index.lines(event.id)
+            got = [line.decode() for line in got_lines]
             report.differences.append(
                 Difference(
                     offset=event.offset,
@@ -177,6 +181,108 @@ def replay(
                         ledger.see(rest)
                 break
     return report
+
+
+class RecordedDecisions:
+    """The recorded decisions by the id of their cause, kept compact: per cause, a digest
+    of its decisions' lines (:func:`streams.codec.decision_line`, in offset order) and
+    their offsets. A replay compares the lines it re-derives with the digest; the
+    recorded lines themselves are read back (``fetch``, by offset) only to describe a
+    difference. About 200 bytes per decision point instead of the decoded decisions
+    (~5 KB each with their evidence), so a streamed replay's memory does not grow with the
+    number of decisions on the log.
+
+    ``fetch`` None keeps the decisions themselves (an in-memory log's, which are held
+    anyway).
+    """
+
+    __slots__ = ("_by_cause", "_fetch", "_kept", "count")
+
+    def __init__(self, *, fetch: Callable[[int], Event] | None = None) -> None:
+        self._by_cause: dict[str, tuple[bytes, list[int]]] = {}
+        self._fetch = fetch
+        self._kept: dict[int | tuple[str, int], Event] | None = None if fetch is not None else {}
+        #: how many decisions
+        self.count = 0
+
+    @classmethod
+    def read(
+        cls,
+        events: Iterable[Event],
+        *,
+        start: int = 0,
+        fetch: Callable[[int], Event] | None = None,
+    ) -> RecordedDecisions:
+        """The decisions among ``events`` (in offset order) with offset ≥ ``start``."""
+        index = cls(fetch=fetch)
+        for event in events:
+            if event.type in DECISION_TYPES and event.cause is not None and event.offset >= start:
+                index.add(event)
+        return index
+
+    @classmethod
+    def of(cls, recorded: Mapping[str, Sequence[Event]]) -> RecordedDecisions:
+        """From decisions already grouped by cause (:func:`recorded_decisions`)."""
+        index = cls()
+        for decisions in recorded.values():
+            for event in decisions:
+                index.add(event)
+        return index
+
+    def add(self, event: Event) -> None:
+        """One more decision of its cause (decisions of one cause in offset order)."""
+        cause = event.cause
+        if cause is None:
+            raise ValueError("a recorded decision names no cause")
+        held = self._by_cause.get(cause)
+        digest = _chain(held[0] if held else b"", decision_line(event))
+        offsets = held[1] if held else []
+        offsets.append(event.offset)
+        self._by_cause[cause] = (digest, offsets)
+        if self._kept is not None:
+            self._kept[_key(event.offset, len(offsets), cause)] = event
+        self.count += 1
+
+    @property
+    def causes(self) -> Container[str]:
+        """The ids of the records that caused a recorded decision."""
+        return self._by_cause.keys()
+
+    def matches(self, cause: str, lines: Sequence[bytes]) -> bool:
+        """Whether ``lines`` are the recorded decisions' lines of ``cause``, in order."""
+        held = self._by_cause.get(cause)
+        if held is None:
+            return not lines
+        if len(lines) != len(held[1]):
+            return False
+        digest = b""
+        for line in lines:
+            digest = _chain(digest, line)
+        return digest == held[0]
+
+    def lines(self, cause: str) -> list[str]:
+        """The recorded decisions' lines of ``cause`` (read back: for a difference)."""
+        held = self._by_cause.get(cause)
+        if held is None:
+            return []
+        out = []
+        for n, offset in enumerate(held[1], 1):
+            if self._kept is not None:
+                event = self._kept[_key(offset, n, cause)]
+            else:
+                assert self._fetch is not None
+                event = self._fetch(offset)
+            out.append(decision_line(event).decode())
+        return out
+
+
+def _chain(digest: bytes, line: bytes) -> bytes:
+    return hashlib.blake2b(digest + b"\n" + line, digest_size=16).digest()
+
+
+def _key(offset: int, n: int, cause: str) -> int | tuple[str, int]:
+    # an in-memory log's decisions may not be on a log yet (offset -1): keyed apart
+    return offset if offset >= 0 else (cause, n)
 
 
 def recorded_decisions(events: Iterable[Event], *, start: int = 0) -> dict[str, list[Event]]:

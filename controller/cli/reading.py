@@ -17,7 +17,7 @@ from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
 from projections.store import open_log_store, resume_world
 from projections.world import World
-from replay.verify import ReplayReport, recorded_decisions, replay
+from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_log
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
@@ -88,7 +88,11 @@ def replay_log(
         if start is not None:
             world = log.run(_resume(log, source, start))
         begin = world.position if world is not None else 0
-        recorded = recorded_decisions(log.of_types(DECISION_TYPES, start or 0), start=start or 0)
+        recorded = RecordedDecisions.read(
+            log.of_types(DECISION_TYPES, start or 0),
+            start=start or 0,
+            fetch=lambda offset: next(log.records(offset, offset + 1)),
+        )
         # closed here, not whenever the generator is collected: a replay that stops at
         # its first difference leaves it suspended, with the collector paused and frozen
         with (

@@ -62,13 +62,18 @@ def _inputs(path: Path) -> tuple[list[Event], list[Quarantined]]:
     return inputs.events, inputs.set_aside
 
 
+#: lines decoded at once from a recording: a batch is held decoded until the loop took it
+#: (a recording's snapshot of ~6 KB pods is ~20 KB each decoded)
+READ_BATCH = 256
+
+
 def _lazy_inputs(
     path: Path, window: tuple[datetime, datetime] | None, bad: list[Quarantined]
 ) -> Iterator[Event]:
     """The recording's events as they are read; each line set aside (invalid, or outside
     the recording's main run ``window``) is reported on stderr when reached and kept in
     ``bad`` for the log's quarantine."""
-    for batch in read_batches(path, extra=RECORD_CHECKS):
+    for batch in read_batches(path, size=READ_BATCH, extra=RECORD_CHECKS):
         for item in batch.bad:
             bad.append(item)
             typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
@@ -172,30 +177,40 @@ def simulate(
         _digest(recording),
         (format_time(stop) if stop else "").encode(),
     )
-    with (
-        Spool(None if keep_all else log, run=run, another_run=another_run) as spool,
-        Progress("simulate", span, size=size) as bar,
-    ):
-        result = Simulation(
-            policy.config,
-            eviction=policy.eviction,
-            config_source=",".join(str(c) for c in config),
-            relief=relief,
-            spool=None if keep_all else spool,
-        ).run(events, until=stop, progress=bar.callback())
+    # decisions go out as they are written (a long run's are not all kept in memory),
+    # except to a terminal that also shows the progress line: those are written at the end
     out = decisions.open("wb") if decisions else sys.stdout.buffer
+    streamed = decisions is not None or not sys.stdout.isatty()
     try:
-        for decision in result.decisions:
+
+        def emit(decision: Event) -> None:
             out.write(decision_line(decision) + b"\n")
+
+        with (
+            Spool(None if keep_all else log, run=run, another_run=another_run) as spool,
+            Progress("simulate", span, size=size) as bar,
+        ):
+            result = Simulation(
+                policy.config,
+                eviction=policy.eviction,
+                config_source=",".join(str(c) for c in config),
+                relief=relief,
+                spool=None if keep_all else spool,
+                on_decision=emit if streamed else None,
+            ).run(events, until=stop, progress=bar.callback())
+        for decision in result.decisions:
+            emit(decision)
     finally:
         if decisions:
             out.close()
     if log:
-        save_checkpoint(log)
+        # a run onto an empty log folded exactly its records: its World is the checkpoint
+        folded = result.world if not keep_all and spool.whole else None
+        save_checkpoint(log, world=folded)
         if bad:  # the lines set aside go to the log's quarantine, as an import's do
             set_aside_in(log, bad)
     typer.echo(
-        f"simulated {result.records} records, {len(result.decisions)} decisions"
+        f"simulated {result.records} records, {result.decided} decisions"
         + (f"; log kept in {log}" if log else ""),
         err=True,
     )

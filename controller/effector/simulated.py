@@ -152,8 +152,9 @@ class SimulatedCluster:
         self.budgets.grant(target, pod)
         evict_at = _time(decision.data.get("evict_at"))
         if evict_at is not None and evict_at > decision.at:
-            notice = _watch(decision, decision.at, "pods", "MODIFIED", with_notice(pod, evict_at))
-            later = self._eviction(decision, with_notice(pod, evict_at), target, evict_at)
+            noticed = with_notice(pod, evict_at)
+            notice = _watch(decision, decision.at, "pods", "MODIFIED", noticed)
+            later = self._eviction(decision, noticed, target, evict_at)
             return [notice], later
         now, later = _split(decision.at, self._eviction(decision, pod, target, decision.at))
         return now + _nomination(decision, pods), later

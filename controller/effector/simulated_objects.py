@@ -8,7 +8,6 @@ source, so a simulation is a pure function of its inputs.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -60,24 +59,25 @@ def grace_period(pod: Mapping[str, Any], default: timedelta) -> timedelta:
 
 
 def _mutable_meta(obj: JSON) -> JSON:
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-        obj["metadata"] = meta
-    return meta
+    return _mutable(obj, "metadata")
 
 
 def _mutable(obj: JSON, key: str) -> JSON:
+    """``obj[key]`` replaced by a shallow copy of itself (a new dict if it is none), to edit.
+
+    The edits below copy only the path to what they change: the rest of the new object
+    shares its lists and dicts with the old one, so neither may be changed in place
+    afterwards (raw objects are never edited in place: every edit here copies).
+    """
     value = obj.get(key)
-    if not isinstance(value, dict):
-        value = {}
-        obj[key] = value
+    value = dict(value) if isinstance(value, Mapping) else {}
+    obj[key] = value
     return value
 
 
 def with_notice(pod: Mapping[str, Any], evict_at: datetime) -> JSON:
     """The pod with the eviction-notice annotation (value: when it will be evicted)."""
-    out = copy.deepcopy(dict(pod))
+    out = dict(pod)
     annotations = _mutable(_mutable_meta(out), "annotations")
     annotations[NOTICE_ANNOTATION] = format_time(evict_at)
     return out
@@ -85,7 +85,7 @@ def with_notice(pod: Mapping[str, Any], evict_at: datetime) -> JSON:
 
 def terminating(pod: Mapping[str, Any], at: datetime, grace: timedelta) -> JSON:
     """The pod after an eviction at ``at``: ``deletionTimestamp`` = ``at + grace``."""
-    out = copy.deepcopy(dict(pod))
+    out = dict(pod)
     meta = _mutable_meta(out)
     meta["deletionTimestamp"] = format_time(at + grace)
     meta["deletionGracePeriodSeconds"] = int(grace.total_seconds())
@@ -94,7 +94,7 @@ def terminating(pod: Mapping[str, Any], at: datetime, grace: timedelta) -> JSON:
 
 def bound(pod: Mapping[str, Any], node: str) -> JSON:
     """The pod after a Binding: ``spec.nodeName`` set, still Pending."""
-    out = copy.deepcopy(dict(pod))
+    out = dict(pod)
     _mutable(out, "spec")["nodeName"] = node
     status = _mutable(out, "status")
     status["phase"] = "Pending"
@@ -104,14 +104,14 @@ def bound(pod: Mapping[str, Any], node: str) -> JSON:
 def nominated(pod: Mapping[str, Any], node: str) -> JSON:
     """The preemptor after its victims' eviction: ``status.nominatedNodeName`` = ``node``
     (as the Kubernetes scheduler and Volcano's preempt set it)."""
-    out = copy.deepcopy(dict(pod))
+    out = dict(pod)
     _mutable(out, "status")["nominatedNodeName"] = node
     return out
 
 
 def started(pod: Mapping[str, Any], at: datetime) -> JSON:
     """The bound pod once its containers run: phase Running with ``startTime``."""
-    out = copy.deepcopy(dict(pod))
+    out = dict(pod)
     status = _mutable(out, "status")
     status["phase"] = "Running"
     status["startTime"] = format_time(at)
@@ -159,7 +159,7 @@ def recreated(pod: Mapping[str, Any], at: datetime) -> JSON:
         annotations[BASE_NAME_ANNOTATION] = str(base)
     annotations[INCARNATION_ANNOTATION] = str(incarnation)
     meta: JSON = {
-        key: copy.deepcopy(value)
+        key: value
         for key, value in old_meta.items()
         if key
         not in (
@@ -181,12 +181,10 @@ def recreated(pod: Mapping[str, Any], at: datetime) -> JSON:
         annotations=annotations,
         creationTimestamp=format_time(at),
     )
-    spec = copy.deepcopy(dict(spec_of(pod)))
+    spec = dict(spec_of(pod))
     spec.pop("nodeName", None)
     out: JSON = {
-        key: copy.deepcopy(value)
-        for key, value in pod.items()
-        if key not in ("metadata", "spec", "status")
+        key: value for key, value in pod.items() if key not in ("metadata", "spec", "status")
     }
     out.update(metadata=meta, spec=spec, status={"phase": "Pending"})
     return out
@@ -203,7 +201,7 @@ def same_taint(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
 
 
 def with_taints(node: Mapping[str, Any], taints: list[JSON]) -> JSON:
-    out = copy.deepcopy(dict(node))
+    out = dict(node)
     spec = _mutable(out, "spec")
     if taints:
         spec["taints"] = taints

@@ -42,7 +42,7 @@ from controller.builtins import BUILTIN_PLUGINS
 from controller.decide import decide
 from controller.framework.config import TideConfig, plugin_context, plugin_entries
 from controller.pressure.config import EvictionConfig
-from controller.pressure.followups import Followup, pending_followups
+from controller.pressure.followups import Followup, FollowupCache
 from controller.triggers.events import trigger_event
 from projections.world import World
 from streams.events import Event
@@ -81,6 +81,7 @@ class Step:
         self._last_tick_version: tuple[bool, int] = (False, -1)
         self._last_tick_at = _NEVER
         self._fired: set[tuple[datetime, str]] = set()
+        self._followups = FollowupCache()
         self._always = ALWAYS_WRITTEN | always_written_kinds(config)
 
     # ---- records written --------------------------------------------------------------
@@ -132,7 +133,7 @@ class Step:
         if self.eviction is None:
             return None
         fired = self._fired
-        for followup in pending_followups(self.world):  # by time, then kind
+        for followup in self._followups.get(self.world):  # by time, then kind
             if (followup.at, followup.kind) not in fired:
                 return followup
         return None

@@ -14,7 +14,10 @@ order: the loop reads ahead only until the inputs it holds reach ``slack`` past 
 current time, so a day's recording is never all in memory. Every input due is in the heap
 before its time comes, so the order is the one a stable sort of all inputs would give;
 an input more than ``slack`` out of time order cannot be placed and stops the run
-(:class:`OutOfOrderError`).
+(:class:`OutOfOrderError`). A fed watch event waits in the heap with its payload encoded
+(:class:`_Packed`): a recording's snapshot is tens of thousands of objects at one time,
+all read ahead at once, and as decoded dicts (~20 KB a pod) they were most of a 1,000-node
+simulation's peak memory.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
+
+import orjson
 
 from controller.effector.port import Effector, NoEffector
 from controller.loop.step import Step
 from controller.triggers.clock import VirtualClock
 from controller.triggers.cursor import TriggerSet, firing_event
-from streams.events import DECISION_TYPES, Event, format_time
+from streams.events import DECISION_TYPES, Event, build_event, format_time
 
 _INPUT, _EFFECT = 0, 1
 
@@ -42,6 +47,31 @@ class SyncLog(Protocol):
 
 
 L = TypeVar("L", bound=SyncLog)
+
+
+class _Packed(NamedTuple):
+    """A fed input waiting in the heap, its payload kept as JSON bytes (in the dict's own
+    key order: decoding gives an equal dict, keys in the same order)."""
+
+    type: str
+    at: datetime
+    id: str
+    payload: bytes
+    cause: str | None
+    v: int
+
+    @classmethod
+    def of(cls, event: Event) -> _Packed:
+        return cls(event.type, event.at, event.id, orjson.dumps(event.data), event.cause, event.v)
+
+    def unpack(self) -> Event:
+        return build_event(
+            self.type, self.at, self.id, orjson.loads(self.payload), self.cause, -1, self.v
+        )
+
+
+#: fed inputs of these types wait packed (the large ones)
+_PACKED_TYPES = frozenset({"k8s.watch"})
 
 
 class OutOfOrderError(ValueError):
@@ -76,9 +106,14 @@ class VirtualLoop(Generic[L]):
         self.effector: Effector = effector if effector is not None else NoEffector()
         self.triggers = triggers
         self.clock: VirtualClock | None = None
-        #: every decision written, in order
+        #: every decision written, in order (unless ``on_decision`` takes them)
         self.decisions: list[Event] = []
-        self._queue: list[tuple[datetime, int, int, Event]] = []
+        #: given: each decision written goes here instead of into :attr:`decisions` (a
+        #: long run's decisions, with their evidence, are not all kept in memory)
+        self.on_decision: Callable[[Event], None] | None = None
+        #: how many decisions were written
+        self.decided = 0
+        self._queue: list[tuple[datetime, int, int, Event | _Packed]] = []
         self._seq = 0
         self._feed: Iterator[Event] | None = None
         self._slack = timedelta(0)
@@ -115,7 +150,11 @@ class VirtualLoop(Generic[L]):
                 )
             if horizon is None or record.at > horizon:
                 self._horizon = record.at
-            self.push([record])
+            self._seq += 1
+            item = (
+                _Packed.of(record) if record.type in _PACKED_TYPES and record.offset < 0 else record
+            )
+            heapq.heappush(self._queue, (record.at, _INPUT, self._seq, item))
 
     def push(self, records: Iterable[Event], *, rank: int = _INPUT) -> None:
         """Queue records for their ``at`` (inputs by default)."""
@@ -158,7 +197,8 @@ class VirtualLoop(Generic[L]):
                 break
             self._tick(now)
             if next_item == now:
-                _, rank, _, record = heapq.heappop(self._queue)
+                _, rank, _, item = heapq.heappop(self._queue)
+                record = item.unpack() if isinstance(item, _Packed) else item
                 if rank == _INPUT and self.prepare is not None:
                     prepared = self.prepare(record)
                     if prepared is None:
@@ -200,7 +240,11 @@ class VirtualLoop(Generic[L]):
 
     def _effect(self, decisions: list[Event]) -> None:
         for decision in decisions:
-            self.decisions.append(decision)
+            self.decided += 1
+            if self.on_decision is not None:
+                self.on_decision(decision)
+            else:
+                self.decisions.append(decision)
             effects = self.effector.apply(decision)
             if effects.now:
                 self.step.fold(self.write(effects.now))

@@ -23,7 +23,7 @@ overdue untaint is offered at the log's current time.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from controller.pressure.candidates import Candidate, evictable, take, terminating_usage
@@ -69,6 +69,52 @@ def pending_followups(world: PolicyInputs) -> list[Followup]:
     return [
         Followup(when, kind, {"nodes": sorted(due[(when, kind)])}) for when, kind in sorted(due)
     ]
+
+
+class FollowupCache:
+    """:func:`pending_followups` of a world, recomputed only when its answer may differ.
+
+    The answer depends on the pressure projection's rounds and taints (which bump its
+    ``changes`` counter whenever they may change) and on its clock only through
+    comparisons with the follow-ups' own times: a batch is offered while its time is not
+    past, an untaint at its time or, once overdue, at the clock. So the answer computed
+    at clock ``c`` holds at any later clock up to its earliest follow-up's time (``c``
+    itself when an untaint is overdue). The loop asks at every step; this answers in O(1)
+    while nothing changed.
+    """
+
+    __slots__ = ("_changes", "_clock", "_followups", "_state", "_until")
+
+    def __init__(self) -> None:
+        self._state: object = None
+        self._changes = -1
+        self._clock: datetime | None = None
+        self._until: datetime | None = None  # the answer holds for clocks up to here
+        self._followups: list[Followup] = []
+
+    def get(self, world: PolicyInputs) -> list[Followup]:
+        """The same list as ``pending_followups(world)`` (do not change it)."""
+        state = world.pressure
+        clock = state.clock
+        if state is self._state and state.changes == self._changes:
+            held, until = self._clock, self._until
+            if clock == held:
+                return self._followups
+            if (
+                clock is not None
+                and held is not None
+                and until is not None
+                and held <= clock <= until
+            ):
+                return self._followups
+        followups = pending_followups(world)
+        self._state, self._changes, self._clock = state, state.changes, clock
+        if clock is None:
+            self._until = None
+        else:  # an overdue untaint is offered at the clock: then the answer holds there only
+            self._until = followups[0].at if followups else datetime.max.replace(tzinfo=UTC)
+        self._followups = followups
+        return followups
 
 
 def due_followups(

@@ -48,6 +48,8 @@ class RunResult:
     decisions: list[Event] = field(default_factory=list)
     sessions: int = 0
     records: int = 0
+    #: how many decisions were written (also those given to ``on_decision``, not kept)
+    decided: int = 0
 
 
 class Simulation:
@@ -63,12 +65,15 @@ class Simulation:
         relief: bool = False,
         spool: Spool | None = None,
         behaviour: int | None = None,
+        on_decision: Callable[[Event], None] | None = None,
     ) -> None:
         """``relief``: node samples show the usage freed by pressure evictions
         (:mod:`controller.simulate.relief`). ``spool``: write the records there as the
         run goes instead of keeping them in :attr:`log`. ``behaviour``: the level stamped on
         ``config.applied`` (default: the configuration's own, else the current one); an
-        earlier level reruns an old run exactly, its configuration recorded unchanged."""
+        earlier level reruns an old run exactly, its configuration recorded unchanged.
+        ``on_decision``: each decision goes there as it is written instead of into
+        :attr:`RunResult.decisions`."""
         self.behaviour = behaviour if behaviour is not None else run_behaviour(config)
         self.config = config
         self.relief = UsageRelief() if relief else None
@@ -77,6 +82,7 @@ class Simulation:
         self.config_source = config_source
         self.log = MemoryLog()
         self.spool = spool
+        self.on_decision = on_decision
         self.step = Step(config=config, eviction=eviction)
         self.world = self.step.world
         self.result = RunResult(self.log, self.world)
@@ -100,6 +106,7 @@ class Simulation:
         lazy = not isinstance(inputs, Sequence)
         ordered: list[Event] = [] if lazy else sorted(inputs, key=lambda e: e.at)
         loop = VirtualLoop(self.step, log=target)
+        loop.on_decision = self.on_decision
         feed: Generator[Event, None, None] | None = paced(iter(inputs)) if lazy else None
         try:
             return self._run(loop, feed, ordered, until, progress)
@@ -136,6 +143,7 @@ class Simulation:
         self.step.fold(loop.write([applied]))
         loop.push(ordered)
         self.result.decisions = loop.run(until=until or (ordered[-1].at if ordered else None))
+        self.result.decided = loop.decided
         self.result.sessions = self.step.sessions
         self.result.records = len(self.log.events) if self.spool is None else self.spool.count
         return self.result

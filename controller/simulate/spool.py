@@ -25,7 +25,9 @@ from streams.codec import check_appendable
 from streams.events import Event
 from streams.log import EventLog
 
-BATCH = 5_000
+#: records held before an append: held with their payloads decoded (a pod ~20 KB), so a
+#: batch of a recording's snapshot is tens of MB until written
+BATCH = 1_000
 KEEP = timedelta(minutes=10)
 
 
@@ -55,12 +57,15 @@ class Spool:
         self._latest: datetime | None = None
         self._runner: asyncio.Runner | None = None
         self._log: EventLog | None = None
+        #: the log's head when the run began (None: no log)
+        self.began_at: int | None = None
 
     def __enter__(self) -> Spool:
         if self.url is not None:
             self._runner = asyncio.Runner()
             try:
                 self._log = self._runner.run(open_log(self.url))
+                self.began_at = self._runner.run(self._log.head())
                 # the log's hash chain and writer lock, held for the run (a clean end seals)
                 writer = ChainWriter(self._log, run=self.run, another_run=self.another_run)
                 self._writer = self._runner.run(writer.__aenter__())
@@ -87,6 +92,13 @@ class Spool:
                     self._runner.run(self._log.close())
                 self._runner.close()
             self._runner, self._log = None, None
+
+    @property
+    def whole(self) -> bool:
+        """Whether the log at ``url`` holds exactly the records given here, at the offsets
+        given here, first (it was empty and took every record as new): a World the run
+        folded is then the fold of the log's first :attr:`count` records."""
+        return self.began_at == 0 and self.written == self.count
 
     def append_now(self, events: Sequence[Event]) -> list[Event]:
         """Append a batch (ids already appended are skipped); the records with offsets."""

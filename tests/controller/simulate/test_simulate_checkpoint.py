@@ -1,0 +1,82 @@
+"""`tide simulate --log` leaves the World checkpoint a fold of the whole log gives: from the
+run's own World when the log was empty, by folding the log otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import controller.cli.common as common
+from controller.cli import app
+from controller.cli.reading import reader
+from projections.store import WORLD_CHECKPOINT, CheckpointStore, checkpoint_world, open_log_store
+from projections.world import World
+from streams.log import EventLog
+
+SOURCES = Path(__file__).resolve().parents[2] / "replay" / "golden" / "sources"
+SCENARIO = SOURCES / "tdm-budgets.yaml"
+OTHER = SOURCES / "allocate-gang.yaml"
+
+
+def _simulate(db: Path, scenario: Path, *extra: str) -> None:
+    args = [str(scenario), "-c", str(scenario), "--decisions", os.devnull, "--log", str(db)]
+    result = CliRunner().invoke(app, ["simulate", *args, *extra])
+    assert result.exit_code == 0, result.output
+
+
+def _checkpoint(db: Path) -> tuple[int, bytes]:
+    async def load() -> tuple[int, bytes]:
+        store = await open_log_store(f"sqlite:///{db}", create=False)
+        assert store is not None
+        async with store:
+            found = await store.load(WORLD_CHECKPOINT)
+            assert found is not None
+            return found.position, found.state
+
+    return asyncio.run(load())
+
+
+def _refolded(db: Path) -> tuple[int, bytes]:
+    world = World()
+    with reader(str(db)) as log:
+        for record in log.records():
+            world.apply(record)
+        assert world.position == log.head()
+    return world.position, world.dump()
+
+
+@pytest.fixture
+def refolds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the whole-log folds save_checkpoint runs."""
+    calls: list[int] = []
+
+    async def counted(log: EventLog, store: CheckpointStore) -> int:
+        calls.append(1)
+        return await checkpoint_world(log, store)
+
+    monkeypatch.setattr(common, "checkpoint_world", counted)
+    return calls
+
+
+def test_a_run_onto_an_empty_log_checkpoints_its_own_world(
+    tmp_path: Path, refolds: list[int]
+) -> None:
+    db = tmp_path / "run.db"
+    _simulate(db, SCENARIO)
+    assert refolds == []
+    assert _checkpoint(db) == _refolded(db)
+
+
+def test_a_second_run_and_a_repeat_fold_the_log(tmp_path: Path, refolds: list[int]) -> None:
+    db = tmp_path / "run.db"
+    _simulate(db, SCENARIO)
+    _simulate(db, OTHER, "--another-run")
+    assert refolds == [1]
+    assert _checkpoint(db) == _refolded(db)
+    _simulate(db, SCENARIO)  # the first run again: nothing new is written
+    assert refolds == [1, 1]
+    assert _checkpoint(db) == _refolded(db)
