@@ -187,7 +187,7 @@ async def run_live(
             if server is not None:
                 await server.close()
         _say(
-            f"stopped: {len(loop.decisions)} decisions written, "
+            f"stopped: {loop.decided} decisions written, "
             f"{len(loop.effects.pending)} without an outcome"
         )
         return loop

@@ -49,6 +49,7 @@ from projections.effects import EffectsState
 from projections.world import World
 from streams.chain import append_with_payloads
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
+from streams.gcpause import FoldedHeap, freeze_folded, paused_gc
 from streams.log import EventLog
 
 __all__ = ["LiveLoop"]
@@ -104,8 +105,11 @@ class LiveLoop:
         #: (the effector's guard rails)
         self.readers: list[Callable[[Event], None]] = []
         self.triggers: LiveTriggers | None = None
-        #: every decision this process wrote, in order
-        self.decisions: list[Event] = []
+        #: how many decisions this process wrote (each went to the observer and the log;
+        #: keeping them would grow with the log)
+        self.decided = 0
+        #: the folded state out of the collector's sight while running (``run``)
+        self._heap: FoldedHeap | None = None
         self._lock = asyncio.Lock()
         self._leading = False
         self._stopping = False
@@ -116,15 +120,19 @@ class LiveLoop:
     # ---- start ------------------------------------------------------------------------
 
     async def prepare(self) -> int:
-        """Fold the whole log into the step and the effects projection; records folded."""
+        """Fold the whole log into the step and the effects projection; records folded.
+
+        The cyclic collector is paused meanwhile: every full collection would walk the
+        whole folded cluster again (``streams.gcpause``)."""
         count = 0
-        async for record in self.log.read(0):
-            self.step.world.apply(record)
-            self.effects.apply(record)
-            for reader in self.readers:
-                reader(record)
-            self._end = record.offset + 1
-            count += 1
+        with paused_gc():
+            async for record in self.log.read(0):
+                self.step.world.apply(record)
+                self.effects.apply(record)
+                for reader in self.readers:
+                    reader(record)
+                self._end = record.offset + 1
+                count += 1
         return count
 
     async def _catch_up(self) -> None:
@@ -139,12 +147,15 @@ class LiveLoop:
         if not foreign:
             return
         world, effects = World(), EffectsState()
-        async for record in self.log.read(0):
-            world.apply(record)
-            effects.apply(record)
-            for reader in self.readers:
-                reader(record)
+        with paused_gc():
+            async for record in self.log.read(0):
+                world.apply(record)
+                effects.apply(record)
+                for reader in self.readers:
+                    reader(record)
         self.step.world, self.effects = world, effects
+        if self._heap is not None:  # the new fold out of the collector's sight too
+            self._heap = freeze_folded()
         if self.applier is not None:
             self.applier.effects = effects
         logger.info("took over: folded the log afresh up to offset %d", self._end - 1)
@@ -157,7 +168,13 @@ class LiveLoop:
     async def run(self, stop: asyncio.Event, recorder: Recorder | None = None) -> None:
         """Run until ``stop`` is set (or a source fails for good), then stop cleanly:
         triggers first, then the sources (what they queued is written), then the effects
-        (calls in flight finish, waiting ones are handed back), then the lead."""
+        (calls in flight finish, waiting ones are handed back), then the lead.
+
+        While it runs, what was folded is frozen out of the cyclic collector's sight
+        (:func:`streams.gcpause.freeze_folded`), and so is what survives every
+        ``streams.gcpause.EVERY`` records folded since: a collection then walks what is new,
+        not the whole cluster; everything is given back to the collector on the way out."""
+        self._heap = freeze_folded()
         if self.config is not None:
             self.triggers = LiveTriggers(
                 self.config, self.on_trigger, clock=self.clock, offset=self.offset
@@ -188,6 +205,9 @@ class LiveLoop:
             campaign.cancel()
             await asyncio.gather(campaign, return_exceptions=True)
             self.observer.ready(False)
+            heap, self._heap = self._heap, None
+            if heap is not None:
+                heap.thaw()
 
     # ---- leadership -------------------------------------------------------------------
 
@@ -238,11 +258,13 @@ class LiveLoop:
         return added
 
     def _noted(self, added: Sequence[Event]) -> None:
+        if self._heap is not None:
+            self._heap.grew(len(added))
         for record in added:
             self._appended += 1
             self.effects.apply(record)
             if record.type in DECISION_TYPES:
-                self.decisions.append(record)
+                self.decided += 1
                 self.observer.decided(record)
                 logger.info(
                     "decided %s", _about(record), extra=decision_fields(record.id, at=record.at)
@@ -325,6 +347,8 @@ class LiveLoop:
 
     def _input_written(self, record: Event) -> None:
         self._appended += 1
+        if self._heap is not None:
+            self._heap.grew()
         self.observer.append_lag(max(0.0, (self.clock.now() - record.at).total_seconds()))
         self.observer.record(record)
         self.effects.apply(record)
