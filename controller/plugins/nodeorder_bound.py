@@ -25,7 +25,7 @@ test_nodeorder_bound.py`` checks ``score ≤ column + slack`` on seeded clusters
 from __future__ import annotations
 
 from controller.framework.session import Session
-from controller.plugins import nodeorder as no
+from controller.plugins import nodeorder_scores as no
 from projections.model import TaskInfo
 
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from controller.plugins import nodeorder
+from controller.plugins import nodeorder, nodeorder_scores
 
 EDGES = [0.0, -1.0, 1.0, 1000.0, 4000.0, 8000.0, 16 * 1024.0**3]
 
@@ -27,7 +27,7 @@ def test_the_column_equals_the_per_node_total(seed: int) -> None:
     weights = (rng.choice([0, 1, 3]), rng.choice([0, 1, 2]), rng.choice([0, 1, 5]))
     column = nodeorder.resource_column(cpu, memory, used, alloc, weights=weights)
     plain = [
-        nodeorder._resource_total(
+        nodeorder_scores._resource_total(
             used[0][i] + cpu, used[1][i] + memory, alloc[0][i], alloc[1][i], *weights
         )
         for i in range(count)
