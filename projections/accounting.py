@@ -11,9 +11,10 @@ tasks on them) can use the very same arithmetic as the fold.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from projections.model import NodeInfo, TaskInfo, TaskStatus
+from projections.model import NodeInfo, Resource, TaskInfo, TaskStatus
 
 _PIPELINED = TaskStatus.PIPELINED
 _RELEASING = TaskStatus.RELEASING
@@ -57,3 +58,19 @@ def node_remove(node: NodeInfo, task: TaskInfo, key: str | None = None) -> None:
         if task.status == _RELEASING:
             node.releasing.sub(request)
     del node.tasks[key or task.key]
+
+
+def future_idle_with(node: NodeInfo, tasks: Iterable[TaskInfo]) -> Resource:
+    """``node``'s future idle plus every request of ``tasks``, added in their order (the
+    room Volcano's ``ValidateVictims`` checks; the additions of ``Resource.add`` written
+    out, since this runs on every node of every preemption dry run)."""
+    room = node.future_idle()
+    cpu, memory, scalars = room.milli_cpu, room.memory, room.scalars
+    for task in tasks:
+        request = task.resreq
+        cpu += request.milli_cpu
+        memory += request.memory
+        for name, value in request.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + value
+    room.milli_cpu, room.memory = cpu, memory
+    return room

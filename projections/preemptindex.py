@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from projections.accounting import future_idle_with
 from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, Resource, TaskInfo
 
 
@@ -52,16 +53,8 @@ def read_node(node: NodeInfo) -> NodeVictims:
         for key in sorted(tasks)
         if tasks[key].status in PREEMPTABLE_STATUSES and tasks[key].preemptable
     ]
-    room = node.future_idle()
-    # the additions of controller.actions.preempt.victims.validate_victims, in its order
-    cpu, memory, scalars = room.milli_cpu, room.memory, room.scalars
-    for task in found:
-        request = task.resreq
-        cpu += request.milli_cpu
-        memory += request.memory
-        for name, value in request.scalars.items():
-            scalars[name] = scalars.get(name, 0.0) + value
-    room.milli_cpu, room.memory = cpu, memory
+    # the room controller.actions.preempt.victims.validate_victims checks, added alike
+    room = future_idle_with(node, found)
     return NodeVictims(node, found, tuple(sorted({task.job for task in found})), room)
 
 

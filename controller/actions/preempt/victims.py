@@ -18,6 +18,7 @@ from functools import cmp_to_key
 from controller.actions.preempt.fastpath import TaskRank
 from controller.framework.points import FitError, FitStatus
 from controller.framework.session import Session
+from projections.accounting import future_idle_with
 from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, TaskInfo, TaskStatus
 
 #: A victim filter over a node's tasks.
@@ -116,18 +117,7 @@ def same_tasks(left: Sequence[TaskInfo], right: Sequence[TaskInfo]) -> bool:
 def validate_victims(preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:
     """Volcano's ``ValidateVictims``: the node's future idle plus every victim's request
     must hold the preemptor's request (no victims is fine if future idle already does)."""
-    room = node.future_idle()
-    # Resource.add inlined (the same additions in the same order): this runs on every
-    # node of every dry run
-    cpu, memory, scalars = room.milli_cpu, room.memory, room.scalars
-    for victim in victims:
-        request = victim.resreq
-        cpu += request.milli_cpu
-        memory += request.memory
-        for name, value in request.scalars.items():
-            scalars[name] = scalars.get(name, 0.0) + value
-    room.milli_cpu, room.memory = cpu, memory
-    return preemptor.init_resreq.less_equal(room)
+    return preemptor.init_resreq.less_equal(future_idle_with(node, victims))
 
 
 def victim_order(
