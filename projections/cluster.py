@@ -55,6 +55,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from projections import snapshot
+from projections.affinitypods import AffinityPods
 from projections.accounting import Overlay, node_add, node_remove
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import (
@@ -147,6 +148,8 @@ class ClusterState(BaseProjection):
         self.zone_tasks = ZoneTasks()
         #: node -> its preemption candidates, dropped when the node changes (preemptindex.py)
         self.preempt_index = PreemptIndex()
+        #: the tasks with a pod (anti-)affinity section, told of every task (affinitypods.py)
+        self.affinity_pods = AffinityPods()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -188,6 +191,7 @@ class ClusterState(BaseProjection):
     def _add_task(self, task: TaskInfo, key: str) -> None:
         rules = self.rules
         self.tasks[key] = task
+        self.affinity_pods.add(key, task)
         job = self.jobs.get(task.job)
         if job is None:
             if task.annotations.get(GROUP_NAME):
@@ -218,6 +222,7 @@ class ClusterState(BaseProjection):
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
         del self.tasks[key]
+        self.affinity_pods.remove(key)
         self._unplace(task, key)
         job = self.jobs.get(task.job)
         self.queue_totals.touch(task.job)
