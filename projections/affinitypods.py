@@ -29,9 +29,9 @@ from projections.model import TaskInfo
 def has_pod_affinity(task: TaskInfo) -> bool:
     """Whether the task's affinity has a podAffinity or podAntiAffinity section."""
     affinity = task.affinity
-    return bool(affinity) and bool(
-        affinity.get("podAffinity") or affinity.get("podAntiAffinity")
-    )
+    if not affinity:
+        return False
+    return bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
 
 
 class AffinityPods:

@@ -55,8 +55,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from projections import snapshot
-from projections.affinitypods import AffinityPods
 from projections.accounting import Overlay, node_add, node_remove
+from projections.affinitypods import AffinityPods
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import (
     COMPLETED_STATUSES,
