@@ -394,29 +394,31 @@ class ClusterView:
         return {job: list(tasks.values()) for job, tasks in merged.items() if tasks}
 
     def pod_affinity_tasks(self) -> list[TaskInfo] | None:
-        """The session's pods (on a session node or Pending, session changes included)
-        whose affinity has a pod (anti-)affinity section, from the projection's maintained
-        index, in its order; None when the cluster keeps no index (a bare test cluster).
+        """One session pod (on a session node or Pending, session changes included) of
+        each group of the projection's maintained index of pods with a pod (anti-)affinity
+        section (:class:`~projections.affinitypods.AffinityPods`: one affinity object in
+        one namespace), the group's first in the index's order that is a session pod; None
+        when the cluster keeps no index (a bare test cluster).
 
         A pod of the cluster is a session pod when its current task is Pending or filed
         on a session node: the same pods as a walk of ``node_list`` and
-        :meth:`pending_tasks` finds, without reading the pods that have no such section.
+        :meth:`pending_tasks` finds. A group none of whose pods is a session pod gives
+        none.
         """
         index: AffinityPods | None = getattr(self._cluster, "affinity_pods", None)
         if index is None:
             return None
-        lookup, nodes = self.tasks.lookup, self.nodes
+        lookup, nodes, pending = self.tasks.lookup, self.nodes, TaskStatus.PENDING
         out = []
-        for key in index.tasks(self._cluster.tasks):
-            task = lookup(key)
-            if task is None:
-                continue
-            if task.status == TaskStatus.PENDING:
-                out.append(task)
-                continue
-            name = task.node_name
-            if name and name in nodes and key in nodes[name].tasks:
-                out.append(task)
+        for members in index.groups(self._cluster.tasks):
+            for key in members:
+                task = lookup(key)
+                if task is None:
+                    continue
+                name = task.node_name
+                if task.status == pending or (name and name in nodes and key in nodes[name].tasks):
+                    out.append(task)
+                    break
         return out
 
     def pending_tasks(self) -> list[TaskInfo]:

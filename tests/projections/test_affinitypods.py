@@ -13,7 +13,7 @@ import pytest
 from controller.framework.session import Session
 from controller.plugins import predicates
 from controller.plugins.podaffinity import wide_terms_in
-from projections.affinitypods import has_pod_affinity
+from projections.affinitypods import group_of, has_pod_affinity
 from projections.cluster import ClusterState
 from projections.model import TaskInfo, TaskStatus
 from streams.events import Event, make_event
@@ -76,15 +76,22 @@ def _events(seed: int, count: int) -> list[Event]:
     return events
 
 
-def walked(state: ClusterState) -> list[str]:
-    """The reference: every task of the cluster with such a section, in the tasks' order."""
-    return [key for key, task in state.tasks.items() if has_pod_affinity(task)]
+def walked(state: ClusterState) -> list[list[str]]:
+    """The reference: every task of the cluster with such a section, by (affinity object,
+    namespace), groups and members in key order."""
+    groups: dict[tuple[int, str], list[str]] = {}
+    for key, task in state.tasks.items():
+        if has_pod_affinity(task):
+            groups.setdefault((id(task.affinity), task.namespace), []).append(key)
+    return sorted(sorted(keys) for keys in groups.values())
 
 
-def maintained(state: ClusterState) -> list[str]:
-    found = state.affinity_pods.tasks(state.tasks)
-    assert all(found[key] is state.tasks[key] for key in found)  # the cluster's own tasks
-    return list(found)
+def maintained(state: ClusterState) -> list[list[str]]:
+    found = state.affinity_pods.groups(state.tasks)
+    for members in found:  # the cluster's own tasks, one object and namespace a group
+        assert all(members[key] is state.tasks[key] for key in members)
+        assert len({group_of(task) for task in members.values()}) == 1
+    return sorted(sorted(members) for members in found)
 
 
 def session_walked(ssn: Session) -> list[TaskInfo]:
@@ -94,13 +101,25 @@ def session_walked(ssn: Session) -> list[TaskInfo]:
     return [t for n in view.node_list for t in n.tasks.values()] + view.pending_tasks()
 
 
+def state_of(ssn: Session) -> ClusterState:
+    cluster = ssn.view._cluster
+    assert isinstance(cluster, ClusterState)
+    return cluster
+
+
 def check_session(ssn: Session) -> int:
-    """The session's indexed pods are those of the walk with such a section, and the owners
+    """The session's indexed pods are one of each group of the walk's pods with such a
+    section, and the owners
     give the same terms, wide keys and refusal flag; returns the count of terms found."""
     every = session_walked(ssn)
     indexed = ssn.view.pod_affinity_tasks()
     assert indexed is not None
-    assert sorted(t.key for t in indexed) == sorted({t.key for t in every if has_pod_affinity(t)})
+    # one pod of each (object, namespace) of the session pods with such a section
+    base = state_of(ssn).tasks
+    groups = {group_of(base[t.key]) for t in every if has_pod_affinity(t)}
+    assert sorted(group_of(base[t.key]) for t in indexed) == sorted(groups)
+    keys = {t.key for t in every}
+    assert all(t.key in keys and t is ssn.view.tasks[t.key] for t in indexed)
     owners = predicates._owners(ssn)
     # a term's match reads its owner's namespace only (term_matches): the pod kept for a
     # (namespace, term) may differ, its namespace may not
@@ -125,7 +144,10 @@ def test_index_matches_a_walk_after_every_record(seed: int) -> None:
     assert reached > 3 and terms > 1  # the churn does reach several indexed pods and terms
     loaded = ClusterState()
     loaded.load(state.dump())
-    assert sorted(maintained(loaded)) == sorted(walked(state)) == sorted(walked(loaded))
+    assert maintained(loaded) == walked(loaded)
+    # a load shares equal affinity objects (groups may merge), the pods are the same
+    pods = [[key for keys in walked(s) for key in keys] for s in (loaded, state)]
+    assert sorted(pods[0]) == sorted(pods[1])
 
 
 def test_session_placements_keep_the_session_pods() -> None:
