@@ -9,7 +9,10 @@ single cost of a replay; this index makes the cost proportional to what changed.
 :class:`projections.cluster.ClusterState`: the fold calls :meth:`QueueTotals.touch` with
 the id of every job whose tasks, statuses or PodGroup changed, and the next query
 re-counts only those jobs (subtracting each one's old contribution from its old queue and
-adding the new one). Before the first query, and after a checkpoint load, the index is
+adding the new one). A task filed in or dropped from a job whose queue and PodGroup did
+not change comes through :meth:`QueueTotals.task_moved` instead, which moves the job's and
+its queue's sums by that task alone (a big job that gains or loses one pod between
+sessions is not re-counted whole). Before the first query, and after a checkpoint load, the index is
 unbuilt and the first query builds it from every job, so the totals are always those of
 the jobs as they are now, whatever path led there.
 
