@@ -56,6 +56,7 @@ from typing import Any, ClassVar
 
 from projections import snapshot
 from projections.accounting import Overlay, node_add, node_remove
+from projections.affinitypods import AffinityPods
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import (
     COMPLETED_STATUSES,
@@ -147,6 +148,8 @@ class ClusterState(BaseProjection):
         self.zone_tasks = ZoneTasks()
         #: node -> its preemption candidates, dropped when the node changes (preemptindex.py)
         self.preempt_index = PreemptIndex()
+        #: the tasks with a pod (anti-)affinity section, told of every task (affinitypods.py)
+        self.affinity_pods = AffinityPods()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -188,7 +191,10 @@ class ClusterState(BaseProjection):
     def _add_task(self, task: TaskInfo, key: str) -> None:
         rules = self.rules
         self.tasks[key] = task
+        self.affinity_pods.add(key, task)
         job = self.jobs.get(task.job)
+        # the job's queue and PodGroup unchanged: its totals change by this task alone
+        same_job = job is not None and not job.implicit
         if job is None:
             if task.annotations.get(GROUP_NAME):
                 namespace, _, name = task.job.partition("/")
@@ -204,7 +210,10 @@ class ClusterState(BaseProjection):
         self._place(task, key)
         if job is not None:
             job.tasks[key] = task
-        self.queue_totals.touch(task.job)
+        if same_job:
+            self.queue_totals.task_moved(task, 1)
+        else:
+            self.queue_totals.touch(task.job)
         self.preempt_index.touch_job(task.job)
 
     def _rederive(self, keys: list[str]) -> None:
@@ -218,22 +227,36 @@ class ClusterState(BaseProjection):
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
         del self.tasks[key]
+        self.affinity_pods.remove(key)
         self._unplace(task, key)
         job = self.jobs.get(task.job)
-        self.queue_totals.touch(task.job)
         self.preempt_index.touch_job(task.job)
-        if job is not None:
-            job.tasks.pop(key, None)
+        if job is not None and job.tasks.get(key) is task:
+            job.tasks.pop(key)
             if not job.tasks and not keep_job and (job.placeholder or job.implicit):
                 del self.jobs[job.id]
+                self.queue_totals.touch(task.job)
+            else:
+                self.queue_totals.task_moved(task, -1)
+        else:
+            if job is not None:
+                job.tasks.pop(key, None)
+            self.queue_totals.touch(task.job)
 
     def _restatus(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
         key = task.key
         self._unplace(task, key)
+        job = self.jobs.get(task.job)
+        filed = job is not None and job.tasks.get(key) is task
+        if filed:
+            self.queue_totals.task_moved(task, -1)
         task.status = status
         task.node_name = node_name
         self._place(task, key)
-        self.queue_totals.touch(task.job)
+        if filed:
+            self.queue_totals.task_moved(task, 1)
+        else:
+            self.queue_totals.touch(task.job)
         self.preempt_index.touch_job(task.job)
         job = self.jobs.get(task.job)
         if job is not None and job.implicit:

@@ -9,7 +9,10 @@ single cost of a replay; this index makes the cost proportional to what changed.
 :class:`projections.cluster.ClusterState`: the fold calls :meth:`QueueTotals.touch` with
 the id of every job whose tasks, statuses or PodGroup changed, and the next query
 re-counts only those jobs (subtracting each one's old contribution from its old queue and
-adding the new one). Before the first query, and after a checkpoint load, the index is
+adding the new one). A task filed in or dropped from a job whose queue and PodGroup did
+not change comes through :meth:`QueueTotals.task_moved` instead, which moves the job's and
+its queue's sums by that task alone (a big job that gains or loses one pod between
+sessions is not re-counted whole). Before the first query, and after a checkpoint load, the index is
 unbuilt and the first query builds it from every job, so the totals are always those of
 the jobs as they are now, whatever path led there.
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
+from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskInfo, TaskStatus
 
 _PENDING = TaskStatus.PENDING
 _RUNNING = TaskStatus.RUNNING
@@ -39,6 +42,21 @@ class _Sums:
     memory: float = 0.0
     scalars: dict[str, float] = field(default_factory=dict)
     names: dict[str, int] = field(default_factory=dict)  # scalar name -> tasks naming it
+
+    def take(self, req: Resource, sign: int) -> None:
+        """Add (``sign`` 1) or subtract (-1) one task's request ``req``."""
+        self.cpu += sign * req.milli_cpu
+        self.memory += sign * req.memory
+        if req.scalars:
+            scalars, names = self.scalars, self.names
+            for name, value in req.scalars.items():
+                scalars[name] = scalars.get(name, 0.0) + sign * value
+                left = names.get(name, 0) + sign
+                if left:
+                    names[name] = left
+                else:
+                    del names[name]
+                    del scalars[name]
 
     def move(self, other: _Sums, sign: int) -> None:
         """Add (``sign`` 1) or subtract (-1) ``other`` into these sums."""
@@ -126,6 +144,30 @@ class QueueTotals:
         """Note that job ``job_id`` changed (its tasks, their statuses, queue or PodGroup)."""
         if self._parts is not None:
             self._dirty.add(job_id)
+
+    def task_moved(self, task: TaskInfo, sign: int) -> None:
+        """Task ``task``, as it is now, enters (``sign`` 1) or leaves (-1) its job, whose
+        queue and PodGroup did not change: the job's contribution and its queue's totals
+        change by the task's alone. A job not counted yet, or to be re-counted anyway, is
+        re-counted at the next query instead (as :meth:`touch`)."""
+        parts = self._parts
+        if parts is None:
+            return
+        job_id = task.job
+        part = None if job_id in self._dirty else parts.get(job_id)
+        if part is None:
+            self._dirty.add(job_id)
+            return
+        status = task.status
+        if status in ALLOCATED_STATUSES:
+            part.allocated.take(task.resreq, sign)
+            self._queues[part.queue].allocated.take(task.resreq, sign)
+            if status == _RUNNING:
+                part.running += sign
+                self._running[job_id] += sign
+        elif status == _PENDING:
+            part.pending.take(task.resreq, sign)
+            self._queues[part.queue].pending.take(task.resreq, sign)
 
     def reset(self) -> None:
         """Forget everything: the next query rebuilds from all jobs."""

@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from controller.framework.columns import FreeColumns
 from controller.framework.errors import StatementError
 from projections.accounting import node_add, node_remove
+from projections.affinitypods import AffinityPods
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
 from projections.preemptindex import NodeVictims, PreemptIndex
 from projections.queuetotals import QueueSums, QueueTotals
@@ -391,6 +392,34 @@ class ClusterView:
             for job, tasks in node_candidates(self._node_list[self._node_pos[name]]).items():
                 merged.setdefault(job, {}).update(tasks)
         return {job: list(tasks.values()) for job, tasks in merged.items() if tasks}
+
+    def pod_affinity_tasks(self) -> list[TaskInfo] | None:
+        """One session pod (on a session node or Pending, session changes included) of
+        each group of the projection's maintained index of pods with a pod (anti-)affinity
+        section (:class:`~projections.affinitypods.AffinityPods`: one affinity object in
+        one namespace), the group's first in the index's order that is a session pod; None
+        when the cluster keeps no index (a bare test cluster).
+
+        A pod of the cluster is a session pod when its current task is Pending or filed
+        on a session node: the same pods as a walk of ``node_list`` and
+        :meth:`pending_tasks` finds. A group none of whose pods is a session pod gives
+        none.
+        """
+        index: AffinityPods | None = getattr(self._cluster, "affinity_pods", None)
+        if index is None:
+            return None
+        lookup, nodes, pending = self.tasks.lookup, self.nodes, TaskStatus.PENDING
+        out = []
+        for members in index.groups(self._cluster.tasks):
+            for key in members:
+                task = lookup(key)
+                if task is None:
+                    continue
+                name = task.node_name
+                if task.status == pending or (name and name in nodes and key in nodes[name].tasks):
+                    out.append(task)
+                    break
+        return out
 
     def pending_tasks(self) -> list[TaskInfo]:
         """The tasks Pending *now* (session changes included), sorted by key.

@@ -17,6 +17,7 @@ from controller.framework.plugin import Plugin, PluginContext
 from controller.framework.session import Session, open_session
 from controller.framework.tiers import PluginConf, TierConf
 from projections.accounting import node_add
+from projections.affinitypods import AffinityPods
 from projections.cluster import ClusterState
 from projections.history import History
 from projections.model import JobInfo, NodeInfo, QueueInfo, Resource, TaskInfo, TaskStatus
@@ -56,6 +57,14 @@ class FakeCluster(ClusterState):
     @pending.setter
     def pending(self, value: dict[str, TaskInfo]) -> None:
         del value  # ClusterState.__init__ sets an empty index; the getter derives it
+
+    @property
+    def affinity_pods(self) -> AffinityPods:
+        return AffinityPods()  # unbuilt: the first query derives it from ``tasks``
+
+    @affinity_pods.setter
+    def affinity_pods(self, value: AffinityPods) -> None:
+        del value  # likewise
 
 
 @dataclass
