@@ -18,6 +18,13 @@ written before the chain have no ``prev`` on any record; they stay unchained (ap
 to them add none) and verify with a note saying so. A record that arrives with a
 ``prev`` already (an exported chained log being imported) keeps it, so export and
 import stay byte-identical.
+
+Each record's payload is serialised once on this path: its canonical bytes
+(:func:`streams.codec.encode_payload`) are what the link's line is built around
+(:func:`streams.codec.encode_around`, the line :func:`~streams.codec.encode` gives) and
+what the backend stores (:class:`EncodedAppend`), so SQLite and Kafka do not serialise
+the payload a second time; a SQLite row then holds the bytes an import of the log's
+export would store.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from streams.chain_check import ChainChecker, ChainReport, check_chain
+from streams.codec import encode_payload
 from streams.events import Event
 from streams.log import EventLog, IdIndex, LogError
 from streams.seal import (
@@ -280,18 +288,24 @@ class ChainWriter:
         kept: list[bytes | None] = []
         seen: set[str] = set()
         last = self._last
+        last_payload: bytes | None = None  # ``last.data``'s canonical bytes, when known
         for i, event in enumerate(events):
             if event.id in present or event.id in seen:
                 continue
             seen.add(event.id)
+            # each payload serialised once (canonically): for the link the next record
+            # carries (its line built around them) and for the backend to store
+            payload = payloads[i] if i < len(payloads) else None
+            if payload is None:
+                payload = encode_payload(event.data)
             if event.prev is None:
-                link = digest(last) if last is not None else genesis(self.run)
+                link = digest(last, last_payload) if last is not None else genesis(self.run)
                 if self.writer is not None:
                     link = writer_link(self.writer, link)
                 event = event.with_prev(link)
             batch.append(event)
-            kept.append(payloads[i] if i < len(payloads) else None)
-            last = event
+            kept.append(payload)
+            last, last_payload = event, payload
         added = await self._store(batch, kept)
         if added:
             self._last = added[-1]
@@ -305,9 +319,16 @@ class ChainWriter:
         assert self.writer is not None
         anchor = self._anchor or genesis(self.run)
         link = writer_link(self.writer, anchor)
-        added = await self._store([e.with_prev(link) for e in events], list(payloads))
+        given: list[bytes | None] = list(payloads[: len(events)])
+        given += [None] * (len(events) - len(given))
+        # each payload serialised once: stored, and hashed into the next anchor
+        kept: list[bytes | None] = [
+            encode_payload(e.data) if p is None else p for e, p in zip(events, given, strict=True)
+        ]
+        added = await self._store([e.with_prev(link) for e in events], kept)
         if added:
-            self._anchor = group_anchor(anchor, [digest(e) for e in added])
+            by_id = {e.id: p for e, p in zip(events, kept, strict=True)}
+            self._anchor = group_anchor(anchor, [digest(e, by_id.get(e.id)) for e in added])
             self._last = added[-1]
         return added
 

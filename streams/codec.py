@@ -69,6 +69,75 @@ def encode(event: Event) -> bytes:
     return orjson.dumps(record, option=_SORTED)
 
 
+def encode_payload(data: JSON) -> bytes:
+    """A payload's canonical bytes: exactly what :func:`encode` puts after ``"data":``."""
+    return orjson.dumps(data, option=_SORTED)
+
+
+def encode_around(event: Event, payload: bytes) -> bytes:
+    """:func:`encode` of ``event``, put together around ``payload`` (its
+    :func:`encode_payload`) instead of serialising the payload again.
+
+    A write path that stores the payload's bytes (SQLite, Kafka) and hashes the line for
+    the chain (``streams/seal.py``) serialises each payload once this way. The envelope's
+    time and type parts are computed once per distinct time and type (a batch's records
+    share few of each); ``tests/streams/test_codec_around.py`` holds it to ``encode``.
+    """
+    head = _HEADS.get(event.at) or _head(event.at)
+    tail = _TAILS.get(event.type) or _tail(event.type)
+    if event.cause is None and event.prev is None and event.v == 1:  # the usual record
+        return b"".join((head, payload, _ID, orjson.dumps(event.id), tail))
+    return line_around(event, payload, head, tail)
+
+
+def line_around(event: Event, payload: bytes, head: bytes, tail: bytes) -> bytes:
+    """The canonical line of ``event`` from its parts: ``head`` =
+    ``'{"at":"<at>","data":'``, ``payload`` (:func:`encode_payload`), ``tail`` =
+    ``',"type":"<type>"}'``. A canonical line is a JSON object with sorted keys (``at``,
+    ``cause``, ``data``, ``id``, ``prev``, ``type``, ``v``) and no spaces, so its bytes are
+    the fields' own serialisations between fixed keys (shared with the Kafka codec's
+    record values, ``streams/backends/kafka_codec.py``)."""
+    if event.cause is None and event.prev is None and event.v == 1:
+        return b"".join((head, payload, _ID, orjson.dumps(event.id), tail))
+    parts = [head[:-8]]  # '{"at":"…"', without ',"data":'
+    if event.cause is not None:
+        parts += (b',"cause":', orjson.dumps(event.cause))
+    parts += (b',"data":', payload, _ID, orjson.dumps(event.id))
+    if event.prev is not None:
+        parts += (b',"prev":', orjson.dumps(event.prev))
+    parts.append(tail[:-1])  # ',"type":"…"'
+    if event.v != 1:
+        parts += (b',"v":', orjson.dumps(event.v))
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def _head(at: datetime) -> bytes:
+    """``'{"at":"<at>","data":'`` for time ``at``, kept for the next record at that time
+    (equal times give the same text: :func:`~streams.events.format_time` is in UTC, and a
+    naive time equals no aware one)."""
+    if len(_HEADS) >= _ENVELOPE_MAX:
+        _HEADS.clear()
+    head = _HEADS[at] = b'{"at":' + orjson.dumps(format_time(at)) + b',"data":'
+    return head
+
+
+def _tail(type_: str) -> bytes:
+    """``',"type":"<type>"}'`` for type ``type_``, kept for the next record of it."""
+    if len(_TAILS) >= _ENVELOPE_MAX:
+        _TAILS.clear()
+    tail = _TAILS[type_] = b',"type":' + orjson.dumps(type_) + b"}"
+    return tail
+
+
+_ID = b',"id":'
+#: the envelope parts of :func:`encode_around` by time and by type (results never depend
+#: on them; bounded, cleared when full)
+_HEADS: dict[datetime, bytes] = {}
+_TAILS: dict[str, bytes] = {}
+_ENVELOPE_MAX = 4096
+
+
 def decision_line(event: Event) -> bytes:
     """One line of a decision output file: ``{"at": ..., **data}``, canonical."""
     return orjson.dumps({"at": format_time(event.at), **event.data}, option=_SORTED)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from streams.codec import encode
+from streams.codec import encode, encode_around
 from streams.events import Event, make_event
 
 SEAL_TYPE = "log.sealed"
@@ -65,9 +65,17 @@ def is_seal(event: Event | None) -> bool:
 WRITER_PREFIX = "@"
 
 
-def digest(event: Event) -> str:
-    """The hash of a record's canonical encoding (its ``prev`` included)."""
-    return hashlib.blake2b(encode(event), digest_size=16).hexdigest()
+def digest(event: Event, payload: bytes | None = None) -> str:
+    """The hash of a record's canonical encoding (its ``prev`` included); ``payload``,
+    when given, is ``event.data``'s canonical bytes (:func:`streams.codec.encode_payload`),
+    which the line is then built around instead of serialising the payload again."""
+    line = encode(event) if payload is None else encode_around(event, payload)
+    return digest_line(line)
+
+
+def digest_line(line: bytes) -> str:
+    """The hash of a record whose canonical line is ``line``."""
+    return hashlib.blake2b(line, digest_size=16).hexdigest()
 
 
 def writer_link(writer: str, link: str) -> str:

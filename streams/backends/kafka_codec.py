@@ -33,7 +33,7 @@ import orjson
 from aiokafka.record._crecords.cutil import crc32c_cython
 
 from streams.backends.kafka_client import BatchTooLargeError
-from streams.codec import DecodeError, check_appendable, decode_record
+from streams.codec import DecodeError, check_appendable, decode_record, line_around
 from streams.events import Event, format_time
 from streams.log import LogError
 
@@ -50,7 +50,8 @@ def record_value(event: Event, payload: bytes | None = None) -> bytes:
     (then it is serialised here). The line is put together around it: a canonical line
     is a JSON object with sorted keys (``at``, ``cause``, ``data``, ``id``, ``prev``,
     ``type``, ``v``) and no spaces, so its bytes are the fields' own serialisations
-    between fixed keys; ``tests/streams/test_kafka_codec.py`` holds it to ``encode``.
+    between fixed keys (:func:`streams.codec.line_around`, shared with the chain's
+    digest); ``tests/streams/test_kafka_codec.py`` holds it to ``encode``.
 
     Raises:
         ValueError: ``event`` is not appendable (:func:`streams.codec.check_appendable`).
@@ -59,24 +60,7 @@ def record_value(event: Event, payload: bytes | None = None) -> bytes:
         payload = orjson.dumps(event.data, option=_SORTED)
     head = (_STAMPS.get(event.at) or _stamp(event))[0]
     tail = (_KINDS.get(event.type) or _kind(event))[0]
-    if event.cause is None and event.prev is None and event.v == 1:  # the usual record
-        return b"".join((head, payload, _ID, orjson.dumps(event.id), tail))
-    return _unusual_value(event, payload, head, tail)
-
-
-def _unusual_value(event: Event, payload: bytes, head: bytes, tail: bytes) -> bytes:
-    """:func:`record_value` of a record with a cause, a link or another version."""
-    parts = [head[:-8]]  # '{"at":"…"', without ',"data":'
-    if event.cause is not None:
-        parts += (b',"cause":', orjson.dumps(event.cause, option=_SORTED))
-    parts += (b',"data":', payload, _ID, orjson.dumps(event.id, option=_SORTED))
-    if event.prev is not None:
-        parts += (b',"prev":', orjson.dumps(event.prev, option=_SORTED))
-    parts.append(tail[:-1])  # ',"type":"…"'
-    if event.v != 1:
-        parts += (b',"v":', orjson.dumps(event.v, option=_SORTED))
-    parts.append(b"}")
-    return b"".join(parts)
+    return line_around(event, payload, head, tail)
 
 
 def record_timestamp(event: Event) -> int:
@@ -171,7 +155,7 @@ def encode_batches(
             opening, middle = stamp[0], payload
             closing = join((_ID, dumps(id_), kind[0], _ID_HEADER, id_length, key, kind[1]))
         else:
-            opening, middle = _unusual_value(event, payload, stamp[0], kind[0]), b""
+            opening, middle = line_around(event, payload, stamp[0], kind[0]), b""
             closing = join((_ID_HEADER, id_length, key, kind[1]))
         size = len(opening) + len(middle) + len(closing) - headers  # the value's
         value_length = varints[size] if size < small else _varint(size)
