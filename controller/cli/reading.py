@@ -19,8 +19,11 @@ from projections.store import open_log_store, resume_world
 from projections.world import World
 from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_log
+from streams.chain import ChainReport, Sealable, check_log
+from streams.chain_check import ChainChecker
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
+from streams.log import EventLog
 from streams.paging import LogReader
 
 
@@ -78,11 +81,17 @@ def replay_log(
     *,
     start: int | None,
     stop_at_first: bool = True,
-) -> ReplayReport:
+    chain: bool = False,
+) -> tuple[ReplayReport, ChainReport | None]:
     """:func:`replay.verify.replay` of the log at ``source``, streamed: the recorded
     decisions first (narrow query), then every record a page at a time from the
     checkpoint nearest before ``start`` (when ``start`` is given and one is usable),
-    with the progress line of :class:`controller.cli.progress.Progress`."""
+    with the progress line of :class:`controller.cli.progress.Progress`.
+
+    With ``chain`` (a whole log: no ``start``), also the log's hash chain
+    (:func:`streams.chain.check_log`), checked on the records as the replay reads them;
+    read once more only when the replay stopped before the end (at its first
+    difference)."""
     with reader(source) as log:
         world: World | None = None
         if start is not None:
@@ -95,18 +104,39 @@ def replay_log(
         )
         # closed here, not whenever the generator is collected: a replay that stops at
         # its first difference leaves it suspended, with the collector paused and frozen
+        checker = ChainChecker() if chain and begin == 0 else None
+        seal = log.run(_seal_of(log.log)) if checker is not None else None
+        whole = False
+
+        def checked(events: Iterator[Event]) -> Iterator[Event]:
+            nonlocal whole
+            assert checker is not None
+            for event in events:
+                checker.feed(event, seal)  # once broken it only says so
+                yield event
+            whole = True
+
         with (
             Progress("replay", log.head() - begin) as bar,
             closing(paced(log.records(begin))) as feed,
         ):
-            return replay(
-                feed,
+            report = replay(
+                checked(feed) if checker is not None else feed,
                 stop_at_first=stop_at_first,
                 start=start or 0,
                 world=world,
                 progress=bar.callback(),
                 recorded=recorded,
             )
+        if not chain:
+            return report, None
+        if checker is not None and whole:
+            return report, checker.finish(seal)
+        return report, log.run(check_log(log.log))
+
+
+async def _seal_of(log: EventLog) -> tuple[int, str] | None:
+    return await log.sealed() if isinstance(log, Sealable) else None
 
 
 async def _resume(log: LogReader, source: str, start: int) -> World | None:

@@ -40,7 +40,7 @@ from controller.simulate.scenario import (
 from controller.simulate.spool import Spool
 from replay.verify import ReplayReport, replay
 from streams.backends import is_sqlite_log, open_log
-from streams.chain import ChainReport, Sealable, check_chain, check_log, run_id
+from streams.chain import ChainReport, Sealable, check_chain, run_id
 from streams.codec import decision_line
 from streams.events import Event, format_time, parse_time
 from streams.log import Quarantined
@@ -303,8 +303,9 @@ def replay_cmd(
     if override is None and not is_recording(log):
         if "://" not in log and not Path(log).exists():
             fail(f"{log}: no such log")
-        report = replay_log(log, start=start, stop_at_first=not diff)
-        chain = _log_chain(log) if verify and start is None else None
+        report, chain = replay_log(
+            log, start=start, stop_at_first=not diff, chain=verify and start is None
+        )
         _print_replay(report, verify=verify, chain=chain)
         return
     world = None
@@ -360,16 +361,6 @@ def _chain(source: str, events: list[Event]) -> ChainReport:
             return await log.sealed() if isinstance(log, Sealable) else None
 
     return check_chain(events, asyncio.run(seal()))
-
-
-def _log_chain(source: str) -> ChainReport:
-    """The hash chain of the log at ``source``, read once more a page at a time."""
-
-    async def check() -> ChainReport:
-        async with await open_log(source) as log:
-            return await check_log(log)
-
-    return asyncio.run(check())
 
 
 def register(app: typer.Typer) -> None:

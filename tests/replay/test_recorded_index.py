@@ -40,7 +40,7 @@ def test_a_streamed_difference_shows_the_recorded_lines_read_back(tmp_path: Path
     tampered = _tampered(simulated_log())
     db = tmp_path / "bad.db"
     save_log(f"sqlite:///{db}", tampered)
-    streamed = replay_log(str(db), start=None)
+    streamed, _ = replay_log(str(db), start=None)
     in_memory = replay(tampered)
     assert streamed.differences and streamed.differences == in_memory.differences
     assert any('"reason":"zzz"' in line for line in streamed.differences[0].recorded)
