@@ -44,6 +44,8 @@ from projections.parsing import parse_bool
 CURRENT = 3
 PREEMPTABLE = "volcano.sh/preemptable"
 MIRROR = "kubernetes.io/config.mirror"
+#: the owner kind of a DaemonSet pod (never a victim, see :func:`is_system`)
+DAEMON_SET = "DaemonSet"
 GROUP_NAME = "scheduling.k8s.io/group-name"
 DEFAULT_SCHEDULERS = ("volcano",)
 
@@ -101,7 +103,7 @@ def mark(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool | No
 
 def is_system(task: TaskInfo) -> bool:
     """A DaemonSet-owned or mirror (static) pod."""
-    return task.owner_kind == "DaemonSet" or MIRROR in task.annotations
+    return task.owner_kind == DAEMON_SET or MIRROR in task.annotations
 
 
 def forms_job(task: TaskInfo, rules: Rules) -> bool:

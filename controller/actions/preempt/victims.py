@@ -61,23 +61,6 @@ def inter_job(
 
     best_effort, own = preemptor.best_effort, preemptor.job
 
-    def accept(victim: TaskInfo) -> bool:
-        # _common inlined (this runs on every task of every node searched)
-        if (
-            victim.status not in PREEMPTABLE_STATUSES
-            or (best_effort and not victim.best_effort)
-            or not victim.preemptable
-            or victim.job == own
-        ):
-            return False
-        job_id = victim.job
-        try:
-            queue = known[job_id]
-        except KeyError:
-            owner = lookup(job_id)
-            queue = known[job_id] = owner.queue if owner is not None else None
-        return queue == job.queue
-
     def by_job(job_id: str) -> bool:
         if job_id == own:
             return False
@@ -87,6 +70,16 @@ def inter_job(
             owner = lookup(job_id)
             queue = known[job_id] = owner.queue if owner is not None else None
         return queue == job.queue
+
+    def accept(victim: TaskInfo) -> bool:
+        # _common inlined (this runs on every task of every node searched)
+        if (
+            victim.status not in PREEMPTABLE_STATUSES
+            or (best_effort and not victim.best_effort)
+            or not victim.preemptable
+        ):
+            return False
+        return by_job(victim.job)
 
     if not best_effort:
         setattr(accept, BY_JOB, by_job)

@@ -38,7 +38,7 @@ this module turns the session into those loads and hands the victims to ``shuffl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from operator import attrgetter, countOf
 from typing import Any
@@ -56,7 +56,7 @@ from controller.plugins.rescheduling.low_node_utilization import (
     sort_keyed,
 )
 from projections.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
-from projections.ownership import MIRROR, is_system
+from projections.ownership import DAEMON_SET, MIRROR, is_system
 from projections.queuetotals import QueueTotals
 from projections.usage import Series, UsageState, to_seconds
 
@@ -68,8 +68,6 @@ TRIGGER = "rescheduling/interval"
 RANK = 10
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 SYSTEM_NAMESPACE = "kube-system"
-#: the owner kind of :func:`projections.ownership.is_system`, inlined in :func:`_candidates`
-DAEMON_SET = "DaemonSet"
 
 
 def schedules(args: ReschedulingArgs, ctx: PluginContext) -> tuple[Schedule, ...]:
@@ -103,13 +101,7 @@ def node_loads(
     of schedulable Ready nodes without a sample in the window."""
     loads: list[NodeLoad] = []
     stale: list[str] = []
-    series = usage.nodes
-    end, seconds = to_seconds(now), period.total_seconds()
-    for node in nodes:
-        if node.unschedulable or not node.ready:
-            continue
-        found = series.get(node.name)
-        cpu, memory, n = (0.0, 0.0, 0) if found is None else found.mean(end, seconds)
+    for node, cpu, memory, n in _averaged(nodes, usage, to_seconds(now), period.total_seconds()):
         if n == 0:
             stale.append(node.name)
             continue
@@ -128,15 +120,10 @@ def round_loads(
     most of the nodes. ``taking part`` counts every node :func:`node_loads` would return."""
     loads: list[NodeLoad] = []
     stale: list[str] = []
-    series = usage.nodes
     lo_cpu, lo_mem = params.thresholds["cpu"], params.thresholds["memory"]
     hi_cpu, hi_mem = params.target_thresholds["cpu"], params.target_thresholds["memory"]
     count = 0
-    for node in nodes:
-        if node.unschedulable or not node.ready:
-            continue
-        found = series.get(node.name)
-        cpu, memory, n = (0.0, 0.0, 0) if found is None else found.mean(end, seconds)
+    for node, cpu, memory, n in _averaged(nodes, usage, end, seconds):
         if n == 0:
             stale.append(node.name)
             continue
@@ -148,6 +135,22 @@ def round_loads(
         if (p_cpu < lo_cpu and p_mem < lo_mem) or p_cpu > hi_cpu or p_mem > hi_mem:
             loads.append(NodeLoad(node.name, a_cpu, a_mem, cpu, memory, n))
     return loads, sorted(stale), count
+
+
+def _averaged(
+    nodes: Sequence[NodeInfo], usage: UsageState, end: float, seconds: float
+) -> Iterator[tuple[NodeInfo, float, float, int]]:
+    """``(node, cpu, memory, samples)`` of each schedulable Ready node: its averaged usage
+    over the window ``(end - seconds, end]`` (``samples`` 0: none in the window)."""
+    series = usage.nodes
+    for node in nodes:
+        if node.unschedulable or not node.ready:
+            continue
+        found = series.get(node.name)
+        if found is None:
+            yield node, 0.0, 0.0, 0
+        else:
+            yield (node, *found.mean(end, seconds))
 
 
 class ReschedulingPlugin:
