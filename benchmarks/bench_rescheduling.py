@@ -216,6 +216,13 @@ def fold_cost(runs: int) -> tuple[list[float], list[float]]:
     return held, bare
 
 
+def info(name: str, value: float, unit: str, base: float, label: str, notes: str = "") -> Result:
+    """An ``(info)`` row of this benchmark: ``value`` against ``base`` (same unit)."""
+    return Result(
+        "rescheduling", name, value, unit, base, label, value / base, "(info)", None, notes=notes
+    )
+
+
 def run(ctx: Context) -> list[Result]:
     resched = need("controller.plugins.rescheduling", "build", "parse_args", "TRIGGER", "KIND")
     session_mod = need("controller.framework.session", "Session")
@@ -285,63 +292,47 @@ def run(ctx: Context) -> list[Result]:
         ]
         running, sliced = node_averages(world, now, runs)
         rows.append(
-            Result(
-                "rescheduling",
+            info(
                 "  every node's average, running sums",
                 statistics.median(running) * 1000,
                 "ms",
                 statistics.median(sliced) * 1000,
                 "the same averages by slice sums (CPU)",
-                statistics.median(running) / statistics.median(sliced),
-                "(info)",
-                None,
-                notes=f"running {spread(running)}; slices {spread(sliced)}",
+                f"running {spread(running)}; slices {spread(sliced)}",
             )
         )
         scoring = usage_scoring(world, now, runs)
         rows.append(
-            Result(
-                "rescheduling",
+            info(
                 "  usage plugin: every node scored once per session",
                 statistics.median(scoring) * 1000,
                 "ms",
                 statistics.median(sliced) * 1000,
                 "every node's average by slice sums (CPU)",
-                statistics.median(scoring) / statistics.median(sliced),
-                "(info)",
-                None,
-                notes=f"CPU {spread(scoring)}",
+                f"CPU {spread(scoring)}",
             )
         )
         fill_usage(world, now, hot=0.01, pods=False)
         cpu, wall, first, victims, now = measure(now, pods=False)
         rows.append(
-            Result(
-                "rescheduling",
+            info(
                 "  same round, 1 % of nodes hot, CPU",
                 statistics.median(cpu) * 1000,
                 "ms",
                 base_cpu * 1000,
                 "the same pass",
-                statistics.median(cpu) / base_cpu,
-                "(info)",
-                None,
-                notes=f"{victims:,} victims; CPU {spread(cpu)}; wall {spread(wall)}; "
+                f"{victims:,} victims; CPU {spread(cpu)}; wall {spread(wall)}; "
                 f"first round {first * 1000:,.1f} ms",
             )
         )
         held, bare = fold_cost(runs)
         rows.append(
-            Result(
-                "rescheduling",
+            info(
                 "  metrics.node fold per sample, running sums held",
                 statistics.median(held) * 1e6,
                 "µs",
                 statistics.median(bare) * 1e6,
                 "the same fold, no running sums (CPU)",
-                statistics.median(held) / statistics.median(bare),
-                "(info)",
-                None,
             )
         )
         return rows
