@@ -21,15 +21,12 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterat
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from streams.codec import from_stored
+from streams.codec import StoredRow, stored_events
 from streams.events import Event
 from streams.log import EventLog
 
 PAGE = 1_000
 T = TypeVar("T")
-
-#: a stored row: offset, id, at, type, cause, v, data (encoded)
-StoredRow = tuple[int, str, str, str, str | None, int, bytes]
 
 
 @runtime_checkable
@@ -118,10 +115,10 @@ class LogReader:
         while stop is None or offset < stop:
             limit = PAGE if stop is None or type_ is not None else min(PAGE, stop - offset)
             rows = self.run(log.read_page(offset, limit, type_=type_))
-            for row in rows:
-                if stop is not None and row[0] >= stop:
-                    return
-                yield from_stored(*row)
+            if stop is not None and rows and rows[-1][0] >= stop:  # a type's page, past stop
+                yield from stored_events(row for row in rows if row[0] < stop)
+                return
+            yield from stored_events(rows)
             if len(rows) < limit:
                 return
             offset = rows[-1][0] + 1

@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams import codec
-from streams.codec import DecodeError, decision_line, decode, encode, from_stored
+from streams.codec import (
+    DecodeError,
+    decision_line,
+    decode,
+    encode,
+    from_stored,
+    stored_events,
+)
 from streams.events import EVENT_TYPES, Event, content_id, make_event
 from tests.builders import T0, build_pod, watch
 
@@ -153,6 +160,17 @@ def test_old_versions_are_upcast_step_by_step(metrics_node_v3: list[str]) -> Non
 
     stored = from_stored(7, "x", "2026-11-21T20:00:00Z", "metrics.node", None, 1, orjson.dumps(v1))
     assert (stored.offset, stored.v, stored.data["v3"]) == (7, 3, True)
+    row = (7, "x", "2026-11-21T20:00:00Z", "metrics.node", None, 1, orjson.dumps(v1), None)
+    assert list(stored_events([row])) == [stored]  # the one-pass decode upcasts too
+
+
+def test_stored_events_are_from_stored_of_each_row() -> None:
+    rows = [
+        (0, "a", "2026-11-21T20:00:00Z", "metrics.node", None, 1, b'{"n":1}', None),
+        (1, "b", "2026-11-21T20:00:00Z", "decision.evict", "a", 1, b'{"pod":"p"}', "h1"),
+        (5, "c", "2026-11-21T21:00:00.5+01:00", "k8s.watch", None, 1, b"{}", None),
+    ]
+    assert list(stored_events(rows)) == [from_stored(*row) for row in rows]
 
 
 def test_a_missing_upcaster_is_a_decode_error(monkeypatch: pytest.MonkeyPatch) -> None:
