@@ -9,7 +9,9 @@ nothing moved since its last look). ``sched_version`` is bumped only by the chan
 session can see: every change but a node update that leaves the node's model fields as
 they were (a status heartbeat: ``lastHeartbeatTime`` is not in the model). Behaviour
 level 3's quiet-tick rule (:mod:`controller.loop.step`) compares it, so heartbeats no
-longer wake sessions; level ≤ 2 compares ``version``, as it always did.
+longer wake sessions; level ≤ 2 compares ``version``, as it always did. A heartbeat is
+told cheaply: an update whose :func:`~projections.objects.node_inputs` are those of the
+node's last update rebuilds nothing but ``idle``.
 
 Watch rules: ADDED and MODIFIED upsert (MODIFIED of an unknown object adds it); DELETED of
 an unknown object is ignored; a DELETED pod whose uid differs from the one held is an older
@@ -74,6 +76,7 @@ from projections.objects import (
     apply_podgroup,
     implicit_job,
     new_node,
+    node_inputs,
     queue_from,
     reset_placeholder,
 )
@@ -141,6 +144,10 @@ class ClusterState(BaseProjection):
         self.priority_classes: dict[str, int] = {}
         self.overlays: dict[str, Overlay] = {}
         self._decisions: dict[str, str] = {}  # decision id -> task key
+        #: node name -> the :func:`~projections.objects.node_inputs` of its last Node object,
+        #: so that a heartbeat rebuilds nothing (not in checkpoints: after a load the next
+        #: update of each node takes the full path)
+        self._node_inputs: dict[str, tuple[Any, ...]] = {}
         self.rules: Rules = LEGACY
         #: per-queue request totals, told of every job change (projections/queuetotals.py)
         self.queue_totals = QueueTotals()
@@ -332,6 +339,7 @@ class ClusterState(BaseProjection):
         if kind == "DELETED":
             if node is None or node.placeholder:
                 return False
+            self._node_inputs.pop(name, None)
             if node.tasks:
                 node.allocatable, node.capacity = Resource(), Resource()
                 node.idle = Resource().sub(node.used)
@@ -339,13 +347,22 @@ class ClusterState(BaseProjection):
             else:
                 del self.nodes[name]
             return True
+        inputs = node_inputs(obj)
+        if node is not None and self._node_inputs.get(name) == inputs:
+            # A heartbeat: apply_node would set every field as it is but ``idle``, which it
+            # recomputes (node accounting moves it by sums that may round differently).
+            before = node.idle
+            node.idle = node.allocatable.clone().sub(node.used)
+            return True if node.idle != before else _UNSEEN
         if node is None:
             node = self.nodes[name] = new_node(name)
             apply_node(node, obj)
+            self._node_inputs[name] = inputs
             return True
-        before = _seen(node)
+        before_seen = _seen(node)
         apply_node(node, obj)
-        return True if _seen(node) != before else _UNSEEN
+        self._node_inputs[name] = inputs
+        return True if _seen(node) != before_seen else _UNSEEN
 
     def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> bool:
         meta = obj["metadata"]

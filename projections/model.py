@@ -87,13 +87,15 @@ class Resource:
         return out
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Resource)
-            and self.milli_cpu == other.milli_cpu
-            and self.memory == other.memory
-            and {k: v for k, v in self.scalars.items() if v}
-            == {k: v for k, v in other.scalars.items() if v}
-        )
+        """Equal cpu, memory and non-zero scalars (a scalar at 0 is one not there)."""
+        if not isinstance(other, Resource):
+            return False
+        if self.milli_cpu != other.milli_cpu or self.memory != other.memory:
+            return False
+        mine, theirs = self.scalars, other.scalars
+        if mine == theirs:  # the usual case, without building two filtered copies
+            return True
+        return {k: v for k, v in mine.items() if v} == {k: v for k, v in theirs.items() if v}
 
     def __repr__(self) -> str:
         return f"Resource(cpu={self.milli_cpu}m, mem={self.memory}, {self.scalars})"

@@ -168,6 +168,25 @@ def node_ready(status: Mapping[str, Any]) -> bool:
     return True
 
 
+def node_inputs(raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What :func:`apply_node` reads of a raw Node, as written in it: equal inputs give
+    equal fields (a status heartbeat changes only condition times, which are not read).
+    Compared with ``==``, where a label, taint or quantity that is equal but written
+    differently would read the same: ``streams.shapes`` admits only strings for labels and
+    taints, and a quantity's number and its float parse alike."""
+    meta = raw.get("metadata") or _EMPTY
+    spec = raw.get("spec") or _EMPTY
+    status = raw.get("status") or _EMPTY
+    return (
+        meta.get("labels"),
+        spec.get("taints"),
+        spec.get("unschedulable"),
+        status.get("allocatable"),
+        status.get("capacity"),
+        node_ready(status),
+    )
+
+
 def apply_node(node: NodeInfo, raw: Mapping[str, Any]) -> None:
     """Set a node's static fields from its raw JSON; ``idle = allocatable - used``."""
     meta = raw.get("metadata") or _EMPTY

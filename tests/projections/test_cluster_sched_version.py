@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from projections.cluster import ClusterState
 from projections.snapshot import dump_cluster, load_cluster
@@ -83,3 +85,42 @@ def test_a_checkpoint_keeps_sched_version_and_an_old_one_takes_version() -> None
     old = ClusterState()
     load_cluster(old, {k: v for k, v in body.items() if k != "sched_version"})
     assert (old.version, old.sched_version) == (3, 3)
+
+
+NODE_UPDATES = {
+    "heartbeat": lambda minute: heartbeat(node(), minute),
+    "allocatable": lambda minute: heartbeat(node(cpu="16"), minute),
+    "label": lambda minute: heartbeat(node(labels={"a": "b"}), minute),
+    "not-ready": lambda minute: heartbeat(node(ready=False), minute),
+}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([*NODE_UPDATES, "node-deleted", "pod", "pod-deleted"]),
+            st.sampled_from(["a", "b", "c"]),
+            st.sampled_from(["100m", "300m", "1", "7"]),
+        ),
+        max_size=30,
+    )
+)
+def test_a_heartbeat_folds_as_a_full_node_update(steps: list[tuple[str, str, str]]) -> None:
+    """The heartbeat shortcut (the node's inputs as last time) leaves the state, the
+    checkpoint and both versions exactly as the full update would, ``idle`` included
+    (accounting moves it by sums whose rounding the full update re-does)."""
+    fast, full = folded(), folded()
+    for minute, (what, pod, cpu) in enumerate(steps, 6):
+        if what in NODE_UPDATES:
+            event = watch("nodes", NODE_UPDATES[what](minute), at(minute), "MODIFIED")
+        elif what == "node-deleted":
+            event = watch("nodes", node(), at(minute), "DELETED")
+        else:
+            obj = build_pod("ns", pod, node="n1", cpu=cpu)
+            event = watch("pods", obj, at(minute), "DELETED" if what == "pod-deleted" else "ADDED")
+        fast.apply(event.with_offset(fast.position))
+        full._node_inputs.clear()  # no shortcut: every node update takes the full path
+        full.apply(event.with_offset(full.position))
+        assert fast.dump() == full.dump()
+        assert (fast.version, fast.sched_version) == (full.version, full.sched_version)
