@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
-from projections.parsing import milli_uncached, units_uncached
+from projections.parsing import sample_cpu, sample_memory
 from projections.usage_window import RunningWindow
 from streams.events import Event
 
@@ -101,6 +101,8 @@ class Series:
             self._recompute_run()
             if self.window is not None:
                 self.window.inserted(self, i)
+        if times[0] >= keep_after and len(times) <= limit:
+            return  # the usual point: nothing falls out of the horizon or the limit
         window = self.window
         cut = bisect_left(times, keep_after)
         cut = max(cut, len(times) - limit)
@@ -225,7 +227,7 @@ class Series:
 def node_usage(data: Mapping[str, Any]) -> tuple[float, float]:
     """``(cpu milli, memory bytes)`` of a NodeMetrics payload (missing → 0)."""
     usage = data.get("usage") or {}
-    return milli_uncached(usage.get("cpu", 0)), units_uncached(usage.get("memory", 0))
+    return sample_cpu(usage.get("cpu", 0)), sample_memory(usage.get("memory", 0))
 
 
 def pod_usage(data: Mapping[str, Any]) -> tuple[float, float]:
@@ -233,8 +235,8 @@ def pod_usage(data: Mapping[str, Any]) -> tuple[float, float]:
     cpu = mem = 0.0
     for container in data.get("containers") or ():
         usage = container.get("usage") or {}
-        cpu += milli_uncached(usage.get("cpu", 0))
-        mem += units_uncached(usage.get("memory", 0))
+        cpu += sample_cpu(usage.get("cpu", 0))
+        mem += sample_memory(usage.get("memory", 0))
     return cpu, mem
 
 

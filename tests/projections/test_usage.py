@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from projections.parsing import milli_uncached, sample_cpu, sample_memory, units_uncached
 from projections.usage import Series, UsageState
 from streams.events import Event, make_event
 from tests.builders import T0, at, build_node, build_pod, node_metrics, pod_metrics, watch
@@ -217,3 +220,18 @@ def test_dump_is_deterministic_and_load_restores() -> None:
     assert restored.dump() == one.dump()
     assert restored.position == 4
     assert restored.pod_memory("a/p") == 2 * GI
+
+
+@given(
+    st.one_of(
+        st.from_regex(r"[0-9]{1,25}(n|Ki)", fullmatch=True),
+        st.from_regex(r"[+-]?[0-9]{0,70}(n|Ki|Mi|m|u|)", fullmatch=True),
+        st.text(max_size=8),
+        st.integers(-(10**20), 10**20),
+        st.floats(allow_nan=False),
+    )
+)
+def test_sample_quantities_parse_as_the_full_parse(quantity: str | int | float) -> None:
+    """The regex-free reading of the usual sample forms (nanocores, Ki) is the full one."""
+    assert sample_cpu(quantity) == milli_uncached(quantity)
+    assert sample_memory(quantity) == units_uncached(quantity)
