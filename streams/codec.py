@@ -248,22 +248,19 @@ def content_id_encoded(type_: str, at: datetime, payload: bytes, cause: str | No
 
     The hashed body is ``{"at","cause","data","type"}`` with sorted keys, so it can be
     assembled around ``payload`` (``orjson.dumps(data, OPT_SORT_KEYS)``) without
-    serialising the payload again.
+    serialising the payload again. The time and type parts are :func:`encode_around`'s
+    (kept per distinct time and type), and the parts are hashed in turn rather than
+    copied into one body first.
     """
-    body = b"".join(
-        (
-            b'{"at":"',
-            format_time(at).encode(),
-            b'","cause":',
-            orjson.dumps(cause),
-            b',"data":',
-            payload,
-            b',"type":',
-            orjson.dumps(type_),
-            b"}",
-        )
-    )
-    return hashlib.blake2b(body, digest_size=12).hexdigest()
+    head = _HEADS.get(at) or _head(at)
+    digest = hashlib.blake2b(head[:-8], digest_size=12)  # '{"at":"…"'
+    digest.update(_NO_CAUSE if cause is None else b',"cause":' + orjson.dumps(cause) + b',"data":')
+    digest.update(payload)
+    digest.update(_TAILS.get(type_) or _tail(type_))
+    return digest.hexdigest()
+
+
+_NO_CAUSE = b',"cause":null,"data":'
 
 
 def from_stored(

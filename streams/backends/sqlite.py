@@ -42,6 +42,11 @@ from streams.events import Event, format_time
 from streams.log import BackendUnavailableError, EventLog, LogError, Quarantined
 
 PAGE = 1_000
+#: the page size of new log files: a ~5 KB pod row fits on one 16 KB page instead of
+#: spilling onto overflow pages of 4 KB ones (appends ~15% cheaper on the CPU clock)
+PAGE_SIZE = 16_384
+#: WAL bytes between automatic checkpoints, whatever the file's page size
+CHECKPOINT_BYTES = 40_960_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -136,11 +141,14 @@ class SQLiteLog(EventLog):
             await _reap(connection)
             raise _wrap(exc, f"cannot open SQLite log {path}") from exc
         try:
+            # a new file only (before its first table and WAL); an old one keeps its own
+            await db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA synchronous=NORMAL")
             # checkpoint every ~40 MB of WAL instead of 4 MB: the id and type indexes
             # rewrite the same pages between checkpoints, and bulk imports run ~30% faster
-            await db.execute("PRAGMA wal_autocheckpoint=10000")
+            ((page_size,),) = await db.execute_fetchall("PRAGMA page_size", ())
+            await db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // page_size}")
             await db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             await db.executescript(_SCHEMA)
             if ("prev",) not in list(await db.execute_fetchall(_COLUMNS, ())):

@@ -148,6 +148,32 @@ async def test_the_file_is_wal_with_the_documented_table(tmp_path: Path) -> None
         assert row == (0, tick(0, cause="c0").id, "2026-11-21T20:00:00Z", "trigger.fired", "c0", 1)
 
 
+async def test_new_files_get_large_pages_and_old_files_keep_theirs(tmp_path: Path) -> None:
+    """Logs written with 4 KB pages (before ``PAGE_SIZE``) open, append and read as before,
+    and their WAL is still checkpointed every ``CHECKPOINT_BYTES``."""
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    with sqlite3.connect(old) as db:  # an old file: 4 KB pages, the table without prev
+        db.execute("PRAGMA page_size=4096")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(
+            'CREATE TABLE events ("offset" INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, '
+            "at TEXT NOT NULL, type TEXT NOT NULL, cause TEXT, v INTEGER NOT NULL DEFAULT 1, "
+            "data BLOB NOT NULL)"
+        )
+    db.close()
+    for path, size in ((new, sqlite_backend.PAGE_SIZE), (old, 4096)):
+        for reopened in (False, True):  # the second time, the file holds records
+            opened = await SQLiteLog.open(path)
+            async with opened as log:
+                if not reopened:
+                    await log.append(ticks(0, 3))
+                assert unplaced(await log.read_all()) == ticks(0, 3)
+                pragma = opened._db.execute_fetchall
+                assert list(await pragma("PRAGMA page_size", ())) == [(size,)]
+                pages = sqlite_backend.CHECKPOINT_BYTES // size
+                assert list(await pragma("PRAGMA wal_autocheckpoint", ())) == [(pages,)]
+
+
 async def test_old_payload_versions_are_upcast_on_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
