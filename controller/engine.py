@@ -90,11 +90,15 @@ def run_cycle(
     built = build_cycle(config, registry=registry, actions=actions)
     ssn = open_session(world, trigger, tiers=config.tiers, plugins=built.plugins, ctx=built.ctx)
     kind = trigger.data.get("kind")
+    running = [
+        action
+        for action in built.actions
+        if (wanted := getattr(action, "triggers", None)) is None or kind is None or kind in wanted
+    ]
     try:
-        for action in built.actions:
-            wanted = getattr(action, "triggers", None)
-            if wanted is None or kind is None or kind in wanted:
-                action.execute(ssn)
+        for position, action in enumerate(running, start=1):
+            ssn.last_action = position == len(running)
+            action.execute(ssn)
     finally:
         ssn.close()
     return list(ssn.decisions)

@@ -32,6 +32,8 @@ from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskInfo, T
 
 _PENDING = TaskStatus.PENDING
 _RUNNING = TaskStatus.RUNNING
+#: the statuses a TDM budget counts as finished (``Budget.final``)
+_FINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 
 @dataclass
@@ -82,6 +84,7 @@ class _Part:
     allocated: _Sums
     pending: _Sums
     running: int = 0  # tasks Running (the rescheduling round's gang counts)
+    final: int = 0  # tasks Succeeded or Failed (TDM's budgets)
 
 
 @dataclass
@@ -108,7 +111,7 @@ class _Queue:
 def _part(job: JobInfo) -> _Part:
     """Sum one job's tasks (the same classification as a full re-sum)."""
     allocated, pending = _Sums(), _Sums()
-    running = 0
+    running = final = 0
     for task in job.tasks.values():
         status = task.status
         if status in ALLOCATED_STATUSES:
@@ -118,6 +121,8 @@ def _part(job: JobInfo) -> _Part:
         elif status == _PENDING:
             sums = pending
         else:
+            if status in _FINAL:
+                final += 1
             continue
         req = task.resreq
         sums.cpu += req.milli_cpu
@@ -127,7 +132,7 @@ def _part(job: JobInfo) -> _Part:
             for name, value in req.scalars.items():
                 scalars[name] = scalars.get(name, 0.0) + value
                 names[name] = names.get(name, 0) + 1
-    return _Part(job.queue, allocated, pending, running)
+    return _Part(job.queue, allocated, pending, running, final)
 
 
 class QueueTotals:
@@ -137,8 +142,10 @@ class QueueTotals:
         self._parts: dict[str, _Part] | None = None  # None: not built yet
         self._queues: dict[str, _Queue] = {}
         self._dirty: set[str] = set()
-        #: job id -> its Running tasks, for the jobs of ``_parts`` (kept beside them)
+        #: job id -> its Running / finished tasks, for the jobs of ``_parts`` (kept
+        #: beside them)
         self._running: dict[str, int] = {}
+        self._final: dict[str, int] = {}
 
     def touch(self, job_id: str) -> None:
         """Note that job ``job_id`` changed (its tasks, their statuses, queue or PodGroup)."""
@@ -168,6 +175,9 @@ class QueueTotals:
         elif status == _PENDING:
             part.pending.take(task.resreq, sign)
             self._queues[part.queue].pending.take(task.resreq, sign)
+        elif status in _FINAL:
+            part.final += sign
+            self._final[job_id] += sign
 
     def reset(self) -> None:
         """Forget everything: the next query rebuilds from all jobs."""
@@ -175,6 +185,7 @@ class QueueTotals:
         self._queues = {}
         self._dirty = set()
         self._running = {}
+        self._final = {}
 
     def _apply(self, part: _Part, sign: int) -> None:
         queue = self._queues.get(part.queue)
@@ -192,19 +203,21 @@ class QueueTotals:
             parts = self._parts = {}
             self._queues = {}
             self._running = {}
+            self._final = {}
             self._dirty = set(jobs)
         dirty, self._dirty = self._dirty, set()
-        running = self._running
+        running, final = self._running, self._final
         for job_id in dirty:  # each job independently: the order changes nothing
             old = parts.pop(job_id, None)
             if old is not None:
                 self._apply(old, -1)
-                del running[job_id]
+                del running[job_id], final[job_id]
             job = jobs.get(job_id)
             if job is not None and not job.placeholder:
                 new = parts[job_id] = _part(job)
                 self._apply(new, 1)
                 running[job_id] = new.running
+                final[job_id] = new.final
         return parts
 
     def running(self, jobs: Mapping[str, JobInfo]) -> Mapping[str, int]:
@@ -217,6 +230,18 @@ class QueueTotals:
         """
         self._refresh(jobs)
         return self._running
+
+    def finished(self, jobs: Mapping[str, JobInfo]) -> Mapping[str, int]:
+        """Each non-placeholder job's count of Succeeded and Failed tasks, brought up to
+        date (a TDM window close budgets every job of the zone from it and
+        :meth:`running` instead of counting each job's tasks). Read-only, as
+        :meth:`running`'s.
+
+        Args:
+            jobs: the cluster projection's jobs (the ones the touches named).
+        """
+        self._refresh(jobs)
+        return self._final
 
     def totals(self, jobs: Mapping[str, JobInfo]) -> dict[str, QueueSums]:
         """Every queue with a non-placeholder job, by name (sorted), brought up to date.

@@ -11,8 +11,9 @@ plugin as ``source``.
 
 Differences from Volcano: victims come sorted by ``(namespace, name)`` and de-duplicated
 (Volcano iterates a Go set), and the evictions are staged on one statement committed at
-the end (in one batch, ``Statement.evict_all``) rather than calling the evictor one by
-one; there is still no gang check and no
+the end (in one batch, ``Statement.evict_all``; when shuffle is the cycle's last action,
+committed without staging, ``Statement.commit_evictions``) rather than calling the
+evictor one by one; there is still no gang check and no
 rollback, as upstream. The candidate list is built lazily: TDM ignores it, and building
 it means walking every task of every job.
 """
@@ -81,7 +82,11 @@ class ShuffleAction:
         stmt = ssn.statement()
         # the evidence dict becomes the decision's payload as is: victim functions hand
         # over a fresh dict per victim (see Victim); a victim already releasing in this
-        # session is skipped
+        # session is skipped. Last of the cycle, nothing reads the session afterwards:
+        # the decisions are written without staging the evictions in it.
+        if ssn.last_action:
+            stmt.commit_evictions(victims)
+            return
         stmt.evict_all(victims)
         stmt.commit()
 

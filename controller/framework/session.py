@@ -98,6 +98,11 @@ class Session(Extensions):
         #: Session-local rotating start index of ``predicate_nodes`` (Volcano keeps a
         #: process-global one: pkg/scheduler/util/predicate_helper.go, ``PredicateNodes``).
         self.predicate_cursor = 0
+        #: whether the action running now is the last of the cycle (set by
+        #: ``controller.engine.run_cycle``): its statements may then commit without
+        #: staging in the session, since no later question reads it
+        #: (``Statement.commit_evictions``). False for a caller that runs actions itself.
+        self.last_action = False
 
     @property
     def disruptions(self) -> Disruptions:

@@ -100,6 +100,22 @@ class Operation(NamedTuple):
     evidence: dict[str, Any] = {}  # noqa: RUF012 - never mutated; evict/allocate pass their own
 
 
+def _evict(
+    task: TaskInfo, reason: ReasonCode, source: str, evidence: dict[str, Any]
+) -> EvictPayload:
+    """The payload of the eviction of ``task`` (as staged: its node is the one it leaves)."""
+    return {
+        "kind": "evict",
+        "namespace": task.namespace,
+        "pod": task.name,
+        "uid": task.uid,
+        "node": task.node_name,
+        "reason": reason,
+        "source": source,
+        "evidence": evidence,
+    }
+
+
 class Statement:
     """An ordered list of staged operations on one session."""
 
@@ -192,6 +208,40 @@ class Statement:
             fire(after)
         return len(staged)
 
+    def commit_evictions(self, victims: Iterable[Victim]) -> list[Event]:
+        """:meth:`evict_all` then :meth:`commit` on an empty statement, for the last action
+        of a cycle (``Session.last_action``): the same decision events, in the same order,
+        without staging them in the session.
+
+        Staging (a Releasing clone per victim, each job and node rewritten, the deallocate
+        handlers) exists so that later questions of the session see the evictions; after
+        the last action nothing asks (the plugins' ``on_session_close`` read nothing of
+        the session), and staging was most of a TDM window close. A victim is skipped as
+        :meth:`evict_all` skips it: met before, or Releasing in the session already.
+        """
+        if self._ops:
+            raise StatementError("commit_evictions needs an empty statement")
+        ssn = self._ssn
+        lookup = ssn.view.tasks.lookup
+        encode = DecisionEncoder(ssn.now, ssn.trigger.id)
+        seen: set[str] = set()
+        events: list[Event] = []
+        for victim in victims:
+            task = victim.task
+            key = f"{task.namespace}/{task.name}"
+            if key in seen:
+                continue
+            task = lookup(key) or task
+            if task.status == _RELEASING:
+                continue
+            seen.add(key)
+            reason = cast(ReasonCode, victim.reason)
+            events.append(
+                encode("decision.evict", _evict(task, reason, victim.source, victim.evidence or {}))
+            )
+        ssn.decisions.extend(events)
+        return events
+
     def pipeline(self, task: TaskInfo, node_name: str) -> None:
         """Reserve ``node_name``'s releasing resources for ``task`` (no decision event)."""
         before = self._current(task)
@@ -247,17 +297,9 @@ class Statement:
             # vocabulary, and the payload declares it
             reason = cast(ReasonCode, op.reason)
             if op.kind is OpKind.EVICT:
-                evict: EvictPayload = {
-                    "kind": "evict",
-                    "namespace": task.namespace,
-                    "pod": task.name,
-                    "uid": task.uid,
-                    "node": task.node_name,
-                    "reason": reason,
-                    "source": op.source,
-                    "evidence": op.evidence,
-                }
-                events.append(encode("decision.evict", evict))
+                events.append(
+                    encode("decision.evict", _evict(task, reason, op.source, op.evidence))
+                )
             else:
                 bind: BindPayload = {
                     "kind": "bind",

@@ -38,10 +38,20 @@ class ScoreBound:
         self.args = args
         self._column: list[float] | None = None
         self._seen = 0
-        cols = self.view.columns()
-        #: the smallest positive allocatable CPU and memory: a request's largest step
-        self._min_cpu = min((a for a in cols.alloc_cpu if a > 0), default=0.0)
-        self._min_mem = min((a for a in cols.alloc_mem if a > 0), default=0.0)
+        #: the smallest positive allocatable CPU and memory (a request's largest step),
+        #: read on first use: building the columns walks every node, and a session that
+        #: places nothing (a TDM window close) never asks
+        self._smallest: tuple[float, float] | None = None
+
+    def _min_alloc(self) -> tuple[float, float]:
+        found = self._smallest
+        if found is None:
+            cols = self.view.columns()
+            found = self._smallest = (
+                min((a for a in cols.alloc_cpu if a > 0), default=0.0),
+                min((a for a in cols.alloc_mem if a > 0), default=0.0),
+            )
+        return found
 
     def bound(self, task: TaskInfo) -> tuple[list[float], float] | None:
         """The column (the same list on every call) and ``task``'s slack; None when the
@@ -95,8 +105,9 @@ class ScoreBound:
         args = self.args
         cpu = task.resreq.milli_cpu or no.DEFAULT_MILLI_CPU
         memory = task.resreq.memory or no.DEFAULT_MEMORY
-        step_cpu = cpu / self._min_cpu if self._min_cpu > 0 else 0.0
-        step_mem = memory / self._min_mem if self._min_mem > 0 else 0.0
+        min_cpu, min_mem = self._min_alloc()
+        step_cpu = cpu / min_cpu if min_cpu > 0 else 0.0
+        step_mem = memory / min_mem if min_mem > 0 else 0.0
         top = no.MAX_NODE_SCORE
         slack = 0.0
         if args.most_requested:

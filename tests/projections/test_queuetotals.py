@@ -56,6 +56,21 @@ def running_maintained(state: ClusterState) -> dict[str, int]:
     return dict(sorted(state.queue_totals.running(state.jobs).items()))
 
 
+def finished_recounted(state: ClusterState) -> dict[str, int]:
+    """The reference of the finished index: every non-placeholder job's Succeeded and
+    Failed tasks."""
+    final = {TaskStatus.SUCCEEDED, TaskStatus.FAILED}
+    return {
+        job_id: sum(t.status in final for t in job.tasks.values())
+        for job_id, job in sorted(state.jobs.items())
+        if not job.placeholder
+    }
+
+
+def finished_maintained(state: ClusterState) -> dict[str, int]:
+    return dict(sorted(state.queue_totals.finished(state.jobs).items()))
+
+
 def gpu_pod(namespace: str, name: str, **kwargs: Any) -> dict[str, Any]:
     requests = {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}
     container = {"name": "main", "image": "x", "resources": {"requests": requests}}
@@ -122,6 +137,7 @@ def test_totals_match_a_resum_after_every_record(events: list[Event]) -> None:
         state.apply(event.with_offset(state.position))
         assert maintained(state) == resummed(state)
         assert running_maintained(state) == running_recounted(state)
+        assert finished_maintained(state) == finished_recounted(state)
 
 
 def _random_events(seed: int, count: int) -> list[Event]:
@@ -146,7 +162,7 @@ def _random_events(seed: int, count: int) -> list[Event]:
 @pytest.mark.parametrize("seed", [1, 2, 3, 4], ids=["seed1", "seed2", "seed3", "seed4"])
 def test_random_churn_matches_a_resum(seed: int) -> None:
     state = ClusterState()
-    counted = 0
+    counted = done = 0
     for position, event in enumerate(_random_events(seed, 300)):
         state.apply(event.with_offset(state.position))
         if position % 7 == 0:  # queries at irregular points: touches accumulate between
@@ -155,9 +171,15 @@ def test_random_churn_matches_a_resum(seed: int) -> None:
             expected = running_recounted(state)
             assert running_maintained(state) == expected
             counted = max(counted, *expected.values(), 0)
+        if position % 3 == 0:  # the finished index alone, at others again
+            finished = finished_recounted(state)
+            assert finished_maintained(state) == finished
+            done = max(done, *finished.values(), 0)
     assert maintained(state) == resummed(state)
     assert running_maintained(state) == running_recounted(state)
+    assert finished_maintained(state) == finished_recounted(state)
     assert counted > 1  # the churn does reach jobs with several Running tasks
+    assert done > 1  # and with several finished ones
 
 
 def test_checkpoint_load_rebuilds_the_index() -> None:

@@ -133,13 +133,21 @@ def _budget(*values: object) -> Budget:
     return budget
 
 
-def job_budget(job: JobInfo) -> Budget:
-    """``maxVictims`` for ``job``, counting every task of the job on every node."""
-    # map + list.count run in C: a window close budgets every job in the zone
-    statuses = list(map(_STATUS, job.tasks.values()))
-    total = len(statuses)
-    running = statuses.count(TaskStatus.RUNNING)
-    final = statuses.count(TaskStatus.SUCCEEDED) + statuses.count(TaskStatus.FAILED)
+def job_budget(job: JobInfo, counted: tuple[int, int] | None = None) -> Budget:
+    """``maxVictims`` for ``job``, counting every task of the job on every node.
+
+    ``counted``: the job's Running and finished (Succeeded + Failed) tasks when the caller
+    has them (the fold's maintained counts, :meth:`projections.queuetotals.QueueTotals.running`
+    and ``finished``); else they are counted here.
+    """
+    total = len(job.tasks)
+    if counted is None:
+        # map + list.count run in C: a window close budgets every job in the zone
+        statuses = list(map(_STATUS, job.tasks.values()))
+        running = statuses.count(TaskStatus.RUNNING)
+        final = statuses.count(TaskStatus.SUCCEEDED) + statuses.count(TaskStatus.FAILED)
+    else:
+        running, final = counted
     if job.budget_min_available:
         form, value = FORM_MIN_AVAILABLE, job.budget_min_available
     elif job.budget_max_unavailable:

@@ -41,6 +41,7 @@ from streams.events import format_time
 if TYPE_CHECKING:
     from controller.framework.session import Session
     from projections.history import History
+    from projections.queuetotals import QueueTotals
 
 NAME = "tdm"
 MAX_NODE_SCORE = 100.0
@@ -231,7 +232,11 @@ class _SessionView:
         victims: list[Victim] = []
         history = getattr(self.ssn, "history", None)
         across = self.ssn.rules.behaviour >= 2 and history is not None
-        round_ = _Round(history if across else None, self.now - self.plugin.args.evict_period)
+        round_ = _Round(
+            history if across else None,
+            self.now - self.plugin.args.evict_period,
+            getattr(self.ssn.world, "cluster", None),
+        )
         for zone in self.plugin.args.zones:
             if self.active[zone.name]:
                 continue
@@ -318,13 +323,31 @@ class _Round:
     of the same job decided after ``since`` (one evict period ago) in earlier sessions:
     zones closing together fire one session each, and the budget is one per job per evict
     period, not per session.
+
+    A job the session has not changed (its lookup is the cluster projection's own object)
+    is budgeted from the fold's maintained counts (``cluster.queue_totals``); a job the
+    session changed, or a cluster without the index, is counted. Counting every task of
+    every job of the zone was a quarter of a window close's victim choice.
     """
 
-    def __init__(self, history: History | None = None, since: datetime | None = None) -> None:
+    def __init__(
+        self,
+        history: History | None = None,
+        since: datetime | None = None,
+        cluster: Any = None,
+    ) -> None:
         self.budgets: dict[str, Budget] = {}
         self.spent: dict[str, int] = {}
         self._history = history
         self._since = since
+        index: QueueTotals | None = getattr(cluster, "queue_totals", None)
+        self._base: Mapping[str, JobInfo] = {}
+        self._running: Mapping[str, int] = {}
+        self._final: Mapping[str, int] = {}
+        if index is not None:
+            self._base = cluster.jobs
+            self._running = index.running(cluster.jobs)
+            self._final = index.finished(cluster.jobs)
 
     def earlier(self, job_id: str) -> int:
         """The job's TDM evictions of this evict period decided by earlier sessions."""
@@ -333,9 +356,15 @@ class _Round:
         return self._history.tdm_evictions_of_job(job_id, self._since)
 
     def budget(self, job: JobInfo) -> Budget:
-        found = self.budgets.get(job.id)
+        job_id = job.id
+        found = self.budgets.get(job_id)
         if found is None:
-            found = self.budgets[job.id] = job_budget(job)
+            counted = None
+            if job is self._base.get(job_id):
+                running = self._running.get(job_id)
+                if running is not None:
+                    counted = (running, self._final[job_id])
+            found = self.budgets[job_id] = job_budget(job, counted)
         return found
 
 

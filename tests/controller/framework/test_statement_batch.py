@@ -21,6 +21,7 @@ import pytest
 from controller.framework.errors import StatementError
 from controller.framework.points import Victim
 from controller.framework.session import Session
+from controller.framework.statement import Statement
 from projections.model import NodeInfo, TaskStatus
 from tests.controller.framework.scenario import FakeCluster, cluster, node, session, task
 from tests.controller.framework.test_statement import Recorder
@@ -72,7 +73,8 @@ def state(ssn: Session, keys: list[str], seen: list[Any]) -> dict[str, Any]:
     }
 
 
-def run(seed: int, batch: bool) -> tuple[dict[str, Any], list[Any], list[tuple[str, bytes]]]:
+def prelude(seed: int) -> tuple[Session, Statement, list[Victim], list[str], Recorder]:
+    """A seeded session after a little staging one by one, and a victim list with repeats."""
     rng = random.Random(seed * 7)
     clustered, keys = seeded(seed)
     recorder = Recorder()
@@ -95,6 +97,11 @@ def run(seed: int, batch: bool) -> tuple[dict[str, Any], list[Any], list[tuple[s
         if current is not None and current.status != TaskStatus.PENDING:
             evidence = {"i": len(victims)}
             victims.append(Victim(current, f"r{len(victims) % 3}", evidence, "src"))
+    return ssn, first, victims, keys, recorder
+
+
+def run(seed: int, batch: bool) -> tuple[dict[str, Any], list[Any], list[tuple[str, bytes]]]:
+    ssn, first, victims, keys, recorder = prelude(seed)
     stmt = ssn.statement()
     if batch:
         stmt.evict_all(victims)
@@ -123,6 +130,33 @@ def test_evict_all_leaves_the_session_as_evict_one_by_one(seed: int) -> None:
     assert batched[1] == plain[1]
     assert batched[2] == plain[2]
     assert len(plain[1]) >= 5  # the victims do get staged
+
+
+@pytest.mark.parametrize("seed", range(1, 9), ids=[f"seed{s}" for s in range(1, 9)])
+def test_commit_evictions_commits_what_evict_all_and_commit_do(seed: int) -> None:
+    committed = []
+    for direct in (True, False):
+        ssn, first, victims, _, _ = prelude(seed)
+        first.commit()
+        stmt = ssn.statement()
+        if direct:
+            events = stmt.commit_evictions(victims)
+        else:
+            stmt.evict_all(victims)
+            events = stmt.commit()
+        assert ssn.decisions[-len(events) :] == events
+        committed.append(
+            [(e.id, orjson.dumps(e.data, option=orjson.OPT_SORT_KEYS)) for e in events]
+        )
+    assert committed[0] == committed[1]
+    assert len(committed[0]) >= 5  # the victims do get committed
+
+
+def test_commit_evictions_needs_an_empty_statement() -> None:
+    _, first, victims, _, _ = prelude(1)
+    assert len(first)
+    with pytest.raises(StatementError):
+        first.commit_evictions(victims)
 
 
 def test_evict_all_skips_repeats_and_releasing_tasks() -> None:
