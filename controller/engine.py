@@ -101,4 +101,6 @@ def run_cycle(
             action.execute(ssn)
     finally:
         ssn.close()
-    return list(ssn.decisions)
+    decisions = list(ssn.decisions)
+    ssn.dispose()  # nobody can reach the session past this call
+    return decisions

@@ -132,7 +132,7 @@ def memo_predicate(
         try:
             fn(task, node)
         except FitError as exc:
-            error = exc
+            error = exc.with_traceback(None)  # memoised: no frames kept (search.py)
         if memo is not None:
             memo[pos] = (version, error)
         if error is not None:
@@ -208,6 +208,7 @@ def predicate_nodes(
         try:
             check(task, node)
         except FitError as exc:
+            exc = exc.with_traceback(None)  # kept: no frames kept with it (search.py)
             errors[node.name] = exc
             if cache is not None:
                 cache[node.name] = exc

@@ -125,7 +125,9 @@ def find_fitting_nodes(
                 try:
                     fn(task, pool[i])
                 except FitError as exc:
-                    error = exc
+                    # kept in memos: without its traceback, whose frames would make a
+                    # cycle with it (exc -> frame -> error) for the collector to free
+                    error = exc.with_traceback(None)
                 if memo is not None:
                     memo[i] = (version, error)
                 if error is not None:

@@ -127,5 +127,16 @@ def test_candidates_are_built_only_when_read() -> None:
         return []
 
     run([["x"]], registry_of(x=ignore))
-    assert seen and seen[0]._tasks is None
-    assert [t.name for t in seen[0]] == ["a", "b", "c", "x"]
+    assert seen and seen[0]._tasks is None  # nobody read it all cycle: never built
+
+    # read within its session (a finished cycle's session is disposed: it answers
+    # nothing), the same candidates are the Running tasks in (namespace, name) order
+    names: list[str] = []
+
+    def read(ssn: Session, tasks: Sequence[TaskInfo]) -> list[Victim]:
+        assert isinstance(tasks, RunningTasks) and tasks._tasks is None
+        names.extend(t.name for t in tasks)
+        return []
+
+    run([["y"]], registry_of(y=read))
+    assert names == ["a", "b", "c", "x"]
