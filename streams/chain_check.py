@@ -84,6 +84,8 @@ class ChainChecker:
     def __init__(self) -> None:
         self.report = ChainReport()
         self._previous: Event | None = None
+        #: the hash of the previous record's line around its stored payload, if given
+        self._previous_line: str | None = None
         #: the last record of the log's own chain (links to the record before it)
         self._main: Event | None = None
         self._main_sealing = False
@@ -93,8 +95,18 @@ class ChainChecker:
         self._groups: dict[str, tuple[str, list[str]]] = {}
         self._sealed_at: Event | None = None
 
-    def feed(self, event: Event, seal: tuple[int, str] | None = None) -> bool:
-        """Check the next record; False once the chain is broken (stop feeding then)."""
+    def feed(
+        self, event: Event, seal: tuple[int, str] | None = None, payload: bytes | None = None
+    ) -> bool:
+        """Check the next record; False once the chain is broken (stop feeding then).
+
+        ``payload``: ``event.data``'s bytes as stored, when the reader has them
+        (:meth:`streams.paging.LogReader.stored`). The next record's link is first
+        compared with the hash of the line built around them, which costs no
+        serialisation; only when that differs (bytes that are not the canonical encoding,
+        as an old log may hold, or a break) is the payload encoded canonically. Stored
+        bytes that are not canonical cannot make a link match that the canonical line
+        would not: the writer hashed the canonical line."""
         report, previous = self.report, self._previous
         if report.broken is not None:
             return False
@@ -114,7 +126,7 @@ class ChainChecker:
         elif not report.chained:
             if event.prev is not None:
                 report.broken = (event.offset, "a chain link on a log written without a chain")
-        elif event.prev != digest(previous):
+        elif event.prev != self._previous_line and event.prev != digest(previous):
             report.broken = (
                 event.offset,
                 f"its link does not match the record at offset {previous.offset} (a record "
@@ -127,6 +139,7 @@ class ChainChecker:
         if seal is not None and event.offset == seal[0]:
             self._sealed_at = event
         self._previous = event
+        self._previous_line = None if payload is None else digest(event, payload)
         return report.broken is None
 
     def _writer_record(self, event: Event, writer: str, link: str) -> None:

@@ -108,17 +108,39 @@ class LogReader:
         streams = [self._rows(log, start, None, t) for t in sorted(wanted)]
         yield from heapq.merge(*streams, key=lambda e: e.offset)
 
+    def stored(self, start: int = 0) -> Iterator[tuple[Event, bytes | None]]:
+        """:meth:`records` from ``start`` on, each with its payload's stored bytes when the
+        backend keeps them (:class:`RowPages`) and they are the decoded event's (not
+        upcast since); None otherwise. A chain check hashes a record's line around them
+        (:class:`streams.chain_check.ChainChecker`) instead of encoding the payload again."""
+        log = self.log
+        if not isinstance(log, RowPages):
+            for event in self.records(start):
+                yield event, None
+            return
+        for page in self._pages_of(log, start, None, None):
+            for (_, _, _, _, _, v, data, _), event in zip(page, stored_events(page), strict=True):
+                yield event, data if event.v == v and isinstance(data, bytes) else None
+
     def _rows(
         self, log: RowPages, start: int, stop: int | None, type_: str | None
     ) -> Iterator[Event]:
+        for page in self._pages_of(log, start, stop, type_):
+            yield from stored_events(page)
+
+    def _pages_of(
+        self, log: RowPages, start: int, stop: int | None, type_: str | None
+    ) -> Iterator[list[StoredRow]]:
+        """The stored rows ``start <= offset < stop`` (of one type if given), a page at a
+        time, still encoded."""
         offset = max(start, 0)
         while stop is None or offset < stop:
             limit = PAGE if stop is None or type_ is not None else min(PAGE, stop - offset)
             rows = self.run(log.read_page(offset, limit, type_=type_))
             if stop is not None and rows and rows[-1][0] >= stop:  # a type's page, past stop
-                yield from stored_events(row for row in rows if row[0] < stop)
+                yield [row for row in rows if row[0] < stop]
                 return
-            yield from stored_events(rows)
+            yield rows
             if len(rows) < limit:
                 return
             offset = rows[-1][0] + 1

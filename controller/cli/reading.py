@@ -108,20 +108,22 @@ def replay_log(
         seal = log.run(_seal_of(log.log)) if checker is not None else None
         whole = False
 
-        def checked(events: Iterator[Event]) -> Iterator[Event]:
+        def checked(rows: Iterator[tuple[Event, bytes | None]]) -> Iterator[Event]:
             nonlocal whole
             assert checker is not None
-            for event in events:
-                checker.feed(event, seal)  # once broken it only says so
+            for event, payload in rows:
+                checker.feed(event, seal, payload)  # once broken it only says so
                 yield event
             whole = True
 
         with (
             Progress("replay", log.head() - begin) as bar,
-            closing(paced(log.records(begin))) as feed,
+            closing(
+                paced(checked(log.stored(begin)) if checker is not None else log.records(begin))
+            ) as feed,
         ):
             report = replay(
-                checked(feed) if checker is not None else feed,
+                feed,
                 stop_at_first=stop_at_first,
                 start=start or 0,
                 world=world,
