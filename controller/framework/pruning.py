@@ -22,6 +22,8 @@ name as always: any other candidate's total is below ``first``, so it can neithe
 nor tie. The exact scoring is the caller's (:func:`controller.framework.search.best_node`
 on the smaller list), so the winner and its score are the ones the full scoring gives;
 ``tests/controller/framework/test_pruning.py`` compares the two on seeded clusters.
+When every plugin is keyed (no bound, no slack) the sum column is the exact total itself,
+added up in the same order, and the best is read off it without scoring any node.
 
 Not used (the caller scores every candidate) when a plugin is neither bounded nor keyed,
 a bound declines the task, a plugin's exact scores raised or were NaN on some node, a
@@ -137,13 +139,16 @@ def _sum_column(ssn: Session, columns: tuple[Sequence[float], ...]) -> list[floa
     return found.values
 
 
-def bounds(ssn: Session, task: TaskInfo) -> tuple[list[float], float] | None:
-    """Per session node, a bound on ``task``'s total score without the slack; and the
-    slack. None when some plugin cannot be bounded (see the module docstring)."""
+def bounds(ssn: Session, task: TaskInfo) -> tuple[list[float], float, bool] | None:
+    """Per session node, a bound on ``task``'s total score without the slack; the slack;
+    and whether the bound is the exact total (every plugin keyed: exact columns only).
+    None when some plugin cannot be bounded (see the module docstring)."""
     columns: list[Sequence[float]] = []
     slack = 0.0
+    only_exact = True
     for name, value, fn, batch, bound in ssn.bound_plan(task):
         if bound is not None:
+            only_exact = False
             found = bound(task)
             if found is None:
                 return None
@@ -156,7 +161,7 @@ def bounds(ssn: Session, task: TaskInfo) -> tuple[list[float], float] | None:
             columns.append(exact)
         else:
             return None
-    return _sum_column(ssn, tuple(columns)), slack
+    return _sum_column(ssn, tuple(columns)), slack, only_exact
 
 
 def pruned_best(
@@ -170,10 +175,19 @@ def pruned_best(
     found = bounds(ssn, task)
     if found is None:
         return None
-    column, slack = found
+    column, slack, exact_sum = found
     # the candidates' bounds in one C call (``indices`` holds MIN_CANDIDATES or more, so
     # itemgetter returns a tuple); the first highest, as max(indices, key=...) picks it
     values = itemgetter(*indices)(column)
+    if exact_sum:
+        # every column holds its plugin's exact scores (none raised or was NaN: the column
+        # would be broken), summed from 0.0 in plan order as the exact scoring sums them:
+        # the column is each node's total, so the best is read off it, ties to the
+        # lowest name, with no scoring at all
+        best = max(values)
+        # the view's nodes are in name order, so the lowest position is the lowest name
+        winner = min(compress(indices, [value == best for value in values]))
+        return ssn.view.node_list[winner], column[winner]  # its own total (a zero's sign)
     top = indices[values.index(max(values))]
     first = exact([top])[1]
     if not first > 0.0:
