@@ -24,23 +24,32 @@ class FreeColumns:
 
     def __init__(self, nodes: list[NodeInfo]) -> None:
         self._nodes = nodes
-        count = len(nodes)
-        self.idle_cpu = [0.0] * count
-        self.idle_mem = [0.0] * count
-        self.future_cpu = [0.0] * count
-        self.future_mem = [0.0] * count
+        # built a column at a time (one comprehension each), as _fill computes an entry:
+        # a session builds them for ~1,000 nodes and refreshes only the few it changes
+        idle = [node.idle for node in nodes]
+        rel = [node.releasing for node in nodes]
+        pip = [node.pipelined for node in nodes]
+        used = [node.used for node in nodes]
+        self.idle_cpu = [r.milli_cpu + MIN_RESOURCE for r in idle]
+        self.idle_mem = [r.memory + MIN_RESOURCE for r in idle]
+        self.future_cpu = [
+            i.milli_cpu + r.milli_cpu - p.milli_cpu + MIN_RESOURCE
+            for i, r, p in zip(idle, rel, pip, strict=True)
+        ]
+        self.future_mem = [
+            i.memory + r.memory - p.memory + MIN_RESOURCE
+            for i, r, p in zip(idle, rel, pip, strict=True)
+        ]
         #: the smaller of idle and future idle: a request below it fits both
-        self.both_cpu = [0.0] * count
-        self.both_mem = [0.0] * count
-        self.used_cpu = [0.0] * count
-        self.used_mem = [0.0] * count
+        self.both_cpu = list(map(min, self.idle_cpu, self.future_cpu))
+        self.both_mem = list(map(min, self.idle_mem, self.future_mem))
+        self.used_cpu = [r.milli_cpu for r in used]
+        self.used_mem = [r.memory for r in used]
         self.alloc_cpu = [node.allocatable.milli_cpu for node in nodes]
         self.alloc_mem = [node.allocatable.memory for node in nodes]
         self._scalars: dict[str, tuple[list[float], list[float]]] = {}
         self._boths: dict[str, list[float]] = {}
         self._rooms: dict[str | None, list[float]] = {}
-        for i in range(count):
-            self._fill(i)
 
     def _fill(self, i: int) -> None:
         node = self._nodes[i]
@@ -70,11 +79,17 @@ class FreeColumns:
         """``(idle, future)`` columns of scalar ``name`` (a missing scalar counts 0)."""
         found = self._scalars.get(name)
         if found is None:
-            count = len(self._nodes)
-            found = ([0.0] * count, [0.0] * count)
-            for i in range(count):
-                self._fill_scalar(name, i, *found)
-            self._scalars[name] = found
+            nodes = self._nodes
+            have = [node.idle.scalars.get(name, 0.0) for node in nodes]
+            idle = [value + MIN_RESOURCE for value in have]
+            future = [  # as _fill_scalar
+                value
+                + node.releasing.scalars.get(name, 0.0)
+                - node.pipelined.scalars.get(name, 0.0)
+                + MIN_RESOURCE
+                for value, node in zip(have, nodes, strict=True)
+            ]
+            found = self._scalars[name] = (idle, future)
         return found
 
     def scalar_both(self, name: str) -> list[float]:
@@ -96,11 +111,18 @@ class FreeColumns:
         """
         found = self._rooms.get(scalar)
         if found is None:
-            found = self._rooms[scalar] = [0.0] * len(self._nodes)
+            cpu_unit, mem_unit, scalar_unit = ROOM_UNITS
+            columns = [
+                [value / cpu_unit for value in self.both_cpu],
+                [value / mem_unit for value in self.both_mem],
+            ]
             if scalar is not None:
-                self.scalar_both(scalar)
-            for i in range(len(found)):
-                self._fill_room(scalar, i, found)
+                columns.append([value / scalar_unit for value in self.scalar_both(scalar)])
+            # as _fill_room: -inf where a part is NaN (the only float unequal to itself)
+            found = self._rooms[scalar] = [
+                -math.inf if any(part != part for part in parts) else min(parts)
+                for parts in zip(*columns, strict=True)
+            ]
         return found
 
     def _fill_room(self, scalar: str | None, i: int, room: list[float]) -> None:

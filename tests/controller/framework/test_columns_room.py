@@ -65,3 +65,21 @@ def test_a_request_below_the_room_fits_idle_and_future(seed: int) -> None:
         assert room == FreeColumns(view.node_list).room("pods")  # follows the changes
         stmt.pipeline(ssn.tasks[t.key], rng.choice(view.node_list).name)
     assert below > 20
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_columns_built_at_once_equal_the_per_node_refresh(seed: int) -> None:
+    # FreeColumns builds each column in one pass; refresh recomputes a node's entries
+    ssn, pending = random_session(seed)
+    view, stmt, rng = ssn.view, ssn.statement(), random.Random(seed)
+    for t in pending[:20]:  # pipelined resources on some nodes
+        stmt.pipeline(ssn.tasks[t.key], rng.choice(view.node_list).name)
+    built, refreshed = FreeColumns(view.node_list), FreeColumns(view.node_list)
+    for cols in (built, refreshed):  # the lazy columns too
+        cols.room("pods")
+        cols.room(None)
+        cols.scalar("gpu")
+    for i in range(len(view.node_list)):
+        refreshed.refresh(i)
+    assert vars(built) == vars(refreshed)
+    assert any(r != b for r, b in zip(built.future_cpu, built.idle_cpu, strict=True))
