@@ -5,7 +5,9 @@ the one `tide log verify` gives (`streams.chain.check_log`), whatever was done t
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,3 +87,36 @@ def test_the_chain_of_one_pass_is_the_chain_of_log_verify(
     assert chain is not None
     assert _fields(chain) == _fields(asyncio.run(verified()))
     assert replay_log(str(db), start=None, chain=False)[1] is None
+
+
+def _respaced(data: bytes) -> bytes:
+    """The same payload, not in canonical bytes (as an old log may store it)."""
+    return json.dumps(orjson.loads(data), indent=1).encode()
+
+
+def _forged(data: bytes) -> bytes:
+    return orjson.dumps({**orjson.loads(data), "forged": 1}, option=orjson.OPT_SORT_KEYS)
+
+
+@pytest.mark.parametrize("rewrite", [_respaced, _forged], ids=["not-canonical", "forged"])
+def test_the_chain_check_around_stored_bytes_falls_back_to_the_canonical_line(
+    exported: list[bytes], tmp_path: Path, rewrite: Callable[[bytes], bytes]
+) -> None:
+    # replay hashes each link around the stored payload bytes; bytes that are not the
+    # canonical encoding must still verify (the fallback), altered ones still break
+    recording, db = tmp_path / "t.jsonl", tmp_path / "t.db"
+    recording.write_bytes(b"".join(exported))
+    assert invoke(["log", "import", str(recording), "--log", str(db)]) == 0
+    with sqlite3.connect(db) as con:
+        rows = con.execute('SELECT "offset", data FROM events WHERE "offset" IN (3, 9)')
+        for offset, data in rows.fetchall():
+            con.execute('UPDATE events SET data = ? WHERE "offset" = ?', (rewrite(data), offset))
+
+    async def verified() -> ChainReport:
+        async with await open_log(str(db)) as log:
+            return await check_log(log)
+
+    _, chain = replay_log(str(db), start=None, stop_at_first=False, chain=True)
+    assert chain is not None
+    assert _fields(chain) == _fields(asyncio.run(verified()))
+    assert chain.ok == (rewrite is _respaced)
