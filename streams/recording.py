@@ -159,8 +159,9 @@ def read_batches(
     """Read a recording (a path or a binary stream) in batches of up to ``size`` events.
 
     ``extra`` adds a caller's validation rule per event type (a failing line is set aside).
-    ``canonical``: an event's payload bytes are kept only when its line is canonical
-    (:func:`is_canonical`), so they are also the decoded payload's own key order.
+    ``canonical``: an event's payload bytes are kept only when they are also the decoded
+    payload's own key order (its line is canonical, :func:`is_canonical`, or, for a watch
+    event the reader stripped, its payload encodes to them unsorted).
     """
     with ExitStack() as stack:
         name = _name(source)
@@ -187,7 +188,7 @@ def read_batches(
                 batch.bad.append(parsed)
                 continue
             event, payload = parsed
-            if canonical and payload is not None and not is_canonical(raw, event, payload):
+            if canonical and payload is not None and not _in_order(raw, event, payload):
                 parsed = event, None
             batch.events.append(parsed[0])
             batch.payloads.append(parsed[1])
@@ -224,6 +225,16 @@ def is_canonical(raw: bytes, event: Event, payload: bytes) -> bool:
         return False
     rest = raw[start:]
     return rest == tail or rest == b',"id":' + orjson.dumps(event.id) + tail
+
+
+def _in_order(raw: bytes, event: Event, payload: bytes) -> bool:
+    """Whether ``payload``, ``event``'s canonical payload bytes, is also its own key order.
+    A watch event whose object was stripped (:func:`streams.redact.strip_watch`) is no
+    longer its line's: proven by encoding it unsorted, once, which its consumers' reuse
+    of the bytes repays (only watch payloads are reused)."""
+    if is_canonical(raw, event, payload):
+        return True
+    return event.type == "k8s.watch" and orjson.dumps(event.data) == payload
 
 
 def _bounded_lines(stream: IO[bytes]) -> Iterator[tuple[bytes, int]]:

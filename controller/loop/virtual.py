@@ -57,6 +57,16 @@ class EncodedSyncLog(SyncLog, Protocol):
         payload bytes (:func:`streams.codec.encode_payload`)."""
 
 
+@runtime_checkable
+class EncodedObserver(Protocol):
+    """An effector that can take a written record's payload bytes along (the simulated
+    cluster keeps watched objects as JSON bytes: it cuts them out instead of encoding)."""
+
+    def observe_encoded(self, record: Event, payload: bytes) -> None:
+        """``observe(record)``; ``payload`` is its payload's canonical bytes, also the
+        payload's own key order (a :class:`Fed` input's)."""
+
+
 L = TypeVar("L", bound=SyncLog)
 
 
@@ -129,7 +139,7 @@ class VirtualLoop(Generic[L]):
         self.step = step
         self.prepare = prepare
         self.log = log
-        self.effector: Effector = effector if effector is not None else NoEffector()
+        self.effector = effector if effector is not None else NoEffector()
         self.triggers = triggers
         self.clock: VirtualClock | None = None
         #: every decision written, in order (unless ``on_decision`` takes them)
@@ -146,6 +156,19 @@ class VirtualLoop(Generic[L]):
         self._slack = timedelta(0)
         self._horizon: datetime | None = None  # the latest ``at`` fed so far
         self._fed = 0
+
+    @property
+    def effector(self) -> Effector:
+        """Who carries out decisions and observes every record written."""
+        return self._effector
+
+    @effector.setter
+    def effector(self, effector: Effector) -> None:
+        self._effector = effector
+        # looked up once: a runtime protocol check per record costs microseconds
+        self._observe_encoded = (
+            effector.observe_encoded if isinstance(effector, EncodedObserver) else None
+        )
 
     def feed(self, inputs: Iterator[Event | Fed], *, slack: timedelta) -> datetime | None:
         """Take inputs lazily from ``inputs`` (in time order, at most ``slack`` out of
@@ -200,9 +223,17 @@ class VirtualLoop(Generic[L]):
             added = self._append_encoded(records, payloads)
         else:
             added = self.log.append_now(records)
-        observe = self.effector.observe
-        for record in added:
-            observe(record)
+        observe = self._effector.observe
+        encoded = self._observe_encoded
+        if payloads is None or encoded is None or len(added) != len(records):
+            for record in added:
+                observe(record)
+            return added
+        for record, payload in zip(added, payloads, strict=True):
+            if payload is None:
+                observe(record)
+            else:
+                encoded(record, payload)
         return added
 
     def run(self, *, until: datetime | None) -> list[Event]:

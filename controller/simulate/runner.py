@@ -168,10 +168,17 @@ class _Watched:
 
     def observe(self, record: Event) -> None:
         self.cluster.observe(record)
+        self._others(record)
+
+    def _others(self, record: Event) -> None:
         if self.relief is not None:
             self.relief.observe(record)
         if self.progress is not None:
             self.progress((record.at - self.start).total_seconds())
+
+    def observe_encoded(self, record: Event, payload: bytes) -> None:
+        self.cluster.observe_encoded(record, payload)
+        self._others(record)
 
     def apply(self, decision: Event) -> Effects:
         return self.cluster.apply(decision)
