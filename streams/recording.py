@@ -35,7 +35,7 @@ from streams.codec import (
     json_kind,
 )
 from streams.conflicts import find_conflicts
-from streams.events import EVENT_TYPES, JSON, Event, build_event
+from streams.events import EVENT_TYPES, JSON, Event, build_event, format_time
 from streams.gcpause import paused_gc
 from streams.limits import (
     MAX_LINE_BYTES,
@@ -150,11 +150,18 @@ def _parse_stripped(
 
 
 def read_batches(
-    source: Source, *, size: int = BATCH_SIZE, extra: Extra | None = None
+    source: Source,
+    *,
+    size: int = BATCH_SIZE,
+    extra: Extra | None = None,
+    canonical: bool = False,
 ) -> Generator[Batch, None, None]:
     """Read a recording (a path or a binary stream) in batches of up to ``size`` events.
 
     ``extra`` adds a caller's validation rule per event type (a failing line is set aside).
+    ``canonical``: an event's payload bytes are kept only when they are also the decoded
+    payload's own key order (its line is canonical, :func:`is_canonical`, or, for a watch
+    event the reader stripped, its payload encodes to them unsorted).
     """
     with ExitStack() as stack:
         name = _name(source)
@@ -180,6 +187,9 @@ def read_batches(
             if isinstance(parsed, Quarantined):
                 batch.bad.append(parsed)
                 continue
+            event, payload = parsed
+            if canonical and payload is not None and not _in_order(raw, event, payload):
+                parsed = event, None
             batch.events.append(parsed[0])
             batch.payloads.append(parsed[1])
             batch.lines.append(line_no)
@@ -188,6 +198,43 @@ def read_batches(
                 batch = Batch([], [], [], 0)
         if batch.events or batch.bad:
             yield replace(batch, position=position)
+
+
+def is_canonical(raw: bytes, event: Event, payload: bytes) -> bool:
+    """Whether the line ``raw`` (its newline included) is ``event``'s canonical encoding
+    (:func:`streams.codec.encode`, its id there or not) around ``payload``.
+
+    Why: such a line's payload was decoded from exactly ``payload``, the sorted-key bytes,
+    so the decoded dicts hold their keys in that order at every level, and a consumer
+    may keep or store ``payload`` instead of serialising the dict again (the simulation's
+    read-ahead, spool and simulated cluster) and decode an equal dict, keys in the same
+    order, from it.
+    """
+    head = b'{"at":' + orjson.dumps(format_time(event.at))
+    if event.cause is not None:
+        head += b',"cause":' + orjson.dumps(event.cause)
+    head += b',"data":'
+    tail = b',"type":' + orjson.dumps(event.type)
+    if event.prev is not None:
+        tail = b',"prev":' + orjson.dumps(event.prev) + tail
+    if event.v != 1:
+        tail += b',"v":' + orjson.dumps(event.v)
+    tail += b"}\n"
+    start = len(head) + len(payload)
+    if not (raw.startswith(head) and raw.startswith(payload, len(head))):
+        return False
+    rest = raw[start:]
+    return rest == tail or rest == b',"id":' + orjson.dumps(event.id) + tail
+
+
+def _in_order(raw: bytes, event: Event, payload: bytes) -> bool:
+    """Whether ``payload``, ``event``'s canonical payload bytes, is also its own key order.
+    A watch event whose object was stripped (:func:`streams.redact.strip_watch`) is no
+    longer its line's: proven by encoding it unsorted, once, which its consumers' reuse
+    of the bytes repays (only watch payloads are reused)."""
+    if is_canonical(raw, event, payload):
+        return True
+    return event.type == "k8s.watch" and orjson.dumps(event.data) == payload
 
 
 def _bounded_lines(stream: IO[bytes]) -> Iterator[tuple[bytes, int]]:

@@ -27,6 +27,7 @@ from controller.cli.common import (
 from controller.cli.progress import Progress
 from controller.cli.reading import is_recording, records, replay_log
 from controller.framework.durations import parse_duration
+from controller.loop.virtual import Fed
 from controller.simulate.demo import run_demo
 from controller.simulate.inputs import main_window, outlier, read_inputs
 from controller.simulate.runner import Simulation
@@ -69,21 +70,23 @@ READ_BATCH = 256
 
 def _lazy_inputs(
     path: Path, window: tuple[datetime, datetime] | None, bad: list[Quarantined]
-) -> Iterator[Event]:
-    """The recording's events as they are read; each line set aside (invalid, or outside
-    the recording's main run ``window``) is reported on stderr when reached and kept in
-    ``bad`` for the log's quarantine."""
-    for batch in read_batches(path, size=READ_BATCH, extra=RECORD_CHECKS):
+) -> Iterator[Event | Fed]:
+    """The recording's events as they are read (with their payload bytes when the line is
+    canonical); each line set aside (invalid, or outside the recording's main run
+    ``window``) is reported on stderr when reached and kept in ``bad`` for the log's
+    quarantine."""
+    batches = read_batches(path, size=READ_BATCH, extra=RECORD_CHECKS, canonical=True)
+    for batch in batches:
         for item in batch.bad:
             bad.append(item)
             typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-        for line, event in zip(batch.lines, batch.events, strict=True):
+        for line, event, payload in zip(batch.lines, batch.events, batch.payloads, strict=True):
             if window is not None and not window[0] <= event.at <= window[1]:
                 item = outlier(event, line, window, source=str(path))
                 bad.append(item)
                 typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
                 continue
-            yield event
+            yield event if payload is None else Fed(event, payload)
 
 
 def _digest(path: Path) -> bytes:
@@ -136,7 +139,7 @@ def simulate(
     policy = read_policy(config)
     scenario = is_scenario(recording)
     bad: list[Quarantined] = []
-    events: Iterable[Event]
+    events: Iterable[Event] | Iterator[Event | Fed]
     if scenario or not recording.exists():
         eager, aside = _inputs(recording)
         events, bad = eager, list(aside)
@@ -147,7 +150,7 @@ def simulate(
         lazy = _lazy_inputs(recording, window, bad)
         head = next(lazy, None)
         events = itertools.chain([head], lazy) if head is not None else iter(())
-        first = head.at if head is not None else None
+        first = None if head is None else head.event.at if isinstance(head, Fed) else head.at
         last = window[1] if window is not None else None
     stop = None
     if until:

@@ -28,6 +28,23 @@ def trimmed(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj
 
 
+def object_bytes(data: Mapping[str, Any], payload: bytes) -> bytes | None:
+    """What :meth:`RawObjects.put` would keep of a watch payload's object, cut out of
+    ``payload`` (the payload's canonical bytes, which are also its own key order, so the
+    object's sorted bytes are its ``orjson.dumps``); None unless the payload is just
+    ``event``, ``object`` and ``resource`` and the object needs no trimming."""
+    kind, obj, resource = data.get("event"), data.get("object"), data.get("resource")
+    if len(data) != 3 or not isinstance(kind, str) or not isinstance(resource, str):
+        return None
+    if not isinstance(obj, dict) or trimmed(obj) is not obj:
+        return None
+    head = b'{"event":' + orjson.dumps(kind) + b',"object":'
+    tail = b',"resource":' + orjson.dumps(resource) + b"}"
+    if not (payload.startswith(head) and payload.endswith(tail)):
+        return None
+    return payload[len(head) : -len(tail)]  # an exact copy (see :meth:`RawObjects.put`)
+
+
 class RawObjects(Mapping[str, JSON]):
     """``key -> raw JSON``; values are decoded on access (a new dict each time)."""
 
@@ -83,8 +100,11 @@ class ApiServerState:
         self.pods = RawObjects()
         self.nodes = RawObjects()
 
-    def observe(self, resource: object, kind: object, obj: object) -> None:
-        """Fold one watch event (``resource``, ``ADDED``/``MODIFIED``/``DELETED``, object)."""
+    def observe(
+        self, resource: object, kind: object, obj: object, raw: bytes | None = None
+    ) -> None:
+        """Fold one watch event (``resource``, ``ADDED``/``MODIFIED``/``DELETED``, object);
+        ``raw``: the bytes to keep of the object, when already known (:func:`object_bytes`)."""
         if kind not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(obj, dict):
             return
         meta = obj.get("metadata")
@@ -97,7 +117,10 @@ class ApiServerState:
         else:
             return
         if kind != "DELETED":
-            store.put(key, obj)
+            if raw is None:
+                store.put(key, obj)
+            else:
+                store.put_bytes(key, raw)
             return
         uid = meta.get("uid")
         if resource == "pods" and uid and key in store:

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from controller.effector.apiserver import ApiServerState
+from controller.effector.apiserver import ApiServerState, object_bytes
 from controller.effector.budgets import BudgetGuard
 from controller.effector.port import Effects
 from controller.effector.simulated_objects import (
@@ -99,10 +99,19 @@ class SimulatedCluster:
 
     def observe(self, record: Event) -> None:
         """Keep the API server's copy of pods and nodes current (``k8s.watch`` records)."""
+        self._observe(record, None)
+
+    def observe_encoded(self, record: Event, payload: bytes) -> None:
+        """:meth:`observe` of a record whose payload's canonical bytes, also its own key
+        order, are ``payload``: the object's bytes are cut out of them, not encoded."""
+        self._observe(record, payload)
+
+    def _observe(self, record: Event, payload: bytes | None) -> None:
         if record.type == "k8s.watch":
             data = record.data
             resource, kind, obj = data.get("resource"), data.get("event"), data.get("object")
-            self.state.observe(resource, kind, obj)
+            raw = object_bytes(data, payload) if payload is not None else None
+            self.state.observe(resource, kind, obj, raw)
             if resource == "poddisruptionbudgets":
                 self.budgets.observe(kind, obj)
             elif resource == "pods" and kind == "ADDED" and isinstance(obj, dict):

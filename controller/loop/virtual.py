@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
@@ -46,12 +46,44 @@ class SyncLog(Protocol):
         """Append a batch; return the records added, with offsets."""
 
 
+@runtime_checkable
+class EncodedSyncLog(SyncLog, Protocol):
+    """A :class:`SyncLog` that can also store payloads already serialised (the spool)."""
+
+    def append_encoded_now(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """:meth:`append_now`; ``payloads[i]``, unless None, is ``events[i]``'s canonical
+        payload bytes (:func:`streams.codec.encode_payload`)."""
+
+
+@runtime_checkable
+class EncodedObserver(Protocol):
+    """An effector that can take a written record's payload bytes along (the simulated
+    cluster keeps watched objects as JSON bytes: it cuts them out instead of encoding)."""
+
+    def observe_encoded(self, record: Event, payload: bytes) -> None:
+        """``observe(record)``; ``payload`` is its payload's canonical bytes, also the
+        payload's own key order (a :class:`Fed` input's)."""
+
+
 L = TypeVar("L", bound=SyncLog)
+
+
+class Fed(NamedTuple):
+    """A fed input with its payload's canonical bytes, which are also the decoded payload's
+    own key order (its recording line was canonical: :func:`streams.recording.is_canonical`).
+    The loop packs it and the log stores it from those bytes instead of serialising the
+    payload again."""
+
+    event: Event
+    payload: bytes
 
 
 class _Packed(NamedTuple):
     """A fed input waiting in the heap, its payload kept as JSON bytes (in the dict's own
-    key order: decoding gives an equal dict, keys in the same order)."""
+    key order: decoding gives an equal dict, keys in the same order); ``canonical``: the
+    bytes are the payload's canonical ones too (it came as a :class:`Fed`)."""
 
     type: str
     at: datetime
@@ -59,15 +91,19 @@ class _Packed(NamedTuple):
     payload: bytes
     cause: str | None
     v: int
+    canonical: bool
 
     @classmethod
-    def of(cls, event: Event) -> _Packed:
-        return cls(event.type, event.at, event.id, orjson.dumps(event.data), event.cause, event.v)
+    def of(cls, event: Event, payload: bytes | None) -> _Packed:
+        canonical = payload is not None
+        raw = payload if payload is not None else orjson.dumps(event.data)
+        return cls(event.type, event.at, event.id, raw, event.cause, event.v, canonical)
 
-    def unpack(self) -> Event:
-        return build_event(
-            self.type, self.at, self.id, orjson.loads(self.payload), self.cause, -1, self.v
-        )
+    def unpack(self) -> tuple[Event, bytes | None]:
+        """The input, and its payload's canonical bytes when known."""
+        data = orjson.loads(self.payload)
+        event = build_event(self.type, self.at, self.id, data, self.cause, -1, self.v)
+        return event, self.payload if self.canonical else None
 
 
 #: fed inputs of these types wait packed (the large ones)
@@ -103,7 +139,7 @@ class VirtualLoop(Generic[L]):
         self.step = step
         self.prepare = prepare
         self.log = log
-        self.effector: Effector = effector if effector is not None else NoEffector()
+        self.effector = effector if effector is not None else NoEffector()
         self.triggers = triggers
         self.clock: VirtualClock | None = None
         #: every decision written, in order (unless ``on_decision`` takes them)
@@ -115,12 +151,26 @@ class VirtualLoop(Generic[L]):
         self.decided = 0
         self._queue: list[tuple[datetime, int, int, Event | _Packed]] = []
         self._seq = 0
-        self._feed: Iterator[Event] | None = None
+        self._feed: Iterator[Event | Fed] | None = None
+        self._append_encoded = log.append_encoded_now if isinstance(log, EncodedSyncLog) else None
         self._slack = timedelta(0)
         self._horizon: datetime | None = None  # the latest ``at`` fed so far
         self._fed = 0
 
-    def feed(self, inputs: Iterator[Event], *, slack: timedelta) -> datetime | None:
+    @property
+    def effector(self) -> Effector:
+        """Who carries out decisions and observes every record written."""
+        return self._effector
+
+    @effector.setter
+    def effector(self, effector: Effector) -> None:
+        self._effector = effector
+        # looked up once: a runtime protocol check per record costs microseconds
+        self._observe_encoded = (
+            effector.observe_encoded if isinstance(effector, EncodedObserver) else None
+        )
+
+    def feed(self, inputs: Iterator[Event | Fed], *, slack: timedelta) -> datetime | None:
         """Take inputs lazily from ``inputs`` (in time order, at most ``slack`` out of
         it); returns the earliest input's time (None if there is none). Reads ahead to
         ``slack`` past the first input's time."""
@@ -137,10 +187,11 @@ class VirtualLoop(Generic[L]):
             horizon = self._horizon
             if now is not None and horizon is not None and horizon > now + self._slack:
                 return
-            record = next(self._feed, None)
-            if record is None:
+            given = next(self._feed, None)
+            if given is None:
                 self._feed = None
                 return
+            record, payload = given if isinstance(given, Fed) else (given, None)
             self._fed += 1
             if self.clock is not None and record.at <= self.clock.now():
                 raise OutOfOrderError(
@@ -151,9 +202,10 @@ class VirtualLoop(Generic[L]):
             if horizon is None or record.at > horizon:
                 self._horizon = record.at
             self._seq += 1
-            item = (
-                _Packed.of(record) if record.type in _PACKED_TYPES and record.offset < 0 else record
-            )
+            # only a packed input keeps its payload's bytes (small ones are stored re-encoded)
+            item: Event | _Packed = record
+            if record.type in _PACKED_TYPES and record.offset < 0:
+                item = _Packed.of(record, payload)
             heapq.heappush(self._queue, (record.at, _INPUT, self._seq, item))
 
     def push(self, records: Iterable[Event], *, rank: int = _INPUT) -> None:
@@ -162,12 +214,26 @@ class VirtualLoop(Generic[L]):
             self._seq += 1
             heapq.heappush(self._queue, (record.at, rank, self._seq, record))
 
-    def write(self, records: list[Event]) -> list[Event]:
-        """Append ``records`` as one batch; fold and show the effector what was added."""
-        added = self.log.append_now(records)
-        observe = self.effector.observe
-        for record in added:
-            observe(record)
+    def write(
+        self, records: list[Event], payloads: list[bytes | None] | None = None
+    ) -> list[Event]:
+        """Append ``records`` as one batch; fold and show the effector what was added.
+        ``payloads``: their canonical payload bytes where known (for a log that stores them)."""
+        if payloads is not None and self._append_encoded is not None:
+            added = self._append_encoded(records, payloads)
+        else:
+            added = self.log.append_now(records)
+        observe = self._effector.observe
+        encoded = self._observe_encoded
+        if payloads is None or encoded is None or len(added) != len(records):
+            for record in added:
+                observe(record)
+            return added
+        for record, payload in zip(added, payloads, strict=True):
+            if payload is None:
+                observe(record)
+            else:
+                encoded(record, payload)
         return added
 
     def run(self, *, until: datetime | None) -> list[Event]:
@@ -198,13 +264,15 @@ class VirtualLoop(Generic[L]):
             self._tick(now)
             if next_item == now:
                 _, rank, _, item = heapq.heappop(self._queue)
-                record = item.unpack() if isinstance(item, _Packed) else item
+                record, payload = item.unpack() if isinstance(item, _Packed) else (item, None)
                 if rank == _INPUT and self.prepare is not None:
                     prepared = self.prepare(record)
                     if prepared is None:
                         continue
+                    if prepared is not record:
+                        payload = None
                     record = prepared
-                for added in self.write([record]):
+                for added in self.write([record], None if payload is None else [payload]):
                     self._emit(step.on_input(added))
             elif next_trigger == now:
                 assert triggers is not None

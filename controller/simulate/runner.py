@@ -18,7 +18,7 @@ from controller.effector import SimulatedCluster
 from controller.effector.port import Effector, Effects
 from controller.framework.config import TideConfig, run_behaviour
 from controller.loop.step import QUIET_TICK_LIMIT, Step
-from controller.loop.virtual import SyncLog, VirtualLoop
+from controller.loop.virtual import Fed, SyncLog, VirtualLoop
 from controller.pressure.config import EvictionConfig
 from controller.simulate.relief import UsageRelief
 from controller.simulate.spool import Spool
@@ -89,7 +89,7 @@ class Simulation:
 
     def run(
         self,
-        inputs: Iterable[Event],
+        inputs: Iterable[Event] | Iterator[Event | Fed],
         *,
         until: datetime | None = None,
         progress: Callable[[float], None] | None = None,
@@ -97,17 +97,21 @@ class Simulation:
         """Run over ``inputs`` until ``until`` (default: the last input's time).
 
         A sequence is sorted stably by ``at`` first. Any other iterable is read lazily
-        (a day's recording is never all in memory): it must be in time order, at most
+        (a day's recording is never all in memory; a :class:`Fed` input brings its
+        payload's bytes along): it must be in time order, at most
         :data:`SLACK` out of it (:class:`~controller.loop.virtual.OutOfOrderError`), and
         the run is the one its stable sort would give; the cyclic collector is then
         paced (:func:`streams.gcpause.paced`). ``progress``, when given, is called with
         the virtual seconds since the first input as records are written."""
         target: SyncLog = self.spool if self.spool is not None else self.log
-        lazy = not isinstance(inputs, Sequence)
-        ordered: list[Event] = [] if lazy else sorted(inputs, key=lambda e: e.at)
+        ordered: list[Event] = []
+        feed: Generator[Event | Fed, None, None] | None = None
+        if isinstance(inputs, Sequence):
+            ordered = sorted(inputs, key=lambda e: e.at)
+        else:
+            feed = paced(iter(inputs))
         loop = VirtualLoop(self.step, log=target)
         loop.on_decision = self.on_decision
-        feed: Generator[Event, None, None] | None = paced(iter(inputs)) if lazy else None
         try:
             return self._run(loop, feed, ordered, until, progress)
         finally:
@@ -117,7 +121,7 @@ class Simulation:
     def _run(
         self,
         loop: VirtualLoop[SyncLog],
-        feed: Iterator[Event] | None,
+        feed: Iterator[Event | Fed] | None,
         ordered: list[Event],
         until: datetime | None,
         progress: Callable[[float], None] | None,
@@ -164,10 +168,17 @@ class _Watched:
 
     def observe(self, record: Event) -> None:
         self.cluster.observe(record)
+        self._others(record)
+
+    def _others(self, record: Event) -> None:
         if self.relief is not None:
             self.relief.observe(record)
         if self.progress is not None:
             self.progress((record.at - self.start).total_seconds())
+
+    def observe_encoded(self, record: Event, payload: bytes) -> None:
+        self.cluster.observe_encoded(record, payload)
+        self._others(record)
 
     def apply(self, decision: Event) -> Effects:
         return self.cluster.apply(decision)

@@ -53,6 +53,7 @@ class Spool:
         self._batch = batch
         self._keep = keep
         self._pending: list[Event] = []
+        self._payloads: list[bytes | None] = []  # the canonical payload bytes of each, if known
         self._ids: dict[datetime, set[str]] = {}
         self._latest: datetime | None = None
         self._runner: asyncio.Runner | None = None
@@ -102,9 +103,18 @@ class Spool:
 
     def append_now(self, events: Sequence[Event]) -> list[Event]:
         """Append a batch (ids already appended are skipped); the records with offsets."""
+        return self.append_encoded_now(events, ())
+
+    def append_encoded_now(
+        self, events: Sequence[Event], payloads: Sequence[bytes | None]
+    ) -> list[Event]:
+        """:meth:`append_now`; ``payloads[i]``, unless None, is ``events[i]``'s canonical
+        payload bytes, stored as they are instead of serialising the payload again (a
+        recording's line already held them)."""
         check_appendable(events)
         added: list[Event] = []
-        for event in events:
+        kept: list[bytes | None] = []
+        for i, event in enumerate(events):
             seen = self._ids.setdefault(event.at, set())
             if event.id in seen:
                 continue
@@ -112,11 +122,13 @@ class Spool:
             stored = event.with_offset(self.count)
             self.count += 1
             added.append(stored)
+            kept.append(payloads[i] if i < len(payloads) else None)
             if self._latest is None or event.at > self._latest:
                 self._latest = event.at
                 self._forget()
         if self._log is not None:
             self._pending.extend(added)
+            self._payloads.extend(kept)
             if len(self._pending) >= self._batch:
                 self.flush()
         return added
@@ -126,7 +138,8 @@ class Spool:
         if self._runner is None or self._writer is None or not self._pending:
             return
         batch, self._pending = self._pending, []
-        self.written += len(self._runner.run(self._writer.append(batch)))
+        payloads, self._payloads = self._payloads, []
+        self.written += len(self._runner.run(self._writer.append(batch, payloads)))
 
     def _forget(self) -> None:
         assert self._latest is not None

@@ -79,6 +79,9 @@ class TriggerSet:
         self.start = start
         self._rank = {spec.name: spec.rank for spec in self.specs}
         self._cursors = [(spec, TriggerCursor(spec.trigger, start)) for spec in self.specs]
+        # the earliest next fire time, kept until :meth:`due` moves a cursor (the loop
+        # peeks once per record)
+        self._earliest = self._peek_all()
 
     @classmethod
     def from_config(
@@ -100,6 +103,9 @@ class TriggerSet:
 
     def peek(self) -> datetime | None:
         """The earliest next fire time over all triggers (UTC), or None."""
+        return self._earliest
+
+    def _peek_all(self) -> datetime | None:
         times = [t for _, cursor in self._cursors if (t := cursor.peek()) is not None]
         return min(times) if times else None
 
@@ -110,6 +116,7 @@ class TriggerSet:
             for spec, cursor in self._cursors
             for at in cursor.advance(until)
         ]
+        self._earliest = self._peek_all()
         return sorted(firings, key=lambda f: (f.at, self._rank[f.name], f.name))
 
     def pop_due(self, now: datetime) -> list[Firing]:
