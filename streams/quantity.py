@@ -96,7 +96,8 @@ def quantity_problem(value: object, *, negative: bool = False) -> str | None:
     return "not a Kubernetes quantity"
 
 
-@lru_cache(maxsize=4096)
+# typed: an untyped cache key lets False hit a cached 0.0 (False == 0.0, same hash)
+@lru_cache(maxsize=4096, typed=True)
 def parse_quantity(text: str | int | float) -> Fraction:
     """Parse a quantity (``"500m"``, ``"2Gi"``, ``"1e3"``, ``"0.5"``) to an exact number."""
     if isinstance(text, bool):

@@ -75,10 +75,11 @@ def test_other_json_values_are_not_quantities(value: object) -> None:
     assert not is_quantity(value)
 
 
-def test_a_cached_int_does_not_make_a_bool_a_quantity() -> None:
-    assert parse_quantity(1) == 1
+@pytest.mark.parametrize(("cached", "boolean"), [(1, True), (0, False), (1.0, True), (0.0, False)])
+def test_a_cached_number_does_not_make_a_bool_a_quantity(cached: float, boolean: bool) -> None:
+    assert parse_quantity(cached) == cached
     with pytest.raises(QuantityError):
-        parse_quantity(True)
+        parse_quantity(boolean)
 
 
 def test_milli_and_int_round_up_like_apimachinery() -> None:
