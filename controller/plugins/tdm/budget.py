@@ -191,11 +191,13 @@ def first_victim(tasks: Sequence[TaskInfo]) -> TaskInfo:
     every candidate was most of a window close's victim choice; here each step is a C
     loop over plain attributes. Same answer: the lowest priority, then a task without
     a start time (the newest) or else the latest start (aware datetimes order as their
-    timestamps do), then namespace, name, uid.
+    timestamps do), then namespace, name, uid. ``tasks`` is only read (not copied): a
+    close picks for every job of the zone, and a single latest start (the usual case) is
+    found by its index instead of filtering the pool.
     """
     if len(tasks) == 1:
         return tasks[0]
-    pool = list(tasks)
+    pool = tasks
     priorities = list(map(_PRIORITY, pool))
     lowest = min(priorities)
     if priorities.count(lowest) != len(pool):
@@ -205,6 +207,9 @@ def first_victim(tasks: Sequence[TaskInfo]) -> TaskInfo:
         pool = [task for task, at in zip(pool, starts, strict=True) if at is None]
     else:
         latest = max(starts)
-        if starts.count(latest) != len(pool):
+        ties = starts.count(latest)
+        if ties == 1:
+            return pool[starts.index(latest)]
+        if ties != len(pool):
             pool = [task for task, at in zip(pool, starts, strict=True) if at == latest]
     return pool[0] if len(pool) == 1 else min(pool, key=_IDENTITY)
