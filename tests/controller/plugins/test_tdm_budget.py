@@ -216,11 +216,13 @@ def test_victim_order() -> None:
 
 
 def test_first_victim_is_the_head_of_order_victims() -> None:
-    """``first_victim`` narrows key by key; it must agree with the full sort everywhere."""
+    """``first_victim`` narrows key by key and ``order_victims`` sorts attribute by
+    attribute; both must agree with the sort by ``victim_order_key`` everywhere."""
     import random
+    from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
-    from controller.plugins.tdm.budget import first_victim, order_victims
+    from controller.plugins.tdm.budget import first_victim, order_victims, victim_order_key
     from projections.model import Resource, TaskInfo, TaskStatus
 
     rng = random.Random(3)
@@ -244,3 +246,10 @@ def test_first_victim_is_the_head_of_order_victims() -> None:
             )
         rng.shuffle(tasks)
         assert first_victim(tasks) is order_victims(tasks)[0]
+        # and order_victims, stable sorts attribute by attribute, is the sort by the key
+        # (ties in every field too: the input order)
+        expected = sorted(tasks, key=victim_order_key)
+        assert [id(t) for t in order_victims(tasks)] == [id(t) for t in expected]
+        twins = tasks + [replace(t) for t in tasks]
+        expected = sorted(twins, key=victim_order_key)
+        assert [id(t) for t in order_victims(twins)] == [id(t) for t in expected]
