@@ -32,10 +32,11 @@ from streams.codec import (
     content_id_encoded,
     decode_record_encoded,
     encode,
+    encode_around,
     json_kind,
 )
 from streams.conflicts import find_conflicts
-from streams.events import EVENT_TYPES, JSON, Event, build_event, format_time
+from streams.events import EVENT_TYPES, JSON, Event, build_event
 from streams.gcpause import paused_gc
 from streams.limits import (
     MAX_LINE_BYTES,
@@ -210,21 +211,13 @@ def is_canonical(raw: bytes, event: Event, payload: bytes) -> bool:
     read-ahead, spool and simulated cluster) and decode an equal dict, keys in the same
     order, from it.
     """
-    head = b'{"at":' + orjson.dumps(format_time(event.at))
-    if event.cause is not None:
-        head += b',"cause":' + orjson.dumps(event.cause)
-    head += b',"data":'
-    tail = b',"type":' + orjson.dumps(event.type)
-    if event.prev is not None:
-        tail = b',"prev":' + orjson.dumps(event.prev) + tail
-    if event.v != 1:
-        tail += b',"v":' + orjson.dumps(event.v)
-    tail += b"}\n"
-    start = len(head) + len(payload)
-    if not (raw.startswith(head) and raw.startswith(payload, len(head))):
-        return False
-    rest = raw[start:]
-    return rest == tail or rest == b',"id":' + orjson.dumps(event.id) + tail
+    line = encode_around(event, payload) + b"\n"
+    if raw == line:
+        return True
+    # without its id: the id's part is the last one of the line that names it
+    id_part = b',"id":' + orjson.dumps(event.id)
+    at = line.rfind(id_part)
+    return raw == line[:at] + line[at + len(id_part) :]
 
 
 def _in_order(raw: bytes, event: Event, payload: bytes) -> bool:
