@@ -81,38 +81,47 @@ def encode_around(event: Event, payload: bytes) -> bytes:
     """:func:`encode` of ``event``, put together around ``payload`` (its
     :func:`encode_payload`) instead of serialising the payload again.
 
-    A write path that stores the payload's bytes (SQLite, Kafka) and hashes the line for
-    the chain (``streams/seal.py``) serialises each payload once this way. The envelope's
-    time and type parts are computed once per distinct time and type (a batch's records
-    share few of each); ``tests/streams/test_codec_around.py`` holds it to ``encode``.
+    A write path that stores the payload's bytes (SQLite, Kafka) serialises each payload
+    once this way; ``tests/streams/test_codec_around.py`` holds it to ``encode``.
     """
-    head = _HEADS.get(event.at) or _head(event.at)
-    tail = _TAILS.get(event.type) or _tail(event.type)
-    if event.cause is None and event.prev is None and event.v == 1:  # the usual record
-        return b"".join((head, payload, _ID, orjson.dumps(event.id), tail))
-    return line_around(event, payload, head, tail)
+    before, after = envelope(event)
+    return b"".join((before, payload, after))
 
 
 def line_around(event: Event, payload: bytes, head: bytes, tail: bytes) -> bytes:
     """The canonical line of ``event`` from its parts: ``head`` =
     ``'{"at":"<at>","data":'``, ``payload`` (:func:`encode_payload`), ``tail`` =
-    ``',"type":"<type>"}'``. A canonical line is a JSON object with sorted keys (``at``,
-    ``cause``, ``data``, ``id``, ``prev``, ``type``, ``v``) and no spaces, so its bytes are
-    the fields' own serialisations between fixed keys (shared with the Kafka codec's
-    record values, ``streams/backends/kafka_codec.py``)."""
-    if event.cause is None and event.prev is None and event.v == 1:
-        return b"".join((head, payload, _ID, orjson.dumps(event.id), tail))
-    parts = [head[:-8]]  # '{"at":"…"', without ',"data":'
-    if event.cause is not None:
-        parts += (b',"cause":', orjson.dumps(event.cause))
-    parts += (b',"data":', payload, _ID, orjson.dumps(event.id))
-    if event.prev is not None:
-        parts += (b',"prev":', orjson.dumps(event.prev))
-    parts.append(tail[:-1])  # ',"type":"…"'
-    if event.v != 1:
-        parts += (b',"v":', orjson.dumps(event.v))
-    parts.append(b"}")
-    return b"".join(parts)
+    ``',"type":"<type>"}'`` (shared with the Kafka codec's record values,
+    ``streams/backends/kafka_codec.py``)."""
+    before, after = envelope(event, head, tail)
+    return b"".join((before, payload, after))
+
+
+def envelope(
+    event: Event, head: bytes | None = None, tail: bytes | None = None
+) -> tuple[bytes, bytes]:
+    """The canonical line of ``event`` without its payload: the bytes before and after it.
+
+    A canonical line is a JSON object with sorted keys (``at``, ``cause``, ``data``,
+    ``id``, ``prev``, ``type``, ``v``) and no spaces, so its bytes are the fields' own
+    serialisations between fixed keys. ``head`` (``'{"at":"<at>","data":'``) and ``tail``
+    (``',"type":"<type>"}'``) are computed once per distinct time and type when not
+    given (a log's records share few of each). The chain's digest
+    (:func:`streams.seal.digest`) hashes the two parts and the stored payload in turn,
+    never copying the payload into a line.
+    """
+    if head is None:
+        head = _HEADS.get(event.at) or _head(event.at)
+    if tail is None:
+        tail = _TAILS.get(event.type) or _tail(event.type)
+    cause, prev = event.cause, event.prev
+    if cause is not None:  # '{"at":"…"', the cause, then ',"data":'
+        head = b"".join((head[:-8], b',"cause":', orjson.dumps(cause), b',"data":'))
+    if event.v != 1:  # ',"type":"…"', the version, then '}'
+        tail = b"".join((tail[:-1], b',"v":', orjson.dumps(event.v), b"}"))
+    if prev is None:
+        return head, b"".join((_ID, orjson.dumps(event.id), tail))
+    return head, b"".join((_ID, orjson.dumps(event.id), _PREV, orjson.dumps(prev), tail))
 
 
 def _head(at: datetime) -> bytes:
@@ -134,6 +143,7 @@ def _tail(type_: str) -> bytes:
 
 
 _ID = b',"id":'
+_PREV = b',"prev":'
 #: the envelope parts of :func:`encode_around` by time and by type (results never depend
 #: on them; bounded, cleared when full)
 _HEADS: dict[datetime, bytes] = {}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from streams.codec import encode, encode_around
+from streams.codec import encode, envelope
 from streams.events import Event, make_event
 
 SEAL_TYPE = "log.sealed"
@@ -68,14 +68,23 @@ WRITER_PREFIX = "@"
 def digest(event: Event, payload: bytes | None = None) -> str:
     """The hash of a record's canonical encoding (its ``prev`` included); ``payload``,
     when given, is ``event.data``'s canonical bytes (:func:`streams.codec.encode_payload`),
-    which the line is then built around instead of serialising the payload again."""
-    line = encode(event) if payload is None else encode_around(event, payload)
-    return digest_line(line)
+    which are then hashed between the line's other parts (:func:`streams.codec.envelope`)
+    instead of serialising the payload again or copying it into a line."""
+    if payload is None:
+        return digest_line(encode(event))
+    before, after = envelope(event)
+    h = _blake2b(before, digest_size=16)
+    h.update(payload)
+    h.update(after)
+    return h.hexdigest()
 
 
 def digest_line(line: bytes) -> str:
     """The hash of a record whose canonical line is ``line``."""
-    return hashlib.blake2b(line, digest_size=16).hexdigest()
+    return _blake2b(line, digest_size=16).hexdigest()
+
+
+_blake2b = hashlib.blake2b
 
 
 def writer_link(writer: str, link: str) -> str:
