@@ -23,6 +23,7 @@ pressure: no stability, no cooldown; they count against the memory limits (at mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -63,16 +64,24 @@ def faulty_pods(
     state: PressureState,
     config: EvictionConfig,
     *,
-    exclude: set[str],
+    exclude: Callable[[], set[str]],
 ) -> list[Faulty]:
-    """Faulty pods on ``node``: repeated OOM kills first, then leaks, each by key."""
+    """Faulty pods on ``node``: repeated OOM kills first, then leaks, each by key.
+
+    ``exclude`` gives the keys that are not candidates; it is asked (once) only when a pod
+    passes the cheaper tests: most checks find no faulty pod and never need it."""
     found: list[Faulty] = []
+    excluded: set[str] | None = None
     faulty = config.faulty
     oom = world.oom
     threshold = faulty.oom_count_threshold
     for key in oom.repeated_oom_on(node.name, threshold):
         task = node.tasks.get(key)
-        if task is None or task.qos not in FAULTY_QOS or key in exclude:
+        if task is None or task.qos not in FAULTY_QOS:
+            continue
+        if excluded is None:
+            excluded = exclude()
+        if key in excluded:
             continue
         if not evictable(task, node.name, state):
             continue
@@ -103,7 +112,11 @@ def faulty_pods(
         ):
             continue
         task = node.tasks[key]
-        if key in chosen or key in exclude or task.qos not in FAULTY_QOS:
+        if key in chosen or task.qos not in FAULTY_QOS:
+            continue
+        if excluded is None:
+            excluded = exclude()
+        if key in excluded:
             continue
         leak = pod_series.leak(now, duration)
         if leak is not None and evictable(task, node.name, state):

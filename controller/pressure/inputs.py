@@ -39,8 +39,9 @@ class NodeNumbers:
         return self.cpu if resource == "cpu" else self.memory
 
     def pressure(self, resource: str) -> float:
-        cap = self.capacity(resource)
-        return 100.0 * self.used(resource) / cap if cap > 0 else 0.0
+        if resource == "cpu":
+            return 100.0 * self.cpu / self.cap_cpu if self.cap_cpu > 0 else 0.0
+        return 100.0 * self.memory / self.cap_memory if self.cap_memory > 0 else 0.0
 
     @property
     def oom_risk(self) -> float:

@@ -96,6 +96,25 @@ def check_node(world: PolicyInputs, sample: Event, config: EvictionConfig) -> li
 class _Check:
     """The state of one check while its rounds are decided."""
 
+    # one is built per metrics.node sample: slots make its many attributes cheaper to set
+    __slots__ = (
+        "_planned",
+        "cause",
+        "config",
+        "events",
+        "evict_at",
+        "node",
+        "now",
+        "numbers",
+        "oom",
+        "rounds",
+        "series",
+        "state",
+        "taken",
+        "usage",
+        "world",
+    )
+
     def __init__(
         self,
         world: PolicyInputs,
@@ -178,7 +197,7 @@ class _Check:
             self.now,
             self.state,
             self.config,
-            exclude=self.excluded(),
+            exclude=self.excluded,
         )
         if not found:
             return

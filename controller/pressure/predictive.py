@@ -98,10 +98,16 @@ def predict_at(
 
 
 def predicted_at(
-    times: list[float], values: list[float], index: int, capacity: float, config: EvictionConfig
+    times: list[float],
+    values: list[float],
+    index: int,
+    capacity: float,
+    window: float,
+    horizon: float,
 ) -> float | None:
-    """The predicted pressure at point ``index`` when the trend rises, else None (fast path)."""
-    window = config.predictive.trend_window.total_seconds()
+    """The predicted pressure at point ``index`` when the trend rises, else None (fast
+    path of :func:`predict_at`, same arithmetic; ``window`` and ``horizon`` are the trend
+    and prediction windows in seconds)."""
     t = times[index]
     j = bisect_right(times, t - window, 0, index) - 1
     if j < 0:
@@ -112,15 +118,7 @@ def predicted_at(
         return None
     current = 100.0 * values[index] / capacity
     trend = 100.0 * rise / capacity / elapsed
-    return current + trend * config.predictive.prediction_window.total_seconds()
-
-
-def _triggers(prediction: Prediction | None, config: EvictionConfig) -> bool:
-    return (
-        prediction is not None
-        and prediction.rising
-        and prediction.predicted > config.predictive.advance_threshold
-    )
+    return current + trend * horizon
 
 
 def stable_prediction(
@@ -129,12 +127,16 @@ def stable_prediction(
     """The latest prediction if it and the previous ``stable_checks - 1`` all trigger."""
     times = series.times
     last = len(times) - 1
-    if capacity <= 0 or last + 1 < config.stable_checks:
+    checks = config.stable_checks
+    if capacity <= 0 or last + 1 < checks:
         return None
     values = series.cpu if resource == "cpu" else series.memory
-    advance = config.predictive.advance_threshold
-    for index in range(last, last - config.stable_checks, -1):  # newest first: cheap exit
-        predicted = predicted_at(times, values, index, capacity, config)
+    predictive = config.predictive
+    window = predictive.trend_window.total_seconds()
+    horizon = predictive.prediction_window.total_seconds()
+    advance = predictive.advance_threshold
+    for index in range(last, last - checks, -1):  # newest first: cheap exit
+        predicted = predicted_at(times, values, index, capacity, window, horizon)
         if predicted is None or predicted <= advance:
             return None
     return predict_at(series, last, capacity, resource, config)
