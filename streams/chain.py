@@ -20,9 +20,9 @@ to them add none) and verify with a note saying so. A record that arrives with a
 import stay byte-identical.
 
 Each record's payload is serialised once on this path: its canonical bytes
-(:func:`streams.codec.encode_payload`) are what the link's line is built around
-(:func:`streams.codec.encode_around`, the line :func:`~streams.codec.encode` gives) and
-what the backend stores (:class:`EncodedAppend`), so SQLite and Kafka do not serialise
+(:func:`streams.codec.encode_payload`) are hashed between the other parts of the link's
+line (:func:`streams.codec.envelope`, the line :func:`~streams.codec.encode` gives) and
+are what the backend stores (:class:`EncodedAppend`), so SQLite and Kafka do not serialise
 the payload a second time; a SQLite row then holds the bytes an import of the log's
 export would store.
 """
