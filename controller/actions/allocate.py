@@ -265,7 +265,11 @@ class _Run:
                 continue
             cache = None
             if self.args.predicate_error_cache and task.task_role:
-                cache = self.error_cache.setdefault(role_key, {})
+                cache = self.error_cache.get(role_key)
+                if cache is None and tasks:
+                    # only a later task of this job can read what the search records: for
+                    # the job's last one (most jobs are one pod) the search records nothing
+                    cache = self.error_cache[role_key] = {}
             found = self._search(task, cache)
             if not len(found):
                 failed.add(task.task_role)

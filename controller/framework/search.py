@@ -157,6 +157,7 @@ def find_fitting_nodes(
     # the cache gains only nodes this search has already passed: read it as it was
     held: dict[int, FitError] = cache or {}
     cached = bool(held)
+    refused_code, small_code = (3, 5) if cache is not None else (0, 0)
     found = processed = 0
     while processed < total and found < want:
         # never past ``want``: the chunk holds at most that many nodes, all visited
@@ -171,7 +172,8 @@ def find_fitting_nodes(
                     found += 1
             continue
         # 1 fits future idle, 2 idle (passed at its version), 0 skipped (in the error
-        # cache); to record in the cache: 3 refused at its version, 5 too small; 4 unknown
+        # cache); to record in the cache: 3 refused at its version, 5 too small (0 both
+        # without a cache: nothing to record); 4 unknown
         codes = [
             # the usual node first: fits idle and future idle, passed at its version
             2
@@ -181,12 +183,12 @@ def find_fitting_nodes(
             else (
                 (2 if cpu < idle_cpu[i] and mem < idle_mem[i] and s_value < s_idle[i] else 1)
                 if passed[i] == versions[i]
-                else 3
+                else refused_code
                 if refused[i] == versions[i]
                 else 4
             )
             if cpu < fut_cpu[i] and mem < fut_mem[i] and s_value < s_fut[i]
-            else 5
+            else small_code
             for i in chunk
         ]
         if max(codes) > 2:
