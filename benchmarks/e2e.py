@@ -67,6 +67,13 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
+def _remove_log(db: Path) -> None:
+    """Delete a SQLite log with its WAL mode's ``-wal`` and ``-shm`` files, which outlive
+    the run's connections, so the benchmark leaves nothing behind."""
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        path.unlink(missing_ok=True)
+
+
 def day_runs(day: DayScale, work: Path, repeat: int) -> dict[str, Any]:
     """Simulate ``day`` onto a fresh SQLite log, then replay --verify it; ``repeat`` times,
     the two interleaved. Returns per-command medians and ranges."""
@@ -78,13 +85,13 @@ def day_runs(day: DayScale, work: Path, repeat: int) -> dict[str, Any]:
     records = 0
     for i in range(repeat):
         db = work / f"{day.name}-{i}.db"
-        db.unlink(missing_ok=True)
+        _remove_log(db)
         args = ["simulate", manifest.path, "--config", str(config), "--log", f"sqlite:///{db}"]
         sim = timed([*TIDE, *args, "--decisions", str(work / "decisions.jsonl")])
         runs["simulate"].append(sim)
         runs["replay"].append(timed([*TIDE, "replay", str(db), "--verify"]))
         records = _count(db)
-        db.unlink(missing_ok=True)
+        _remove_log(db)
     out: dict[str, Any] = {"scale": day.name, "inputs": manifest.lines, "records": records}
     for name, done in runs.items():
         cpu = [r.cpu for r in done]

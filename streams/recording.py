@@ -136,7 +136,7 @@ def _parse_stripped(
     serialises and hashes the whole payload, then the stripped one again: ~0.1 s per
     thousand pods.) Checks and reasons are the general path's, in its order."""
     try:
-        check_nesting(data)  # before stripping, which recurses into pod templates
+        check_nesting(data, raw)  # before stripping, which recurses into pod templates
     except LimitError as exc:
         return _aside(source, line, f"'data' is {exc.reason}", raw)
     kept = strip_watch(data)

@@ -222,3 +222,37 @@ def test_read_recording_is_lazy(tmp_path: Path) -> None:
 def test_a_line_of_another_kind_of_event_is_read_too() -> None:
     event = make_event("config.applied", T0, {"config": {"a": 1}, "source": "x"}, cause="c")
     assert parse_line(encode(event), source="s", line=1) == event
+
+
+def _nested_pod_line(depth: int) -> bytes:
+    """A pod line whose payload nests ``depth`` levels (``data``, ``object``, ``spec``, then
+    lists in a field no fold reads)."""
+    nested: list[object] = []
+    for _ in range(depth - 4):
+        nested = [nested]
+    record = orjson.loads(encode(watch("pods", build_pod("d", "web-1", cpu="1"))))
+    record["data"]["object"]["spec"]["x"] = nested
+    return orjson.dumps(record)
+
+
+@pytest.mark.parametrize(("depth", "kept"), [(200, True), (201, False)])
+def test_a_watch_line_nested_too_deep_is_set_aside(depth: int, kept: bool) -> None:
+    # the line opens more than MAX_DEPTH brackets, so the nesting is really measured
+    parsed = parse_line(_nested_pod_line(depth), source="r.jsonl", line=1)
+    if kept:
+        assert isinstance(parsed, Event)
+    else:
+        assert isinstance(parsed, Quarantined) and "nested deeper than 200" in parsed.reason
+
+
+def test_a_line_opening_few_brackets_skips_serialising_for_the_nesting_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import streams.limits
+
+    def refuse(data: object, option: int) -> bytes:
+        raise AssertionError("serialised")
+
+    raw = encode(watch("pods", build_pod("d", "web-1", cpu="1")))
+    monkeypatch.setattr(streams.limits, "_bounded", refuse)
+    assert isinstance(parse_line(raw, source="r.jsonl", line=1), Event)
