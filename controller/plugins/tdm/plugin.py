@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from controller.framework.plugin import PluginContext
-from controller.framework.points import FitError, FitStatus, Victim, Vote
+from controller.framework.points import FitError, FitStatus, Victim, Vote, build_victim
 from controller.plugins.tdm.args import TdmArgs, Zone
 from controller.plugins.tdm.budget import Budget, first_victim, job_budget, order_victims
 from projections.model import JSON, JobInfo, NodeInfo, TaskInfo, TaskStatus
@@ -267,7 +267,7 @@ class _SessionView:
             job = jobs.get(job_id)
             if job is None:
                 continue
-            budget = round_.budget(job)
+            budget = round_.budget(job, job_id)
             if budget.error is not None:
                 skipped.append({"job": job_id, **budget.evidence()})
                 continue
@@ -308,7 +308,7 @@ class _SessionView:
                 }
                 if covered is not None and covered[position - 1]:
                     evidence["disruption_budgets"] = covered[position - 1]
-                victims.append(Victim(task, REASON_WINDOW_CLOSED, evidence, NAME))
+                victims.append(build_victim(task, REASON_WINDOW_CLOSED, evidence, NAME))
         if skipped:
             for victim in victims:
                 victim.evidence["skipped_jobs"] = [dict(s) for s in skipped]
@@ -355,8 +355,9 @@ class _Round:
             return 0
         return self._history.tdm_evictions_of_job(job_id, self._since)
 
-    def budget(self, job: JobInfo) -> Budget:
-        job_id = job.id
+    def budget(self, job: JobInfo, job_id: str) -> Budget:
+        """``job``'s budget (``job_id``: its id, which the caller holds: ``JobInfo.id`` is
+        formatted on every read)."""
         found = self.budgets.get(job_id)
         if found is None:
             counted = None
