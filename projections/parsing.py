@@ -35,7 +35,7 @@ def _parse_into(cache: dict[Any, float], convert: Callable[[Any], int], quantity
     """A cache miss of :func:`milli` / :func:`units`: convert (invalid → 0) and remember."""
     try:
         value = float(convert(quantity))
-    except (QuantityError, TypeError):
+    except (QuantityError, TypeError, OverflowError):  # OverflowError: past a float
         value = 0.0
     if len(cache) >= CACHE_LIMIT:
         cache.clear()
@@ -59,7 +59,7 @@ def milli_uncached(quantity: Any) -> float:
     """:func:`milli` without the cache, for values that rarely repeat (metric samples)."""
     try:
         return float(to_milli(quantity))
-    except (QuantityError, TypeError):
+    except (QuantityError, TypeError, OverflowError):  # OverflowError: past a float
         return 0.0
 
 
@@ -67,7 +67,7 @@ def units_uncached(quantity: Any) -> float:
     """:func:`units` without the cache, for values that rarely repeat (metric samples)."""
     try:
         return float(to_int(quantity))
-    except (QuantityError, TypeError):
+    except (QuantityError, TypeError, OverflowError):  # OverflowError: past a float
         return 0.0
 
 

@@ -210,6 +210,51 @@ def _fast_request(containers: Any) -> Resource:
     return Resource(cpu, memory, scalars)
 
 
+class _Shape:
+    """What the ``resources`` of a common pod's containers decide (see :func:`_shape`).
+
+    ``k8s_qos`` and ``best_effort`` are the spec's answers for a pod whose status names
+    no QoS class; each is worked out the first time a pod needs it, by the very function
+    the full path calls, so a pod on which that function raises raises as before.
+    """
+
+    __slots__ = ("best_effort", "empty", "k8s_qos", "request")
+
+    def __init__(self, request: Resource) -> None:
+        self.request = request
+        self.empty = request.is_empty()
+        self.k8s_qos: str | None = None
+        self.best_effort: bool | None = None
+
+
+#: the containers' resources (as JSON bytes) -> their shape: a workload's pods, and most
+#: of a day's pod updates, repeat a few shapes, and the key is cheaper than the parse
+_SHAPES: dict[bytes, _Shape] = {}
+
+
+def _shape(containers: Any) -> _Shape | None:
+    """The shape of ``spec.containers`` for a pod without init containers or overhead.
+
+    Every answer of the shape depends on the containers' ``resources`` alone (and on the
+    status' QoS class, read apart), so equal resources share one. The key is their JSON,
+    which tells ``1`` from ``"1"``, ``1.0`` and ``true``, as the parse does. ``None``
+    when they have no JSON form (a value built in Python, not decoded from a log); the
+    caller then takes the full path. Raises where :func:`_fast_request` raises.
+    """
+    resources = [container.get("resources") for container in containers or ()]
+    try:
+        key = orjson.dumps(resources)
+    except orjson.JSONEncodeError:
+        return None
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _Shape(_fast_request(containers))
+        if len(_SHAPES) >= 1 << 16:
+            _SHAPES.clear()
+        _SHAPES[key] = shape
+    return shape
+
+
 def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
     """Build the task for a raw Pod (raises ``KeyError``/``TypeError`` on a malformed one)."""
     meta = pod["metadata"]
@@ -261,10 +306,16 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
                         shared.selector = selector
                 break
 
+    shape = None
     if "initContainers" in spec or "overhead" in spec:
         request = pod_request(spec)
     else:
-        request = _fast_request(spec.get("containers"))
+        shape = _shape(spec.get("containers"))
+        if shape is None:
+            request = _fast_request(spec.get("containers"))
+        else:
+            held = shape.request  # a copy per task: a task's request is its own
+            request = Resource(held.milli_cpu, held.memory, dict(held.scalars))
 
     spec_priority = spec.get("priority")
     if isinstance(spec_priority, int):
@@ -289,7 +340,7 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
             preemptable = labels.get(PREEMPTABLE)
         qos = labels.get(QOS_LABEL)
     if qos is None:
-        qos = "BE" if _is_best_effort_pod(spec, status) else "LS"
+        qos = "BE" if _best_effort(spec, status, shape) else "LS"
 
     node_name = spec.get("nodeName") or ""
     deleting = bool(meta.get("deletionTimestamp"))
@@ -309,7 +360,7 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
         pod_priority,
         preemptable is None or parse_bool(preemptable) is True,
         zone,
-        request.is_empty(),
+        request.is_empty() if shape is None else shape.empty,
         _intern(qos),
         _intern(node_name) if node_name else "",
         _intern(spec.get("schedulerName") or ""),
@@ -328,8 +379,27 @@ def task_from_pod(pod: Mapping[str, Any]) -> TaskInfo:
         owner,
         spec.get("preemptionPolicy") or "",
         status.get("nominatedNodeName") or "",
-        k8s_qos_class(spec, status),
+        _k8s_qos(spec, status, shape),
     )
+
+
+def _best_effort(spec: Mapping[str, Any], status: Mapping[str, Any], shape: _Shape | None) -> bool:
+    """:func:`_is_best_effort_pod`, the spec's answer kept in ``shape``."""
+    if shape is None or status.get("qosClass"):
+        return _is_best_effort_pod(spec, status)
+    if shape.best_effort is None:
+        shape.best_effort = _is_best_effort_pod(spec, _EMPTY)
+    return shape.best_effort
+
+
+def _k8s_qos(spec: Mapping[str, Any], status: Mapping[str, Any], shape: _Shape | None) -> str:
+    """:func:`k8s_qos_class`, the spec's answer kept in ``shape``."""
+    given = status.get("qosClass")
+    if shape is None or (isinstance(given, str) and given):
+        return k8s_qos_class(spec, status)
+    if shape.k8s_qos is None:
+        shape.k8s_qos = k8s_qos_class(spec, _EMPTY)
+    return shape.k8s_qos
 
 
 def _limits_equal_requests(container: Mapping[str, Any]) -> bool:

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.parsing import milli_uncached, sample_cpu, sample_memory, units_uncached
+from projections.parsing import (
+    milli,
+    milli_uncached,
+    sample_cpu,
+    sample_memory,
+    units,
+    units_uncached,
+)
 from projections.usage import Series, UsageState
 from streams.events import Event, make_event
 from tests.builders import T0, at, build_node, build_pod, node_metrics, pod_metrics, watch
@@ -235,3 +242,12 @@ def test_sample_quantities_parse_as_the_full_parse(quantity: str | int | float) 
     """The regex-free reading of the usual sample forms (nanocores, Ki) is the full one."""
     assert sample_cpu(quantity) == milli_uncached(quantity)
     assert sample_memory(quantity) == units_uncached(quantity)
+
+
+@pytest.mark.parametrize("quantity", [1.797693134862316e305, 10**400, -(10**400)])
+def test_a_quantity_past_a_float_counts_as_zero(quantity: float | int) -> None:
+    """Invalid → 0, as for any other bad value: a fold never stops on one (it raised
+    OverflowError). 1.8e305 is a float, but not in milli."""
+    assert milli_uncached(quantity) == milli(quantity) == 0.0
+    if isinstance(quantity, int):
+        assert units_uncached(quantity) == units(quantity) == 0.0
