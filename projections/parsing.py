@@ -37,9 +37,12 @@ def _parse_into(cache: dict[Any, float], convert: Callable[[Any], int], quantity
         value = float(convert(quantity))
     except (QuantityError, TypeError, OverflowError):  # OverflowError: past a float
         value = 0.0
-    if len(cache) >= CACHE_LIMIT:
-        cache.clear()
-    cache[quantity] = value
+    # Only strings are kept: a number key would answer for an equal bool too (True == 1,
+    # same hash), so ``True`` (not a quantity, 0) would read 1's value once 1 was seen.
+    if type(quantity) is str:
+        if len(cache) >= CACHE_LIMIT:
+            cache.clear()
+        cache[quantity] = value
     return value
 
 

@@ -251,3 +251,12 @@ def test_a_quantity_past_a_float_counts_as_zero(quantity: float | int) -> None:
     assert milli_uncached(quantity) == milli(quantity) == 0.0
     if isinstance(quantity, int):
         assert units_uncached(quantity) == units(quantity) == 0.0
+
+
+@pytest.mark.parametrize(("number", "boolean"), [(1, True), (0, False), (1.0, True), (0.0, False)])
+def test_a_number_seen_first_does_not_make_a_bool_a_quantity(number: float, boolean: bool) -> None:
+    """The caches keep strings only: a cached 1 must not answer for True (equal, same hash)."""
+    assert milli(number) == milli_uncached(number) == number * 1000
+    assert units(number) == units_uncached(number) == number
+    assert milli(boolean) == milli_uncached(boolean) == 0.0
+    assert units(boolean) == units_uncached(boolean) == 0.0
