@@ -20,7 +20,7 @@ or, run alone, the golden demo log's records repeated with fresh ids.
   builds the record around them instead of serialising the payload again — the path
   where the caller holds the bytes, as the raw producer does. ``tide record`` and
   ``tide run`` take the same path (``append_encoded``, atomic): the recorder hashed each
-  payload's bytes for its id (``controller.sources.tap``).
+  payload's bytes for its id (``controller.drive.sources.tap``).
 * index rebuild: a fresh handle's first ``contains`` (the id index read from the topic's
   headers), the cost of "rebuilt on start" per event.
 

@@ -1,4 +1,4 @@
-"""Policy cycles at full scale: ``controller.engine.run_cycle(world, trigger, config)``.
+"""Policy cycles at full scale: ``controller.policy.engine.run_cycle(world, trigger, config)``.
 
 * TDM window close: config with actions ``allocate, shuffle`` and the tdm plugin
   (``rz1`` 10:00-21:00, ``rz2`` 20:00-23:00, evict period 1m), trigger
@@ -57,7 +57,7 @@ def scheduler_config(actions: str) -> dict[str, Any]:
 
 def trigger(at: datetime, name: str, kind: str, zone: str | None = None) -> Any:
     try:
-        events = need("controller.triggers.events", "trigger_event")
+        events = need("controller.policy.trigger_events", "trigger_event")
     except Skip:
         from streams.events import format_time, make_event
 
@@ -83,7 +83,7 @@ def cycle(
     world: Any, event: Any, config: Any, repeat: int, plugins: dict[str, Any]
 ) -> tuple[float, list[Any], float]:
     """Best time, the decisions of the last run, and the first (cold) run's time."""
-    run_cycle = need("controller.engine", "run_cycle").run_cycle
+    run_cycle = need("controller.policy.engine", "run_cycle").run_cycle
     times: list[float] = []
     decisions: list[Any] = []
     for _ in range(max(3, repeat)):
@@ -106,12 +106,12 @@ def one_pass(world: Any) -> float:
 
 def registry() -> tuple[dict[str, Any], str]:
     """The built-in plugin table, plus tdm when the tree has it but has not registered it."""
-    plugins = dict(need("controller.builtins", "BUILTIN_PLUGINS").BUILTIN_PLUGINS)
+    plugins = dict(need("controller.policy.builtins", "BUILTIN_PLUGINS").BUILTIN_PLUGINS)
     if "tdm" in plugins:
         return plugins, ""
     try:
-        tdm = need("controller.plugins.tdm", "NAME", "parse_args", "build")
-        spec = need("controller.framework.plugin", "PluginSpec").PluginSpec
+        tdm = need("controller.policy.plugins.tdm", "NAME", "parse_args", "build")
+        spec = need("controller.policy.framework.plugin", "PluginSpec").PluginSpec
     except Skip:
         return plugins, ""
     plugins[tdm.NAME] = spec(tdm.NAME, tdm.parse_args, tdm.build)
@@ -120,7 +120,7 @@ def registry() -> tuple[dict[str, Any], str]:
 
 def missing_parts(plugins: dict[str, Any]) -> str:
     """Why the TDM cycle cannot run yet ('' when it can)."""
-    actions = need("controller.builtins", "BUILTIN_ACTIONS").BUILTIN_ACTIONS
+    actions = need("controller.policy.builtins", "BUILTIN_ACTIONS").BUILTIN_ACTIONS
     gone = [f"plugin {n}" for n in ("tdm",) if n not in plugins]
     gone += [f"action {n}" for n in ("allocate", "shuffle") if n not in actions]
     return f"{', '.join(gone)} not registered yet" if gone else ""
@@ -136,8 +136,8 @@ def describe(decisions: list[Any]) -> str:
 
 
 def run(ctx: Context) -> list[Result]:
-    need("controller.engine", "run_cycle")
-    config_mod = need("controller.policy", "load_config")
+    need("controller.policy.engine", "run_cycle")
+    config_mod = need("controller.policy.loader", "load_config")
     world = world_for(ctx)
     pass_time = one_pass(world)
     tasks = len(world.cluster.tasks)
@@ -220,7 +220,7 @@ def cpu_cycle(
 ) -> tuple[float, list[Any], float, list[float]]:
     """:func:`cycle` with each run's CPU time too (``time.process_time``); the target is
     judged on the CPU median (the machines are shared)."""
-    run_cycle = need("controller.engine", "run_cycle").run_cycle
+    run_cycle = need("controller.policy.engine", "run_cycle").run_cycle
     times: list[float] = []
     cpu: list[float] = []
     decisions: list[Any] = []

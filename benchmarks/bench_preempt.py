@@ -168,9 +168,9 @@ def _cpu(values: list[float]) -> str:
 
 
 def run(ctx: Context) -> list[Result]:
-    engine = need("controller.engine", "run_cycle")
-    actions = need("controller.builtins", "BUILTIN_ACTIONS").BUILTIN_ACTIONS
-    load_config = need("controller.policy", "load_config").load_config
+    engine = need("controller.policy.engine", "run_cycle")
+    actions = need("controller.policy.builtins", "BUILTIN_ACTIONS").BUILTIN_ACTIONS
+    load_config = need("controller.policy.loader", "load_config").load_config
     if "preempt" not in actions:
         return [Result("preempt", "-", skipped="action preempt not registered yet")]
     scale = ctx.manifest.scale

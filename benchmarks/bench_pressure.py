@@ -1,4 +1,4 @@
-"""Pressure check per node sample: ``controller.pressure.check_node(world, sample, cfg)``.
+"""Pressure check per node sample: ``controller.policy.pressure.check_node(world, sample, cfg)``.
 
 Over the folded world (5,000 nodes by default), one ``metrics.node`` sample per Ready
 node, a minute after the recording ends, at 30 % CPU and 40 % memory of allocatable:
@@ -48,8 +48,8 @@ def samples(world: Any) -> list[Any]:
 
 
 def run(ctx: Context) -> list[Result]:
-    pressure = need("controller.pressure", "check_node")
-    config_mod = need("controller.pressure.config", "parse_eviction_config")
+    pressure = need("controller.policy.pressure", "check_node")
+    config_mod = need("controller.policy.pressure.config", "parse_eviction_config")
     codec = need("streams.codec", "encode")
     from benchmarks.bench_policy import world_for
 

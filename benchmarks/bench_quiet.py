@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 
 from benchmarks.day import CONFIG, DayScale, ensure_day
-from controller.loop.step import Step
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
+from controller.policy.step import Step
 from controller.simulate.inputs import read_inputs
 from controller.simulate.runner import Simulation
 from streams.events import Event

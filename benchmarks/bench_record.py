@@ -12,7 +12,7 @@ pod with ``orjson.dumps`` and stores it with ``sqlite3.executemany`` + ``COMMIT`
 transaction per page) into a fresh WAL file (``synchronous=NORMAL``) — the least any
 recorder that fetches, parses and keeps the raw objects must spend.
 
-Subject: a :class:`controller.sources.recorder.Recorder` over a fresh ``SQLiteLog``
+Subject: a :class:`controller.drive.sources.recorder.Recorder` over a fresh ``SQLiteLog``
 (pods only, no metrics, no probes), timed from ``run`` until it is ready — the first list
 is on the log: fetched through kubernetes-asyncio's connection, diffed against the empty
 fold, validated, stamped, content-hashed, encoded and appended in batches.
@@ -106,9 +106,9 @@ async def _baseline(url: str, db: Path) -> tuple[int, float]:
 
 
 async def _subject(url: str, db: Path) -> tuple[int, float]:
-    client_module = need("controller.kube.client", "KubeClient")
-    recorder_module = need("controller.sources.recorder", "Recorder", "RecorderOptions")
-    resources = need("controller.kube.resources", "WATCHED")
+    client_module = need("controller.drive.kube.client", "KubeClient")
+    recorder_module = need("controller.drive.sources.recorder", "Recorder", "RecorderOptions")
+    resources = need("controller.drive.kube.resources", "WATCHED")
     sqlite_backend = need("streams.backends.sqlite", "SQLiteLog")
     db.unlink(missing_ok=True)
     pods_only = tuple(r for r in resources.WATCHED if r.plural == "pods")
@@ -134,7 +134,7 @@ async def _subject(url: str, db: Path) -> tuple[int, float]:
 
 
 def run(ctx: Context) -> list[Result]:
-    need("controller.sources.recorder", "Recorder")
+    need("controller.drive.sources.recorder", "Recorder")
     pods = _pods(ctx, 20_000 if not ctx.quick else 6_000)
 
     async def measure() -> tuple[tuple[int, float], tuple[int, float]]:

@@ -6,7 +6,7 @@ minutes of usage, one point every 30 s, is put into its usage series through
 (by name) at 90 % of allocatable, the next 10 % at 10 %, the rest at 50 % (as information,
 again with 1 % hot and 1 % cold: a round with a tenth of the victims); pods at their
 requests. Timed: the rescheduling plugin's victim function in a session opened by its
-interval trigger (``controller.plugins.rescheduling``, seed 002's thresholds 20/20 and
+interval trigger (``controller.policy.plugins.rescheduling``, seed 002's thresholds 20/20 and
 80/85), on the CPU clock (``time.process_time``) beside the wall clock, median and range of
 ``repeat`` (>= 5) rounds. Before each round one more sample per node and pod is added
 (untimed, as the fold adds them) and the round's ``now`` moves on 30 s, so each round
@@ -159,10 +159,10 @@ def node_averages(world: Any, now: Any, runs: int) -> tuple[list[float], list[fl
 def usage_scoring(world: Any, now: Any, runs: int) -> list[float]:
     """CPU seconds of the ``usage`` plugin scoring every node once in a session (what an
     allocate session with ``usage`` listed pays once; later tasks read its memo)."""
-    usage_mod = need("controller.plugins.usage", "build", "parse_args", "NAME")
-    session_mod = need("controller.framework.session", "Session")
-    tiers_mod = need("controller.framework.tiers", "PluginConf", "TierConf")
-    plugin_mod = need("controller.framework.plugin", "PluginContext")
+    usage_mod = need("controller.policy.plugins.usage", "build", "parse_args", "NAME")
+    session_mod = need("controller.policy.framework.session", "Session")
+    tiers_mod = need("controller.policy.framework.tiers", "PluginConf", "TierConf")
+    plugin_mod = need("controller.policy.framework.plugin", "PluginContext")
     from zoneinfo import ZoneInfo
 
     from benchmarks.bench_policy import trigger
@@ -224,10 +224,12 @@ def info(name: str, value: float, unit: str, base: float, label: str, notes: str
 
 
 def run(ctx: Context) -> list[Result]:
-    resched = need("controller.plugins.rescheduling", "build", "parse_args", "TRIGGER", "KIND")
-    session_mod = need("controller.framework.session", "Session")
-    tiers_mod = need("controller.framework.tiers", "PluginConf", "TierConf")
-    plugin_mod = need("controller.framework.plugin", "PluginContext")
+    resched = need(
+        "controller.policy.plugins.rescheduling", "build", "parse_args", "TRIGGER", "KIND"
+    )
+    session_mod = need("controller.policy.framework.session", "Session")
+    tiers_mod = need("controller.policy.framework.tiers", "PluginConf", "TierConf")
+    plugin_mod = need("controller.policy.framework.plugin", "PluginContext")
     gcpause = need("streams.gcpause", "freeze_folded")
     from zoneinfo import ZoneInfo
 

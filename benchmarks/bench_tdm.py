@@ -50,7 +50,7 @@ def _fold_and_tick(
     """Fold ``decisions`` off the log, run the tick's session, take the decisions back:
     the tick's decisions and its session's CPU seconds."""
     make_event = need("streams.events", "make_event").make_event
-    run_cycle = need("controller.engine", "run_cycle").run_cycle
+    run_cycle = need("controller.policy.engine", "run_cycle").run_cycle
     saved = [(m, m.dump()) for m in world.members if m is not world.cluster]
     for event in decisions:
         world.apply(event)
@@ -73,8 +73,8 @@ def _spread(values: list[float]) -> str:
 
 def run(ctx: Context) -> list[Result]:
     """The two TDM rows (see the module docstring)."""
-    run_cycle = need("controller.engine", "run_cycle").run_cycle
-    load_config = need("controller.policy", "load_config").load_config
+    run_cycle = need("controller.policy.engine", "run_cycle").run_cycle
+    load_config = need("controller.policy.loader", "load_config").load_config
     world = world_for(ctx)
     plugins, _ = registry()
     config = load_config(scheduler_config("allocate, shuffle"), plugins=plugins)

@@ -8,7 +8,7 @@ keeps them indexed for sessions: ``nodes[name].tasks``, ``jobs[id].tasks``, ``pe
 nothing moved since its last look). ``sched_version`` is bumped only by the changes a
 session can see: every change but a node update that leaves the node's model fields as
 they were (a status heartbeat: ``lastHeartbeatTime`` is not in the model). Behaviour
-level 3's quiet-tick rule (:mod:`controller.loop.step`) compares it, so heartbeats no
+level 3's quiet-tick rule (:mod:`controller.policy.step`) compares it, so heartbeats no
 longer wake sessions; level ≤ 2 compares ``version``, as it always did. A heartbeat is
 told cheaply: an update whose :func:`~projections.objects.node_inputs` are those of the
 node's last update rebuilds nothing but ``idle``.

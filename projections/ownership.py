@@ -40,7 +40,7 @@ from projections.model import JobInfo, TaskInfo
 from projections.parsing import parse_bool
 
 #: the behaviour level new runs stamp on ``config.applied`` (absent = 1); level 3 changes no
-#: rule here, only which changes wake a session tick (``controller.loop.step``)
+#: rule here, only which changes wake a session tick (``controller.policy.step``)
 CURRENT = 3
 PREEMPTABLE = "volcano.sh/preemptable"
 MIRROR = "kubernetes.io/config.mirror"

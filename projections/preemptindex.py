@@ -53,7 +53,7 @@ def read_node(node: NodeInfo) -> NodeVictims:
         for key in sorted(tasks)
         if tasks[key].status in PREEMPTABLE_STATUSES and tasks[key].preemptable
     ]
-    # the room controller.actions.preempt.victims.validate_victims checks, added alike
+    # the room controller.policy.actions.preempt.victims.validate_victims checks, added alike
     room = future_idle_with(node, found)
     return NodeVictims(node, found, tuple(sorted({task.job for task in found})), room)
 

@@ -1,7 +1,7 @@
 """Pressure-eviction state as a fold of the log: cooldowns, rate windows, rounds, taints.
 
 Koordinator keeps this in koordlet memory (``lastEvictTime``, an evicted-UID cache); here
-every piece is derived from decision records written by ``controller.pressure`` (``source
+every piece is derived from decision records written by ``controller.policy.pressure`` (``source
 == "pressure"``), whose ``evidence`` carries what the fold needs, so the projection never
 reads the configuration:
 

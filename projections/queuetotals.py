@@ -18,7 +18,7 @@ the jobs as they are now, whatever path led there.
 
 Exactness: the model's quantities are Kubernetes ``MilliValue``/``Value`` integers, and
 float sums and differences of integers below 2^53 are exact, so maintained totals equal
-a fresh re-sum in any order (the same argument ``controller/plugins/proportion.py``
+a fresh re-sum in any order (the same argument ``controller/policy/plugins/proportion.py``
 relies on). A scalar name is present in a total while at least one counted task's
 request names it, exactly as a fresh sum would create it; counts decide that, not values.
 """

@@ -111,7 +111,7 @@ class World:
         #: preemptors' nominated nodes (read by allocate and preempt, not part of
         #: PolicyInputs: a policy input without it simply has no nominations)
         self.nominations = nominations if nominations is not None else Nominations()
-        #: PodDisruptionBudgets (victim choice asks controller.framework.disruption)
+        #: PodDisruptionBudgets (victim choice asks controller.policy.framework.disruption)
         self.pdbs = pdbs if pdbs is not None else PDBState()
         self.config: dict[str, Any] | None = None
         self.position = 0

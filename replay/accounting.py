@@ -19,7 +19,7 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from controller.decide import is_decision_source
+from controller.policy.decide import is_decision_source
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 
 T = TypeVar("T")

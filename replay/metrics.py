@@ -2,7 +2,7 @@
 
 ``tide audit metrics --log URL`` folds a whole log with :func:`compute_metrics` and prints
 :func:`render`. The metric families themselves (names, labels, what each means) are
-:mod:`controller.observe.koordlet`'s, which the live controller serves on ``/metrics`` as
+:mod:`controller.drive.observe.koordlet`'s, which the live controller serves on ``/metrics`` as
 it folds record by record: both give the same numbers for the same log.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from controller.observe.koordlet import LATENCY_BUCKETS, MetricsCollector, collect
+from controller.drive.observe.koordlet import LATENCY_BUCKETS, MetricsCollector, collect
 from projections.metrics import EvictionMetrics, compute_metrics
 
 __all__ = [

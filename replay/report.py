@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
 from projections.parsing import milli, units
 from replay.explain import answer_for
 from streams.events import DECISION_TYPES, Event, format_time

@@ -26,10 +26,10 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.decide import decide, is_decision_source
-from controller.framework.config import CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR, TideConfig
-from controller.policy import Policy, load_policy
-from controller.pressure.config import EvictionConfig
+from controller.policy.decide import decide, is_decision_source
+from controller.policy.framework.config import CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR, TideConfig
+from controller.policy.loader import Policy, load_policy
+from controller.policy.pressure.config import EvictionConfig
 from projections.world import World
 from replay.accounting import Ledger, Unaccounted, loading
 from streams.codec import decision_line
@@ -120,7 +120,7 @@ def replay(
 
     The configuration is the log's own (``config.applied``) unless ``override`` (a raw
     configuration) or ``configs`` (already parsed, for logs written without one: a
-    :class:`~controller.policy.Policy` or a (scheduler, eviction) pair) is given.
+    :class:`~controller.policy.loader.Policy` or a (scheduler, eviction) pair) is given.
     Only decision points with offset ≥ ``start`` are checked (and only their decisions
     counted); ``world`` is the World to fold into (a fresh one by default).
 

@@ -26,12 +26,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from controller.engine import build_cycle
-from controller.framework.nodes import allocate_check, predicate_nodes
-from controller.framework.session import open_session
-from controller.policy import Policy, load_policy
-from controller.pressure.candidates import PRESSURE_QOS, evictable
-from controller.pressure.inputs import node_numbers
+from controller.policy.engine import build_cycle
+from controller.policy.framework.nodes import allocate_check, predicate_nodes
+from controller.policy.framework.session import open_session
+from controller.policy.loader import Policy, load_policy
+from controller.policy.pressure.candidates import PRESSURE_QOS, evictable
+from controller.policy.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
 from streams.events import DECISION_TYPES, Event, format_time

@@ -11,14 +11,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.actions.preempt import differences as preempt  # noqa: E402
-from controller.plugins import rescheduling, tdm  # noqa: E402
+from controller.policy.actions.preempt import differences as preempt  # noqa: E402
+from controller.policy.plugins import rescheduling, tdm  # noqa: E402
 
 #: marker name -> (module path shown in the marker, its DIFFERENCES rows)
 TABLES: dict[str, tuple[str, tuple[tuple[str, str, str, str], ...]]] = {
-    "tdm": ("controller.plugins.tdm", tdm.DIFFERENCES),
-    "preempt": ("controller.actions.preempt.differences", preempt.DIFFERENCES),
-    "rescheduling": ("controller.plugins.rescheduling", rescheduling.DIFFERENCES),
+    "tdm": ("controller.policy.plugins.tdm", tdm.DIFFERENCES),
+    "preempt": ("controller.policy.actions.preempt.differences", preempt.DIFFERENCES),
+    "rescheduling": ("controller.policy.plugins.rescheduling", rescheduling.DIFFERENCES),
 }
 DIFFERENCES = tdm.DIFFERENCES
 

@@ -204,7 +204,7 @@ class PredictionEvidence(TypedDict, total=False):
 class PressureEvidence(TypedDict, total=False):
     """The evidence keys of a pressure ``decision.evict`` that other modules read.
 
-    Written by ``controller.pressure``; folded by :mod:`projections.pressure` (``round``,
+    Written by ``controller.policy.pressure``; folded by :mod:`projections.pressure` (``round``,
     ``cooldown``, ``taint_until``, ``reserve``, ``owner``) and by the metrics fold
     (``victim``, ``round``, ``resource``, ``capacity``, ``prediction``).
     """

@@ -4,7 +4,7 @@ Why: raw Kubernetes objects go onto the log as they are, and a log is copied, ex
 and attached to bug reports. A password in a container's ``env[].value`` would be kept
 for ever (and copied into every pod the simulation recreates); a Secret sent by mistake
 would sit in the quarantine verbatim. So, where objects enter (``streams.recording``
-for recordings, ``controller.sources.tap`` for the live watch):
+for recordings, ``controller.drive.sources.tap`` for the live watch):
 
 * :data:`STRIPPED_ANNOTATIONS` and ``metadata.managedFields`` are dropped;
 * every container's ``env[].value`` is dropped (``name`` and ``valueFrom`` stay: a

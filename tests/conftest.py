@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from controller.kube.client import KubeClient
+from controller.drive.kube.client import KubeClient
 from streams.backends.memory import MemoryLog
 from tests.kubedouble import ApiDouble
 

@@ -13,7 +13,7 @@ import typer
 
 from controller.cli.common import fail
 from controller.cli.reading import decisions, records
-from controller.settings import DEFAULT_LOG
+from controller.drive.settings import DEFAULT_LOG
 from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from streams.codec import decision_line

@@ -14,11 +14,11 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
-from controller.framework.errors import ConfigError
-from controller.framework.safe_yaml import YAMLLimitError, load_yaml
-from controller.framework.unwrap import unwrap
-from controller.kube.errors import KubeError
-from controller.policy import Policy, load_policy
+from controller.drive.kube.errors import KubeError
+from controller.policy.framework.errors import ConfigError
+from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
+from controller.policy.framework.unwrap import unwrap
+from controller.policy.loader import Policy, load_policy
 from controller.simulate.runner import save_log
 from projections.store import WORLD_CHECKPOINT, checkpoint_world, open_log_store, resume_world
 from projections.world import World
@@ -139,7 +139,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def read_policy(paths: Path | Sequence[Path]) -> Policy:
-    """Read and load one or more configuration files (:func:`controller.policy.load_policy`).
+    """Read and load one or more configuration files (:func:`controller.policy.loader.load_policy`).
 
     Each file may be a tide configuration or a ConfigMap wrapping one (a Volcano scheduler
     ConfigMap, say, next to a file with tide's own keys). Their top-level keys are merged;

@@ -14,7 +14,7 @@ import typer
 
 from controller.cli.progress import Progress
 from controller.cli.reading import decisions, folded
-from controller.policy import Policy
+from controller.policy.loader import Policy
 from replay.explain import Answer, answers
 from replay.nomination import nomination_answers
 from replay.resimulate import diff_runs, horizon, select_inputs

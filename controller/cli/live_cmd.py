@@ -3,7 +3,7 @@
 The command is the composition root of the live loop: it validates the configuration and
 the settings, connects to the cluster, opens the log, folds it, records the configuration
 (``config.applied``, with its behaviour level), and runs
-:class:`controller.loop.live.LiveLoop` with the recorder's sources feeding it, the
+:class:`controller.drive.loop.live.LiveLoop` with the recorder's sources feeding it, the
 configuration's triggers on the (possibly shifted) wall clock, and the Kubernetes
 effector behind the exactly-once applier. ``--dry-run`` decides and records everything and
 calls nothing that changes the cluster (every outcome ``effect.skipped: dry-run``). SIGTERM
@@ -11,10 +11,10 @@ or SIGINT stops the sources, lets the effects under way finish, hands back the o
 waiting for their time, and leaves a World checkpoint in the log's file.
 
 With ``--leader-elect`` the replicas campaign for a ``coordination.k8s.io/v1`` Lease
-(:class:`~controller.kube.lease.LeaseElector`) and only the leader decides and acts; on
+(:class:`~controller.drive.kube.lease.LeaseElector`) and only the leader decides and acts; on
 SIGTERM the leader finishes its calls in flight, then releases the Lease, so a standby
-takes over at its next retry. One HTTP server (:mod:`controller.observe.http`) serves
-``/metrics`` (a :class:`~controller.observe.metrics.PrometheusObserver`), ``/healthz`` and
+takes over at its next retry. One HTTP server (:mod:`controller.drive.observe.http`) serves
+``/metrics`` (a :class:`~controller.drive.observe.metrics.PrometheusObserver`), ``/healthz`` and
 ``/readyz`` on ``--metrics-address``/``--metrics-port``; the address really bound is
 printed. ``--log-format json`` writes one JSON object per log line, the lines about a
 decision and its effect carrying its id.
@@ -40,24 +40,24 @@ from controller.cli.record_cmd import (
     WatchTimeoutOption,
     recorder_options,
 )
-from controller.effector.applier import Applier
-from controller.effector.kubernetes import EffectorOptions, KubernetesEffector
-from controller.effector.limits import EvictionLimits
-from controller.framework.config import run_behaviour
-from controller.framework.errors import ConfigError
-from controller.kube.client import KubeClient, KubeConfigError
-from controller.kube.lease import LeaseElector
-from controller.loop.leadership import Leadership
-from controller.loop.live import LiveLoop
-from controller.loop.step import Step
-from controller.observe.hooks import LiveObserver
-from controller.observe.http import serve
-from controller.observe.logs import configure_logging
-from controller.observe.metrics import PrometheusObserver
-from controller.policy import Policy
-from controller.settings import DEFAULT_LOG, Settings, load_settings
-from controller.sources.recorder import Recorder, RecorderOptions
-from controller.triggers.clock import ShiftedClock, SystemClock
+from controller.drive.clock import ShiftedClock, SystemClock
+from controller.drive.effector.applier import Applier
+from controller.drive.effector.kubernetes import EffectorOptions, KubernetesEffector
+from controller.drive.effector.limits import EvictionLimits
+from controller.drive.kube.client import KubeClient, KubeConfigError
+from controller.drive.kube.lease import LeaseElector
+from controller.drive.loop.leadership import Leadership
+from controller.drive.loop.live import LiveLoop
+from controller.drive.observe.hooks import LiveObserver
+from controller.drive.observe.http import serve
+from controller.drive.observe.logs import configure_logging
+from controller.drive.observe.metrics import PrometheusObserver
+from controller.drive.settings import DEFAULT_LOG, Settings, load_settings
+from controller.drive.sources.recorder import Recorder, RecorderOptions
+from controller.policy.framework.config import run_behaviour
+from controller.policy.framework.errors import ConfigError
+from controller.policy.loader import Policy
+from controller.policy.step import Step
 from streams.backends import open_log
 from streams.events import make_event
 from streams.payloads import ConfigPayload, as_json

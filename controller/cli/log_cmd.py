@@ -22,7 +22,7 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from controller.cli.common import RECORD_CHECKS, read_log_events, require_persistent
-from controller.settings import DEFAULT_LOG
+from controller.drive.settings import DEFAULT_LOG
 from projections.store import checkpoint_world, open_log_store
 from streams.backends import normalise_url, open_log
 from streams.chain import ChainReport, Sealable, check_chain, check_log

@@ -2,7 +2,7 @@
 
 The command is the composition root of the recorder: it validates the configuration,
 reads the cluster configuration (kubeconfig or in-cluster), opens the log, hands the
-wall clock's ``now`` to :class:`controller.sources.recorder.Recorder`, turns SIGTERM and
+wall clock's ``now`` to :class:`controller.drive.sources.recorder.Recorder`, turns SIGTERM and
 SIGINT into a clean stop, prints progress on a terminal, and leaves a World checkpoint in
 the log's file when it stops. Every failure it cannot recover from is one line on stderr.
 """
@@ -19,12 +19,12 @@ from typing import Annotated
 import typer
 
 from controller.cli.common import fail, read_policy, run_against_cluster
-from controller.framework.errors import ConfigError
-from controller.kube.client import KubeClient, KubeConfigError
-from controller.settings import DEFAULT_LOG, Settings, load_settings
-from controller.sources.health import parse_address
-from controller.sources.recorder import Recorder, RecorderOptions
-from controller.triggers.clock import SystemClock
+from controller.drive.clock import SystemClock
+from controller.drive.kube.client import KubeClient, KubeConfigError
+from controller.drive.settings import DEFAULT_LOG, Settings, load_settings
+from controller.drive.sources.health import parse_address
+from controller.drive.sources.recorder import Recorder, RecorderOptions
+from controller.policy.framework.errors import ConfigError
 from streams.backends import open_log
 from streams.events import make_event
 from streams.payloads import ConfigPayload, as_json

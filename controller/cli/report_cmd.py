@@ -18,7 +18,7 @@ from controller.cli.audit_cmd import audit_app
 from controller.cli.common import fail, read_log_events, read_policy
 from controller.cli.progress import Progress, tracked
 from controller.cli.reading import decisions, folded, records
-from controller.settings import DEFAULT_LOG
+from controller.drive.settings import DEFAULT_LOG
 from replay.report import collect, render, series
 from replay.report_whatif import whatif_section
 from replay.resimulate import decision_dicts, diff_runs

@@ -26,8 +26,8 @@ from controller.cli.common import (
 )
 from controller.cli.progress import Progress
 from controller.cli.reading import is_recording, records, replay_log
-from controller.framework.durations import parse_duration
-from controller.loop.virtual import Fed
+from controller.drive.loop.virtual import Fed
+from controller.policy.framework.durations import parse_duration
 from controller.simulate.demo import run_demo
 from controller.simulate.inputs import main_window, outlier, read_inputs
 from controller.simulate.runner import Simulation

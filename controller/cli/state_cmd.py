@@ -21,7 +21,7 @@ from rich.table import Table
 
 from controller.cli.common import require_log
 from controller.cli.progress import Progress
-from controller.settings import DEFAULT_LOG
+from controller.drive.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.store import open_log_store, resume_world

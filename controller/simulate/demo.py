@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import expand, frees_usage
 from streams.events import Event, format_time

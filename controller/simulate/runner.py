@@ -1,9 +1,9 @@
 """A simulation: the controller loop on a virtual clock against the simulated cluster.
 
-Wiring only: a :class:`~controller.loop.step.Step` (every rule about what is decided and
-written), a :class:`~controller.loop.virtual.VirtualLoop` (the time-ordered heap), the
+Wiring only: a :class:`~controller.policy.step.Step` (every rule about what is decided and
+written), a :class:`~controller.drive.loop.virtual.VirtualLoop` (the time-ordered heap), the
 configuration's triggers registered at the first input's time, and the
-:class:`~controller.effector.SimulatedCluster` as the effector. The log starts with the
+:class:`~controller.drive.effector.SimulatedCluster` as the effector. The log starts with the
 ``config.applied`` record; everything after it is the loop's.
 """
 
@@ -14,15 +14,15 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from controller.effector import SimulatedCluster
-from controller.effector.port import Effector, Effects
-from controller.framework.config import TideConfig, run_behaviour
-from controller.loop.step import QUIET_TICK_LIMIT, Step
-from controller.loop.virtual import Fed, SyncLog, VirtualLoop
-from controller.pressure.config import EvictionConfig
+from controller.drive.effector import SimulatedCluster
+from controller.drive.effector.port import Effector, Effects
+from controller.drive.loop.virtual import Fed, SyncLog, VirtualLoop
+from controller.drive.triggers import TriggerSet
+from controller.policy.framework.config import TideConfig, run_behaviour
+from controller.policy.pressure.config import EvictionConfig
+from controller.policy.step import QUIET_TICK_LIMIT, Step
 from controller.simulate.relief import UsageRelief
 from controller.simulate.spool import Spool
-from controller.triggers import TriggerSet
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.memory import MemoryLog
@@ -99,7 +99,7 @@ class Simulation:
         A sequence is sorted stably by ``at`` first. Any other iterable is read lazily
         (a day's recording is never all in memory; a :class:`Fed` input brings its
         payload's bytes along): it must be in time order, at most
-        :data:`SLACK` out of it (:class:`~controller.loop.virtual.OutOfOrderError`), and
+        :data:`SLACK` out of it (:class:`~controller.drive.loop.virtual.OutOfOrderError`), and
         the run is the one its stable sort would give; the cyclic collector is then
         paced (:func:`streams.gcpause.paced`). ``progress``, when given, is called with
         the virtual seconds since the first input as records are written."""

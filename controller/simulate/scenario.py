@@ -32,8 +32,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from controller.framework.durations import parse_duration
-from controller.framework.safe_yaml import YAMLLimitError, load_yaml
+from controller.policy.framework.durations import parse_duration
+from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.simulate.generated import generated_problem
 from streams.events import Event, format_time, make_event, parse_time
 from streams.quantity import QuantityError, parse_quantity
@@ -340,7 +340,7 @@ def load_scenario(path: Path) -> tuple[list[Event], datetime, datetime | None]:
 
 
 def read_scenario(path: Path) -> Mapping[str, Any]:
-    """The scenario document, read with :func:`controller.framework.safe_yaml.load_yaml`."""
+    """The scenario document, read with :func:`controller.policy.framework.safe_yaml.load_yaml`."""
     try:
         doc = load_yaml(path)
     except OSError as exc:

@@ -23,8 +23,8 @@ def test_import_contracts_hold() -> None:
 
 #: third-party (and standard-library) clients, and the only places that may import them
 ADAPTERS: dict[str, tuple[str, ...]] = {
-    "kubernetes_asyncio": ("controller/kube/",),
-    "kubernetes": ("controller/kube/",),
+    "kubernetes_asyncio": ("controller/drive/kube/",),
+    "kubernetes": ("controller/drive/kube/",),
     "aiokafka": ("streams/backends/kafka",),  # kafka.py and its kafka_*.py modules
     "aiosqlite": ("streams/backends/sqlite.py", "projections/store.py"),
     "sqlite3": ("streams/backends/sqlite.py", "projections/store.py"),

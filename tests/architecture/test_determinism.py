@@ -13,22 +13,22 @@ PURE = [
     "streams/events.py",
     "streams/codec.py",
     "projections",
-    "controller/framework",
-    "controller/plugins",
-    "controller/actions",
-    "controller/engine.py",
-    "controller/pressure",
-    "controller/decide.py",
-    "controller/effector/simulated.py",
-    "controller/effector/simulated_objects.py",
-    "controller/effector/apiserver.py",
-    "controller/loop/step.py",
-    "controller/loop/virtual.py",
+    "controller/policy/framework",
+    "controller/policy/plugins",
+    "controller/policy/actions",
+    "controller/policy/engine.py",
+    "controller/policy/pressure",
+    "controller/policy/decide.py",
+    "controller/drive/effector/simulated.py",
+    "controller/drive/effector/simulated_objects.py",
+    "controller/drive/effector/apiserver.py",
+    "controller/policy/step.py",
+    "controller/drive/loop/virtual.py",
     "controller/simulate",
     "replay",
 ]
 #: the one module allowed to read the wall clock
-CLOCK = "controller/triggers/clock.py"
+CLOCK = "controller/drive/clock.py"
 PACKAGES = ("streams", "projections", "controller", "replay")
 FORBIDDEN_CALLS = {
     ("datetime", "now"),

@@ -7,7 +7,7 @@ Two rules, checked on the text of every ``.py`` file of the packages:
   section numbers); a docstring restates the rule and names the upstream source
   (repository, file, function) instead;
 * every repo-relative path (``controller/x/y.py``, ``controller/x/``) and every backticked
-  dotted name starting with a package (``controller.loop.step.Step``) names something that exists:
+  dotted name starting with a package (``controller.policy.step.Step``) names something that exists:
   the longest importable prefix is imported and the rest looked up as attributes.
 
 The README and benchmarks/README.md are checked for the second rule too.
@@ -98,15 +98,15 @@ def test_outside_citations_are_recognised(text: str, cited: bool) -> None:
 @pytest.mark.parametrize(
     ("text", "dead"),
     [
-        ("see controller/loop/step.py", []),
+        ("see controller/policy/step.py", []),
         ("see controller/sim/engine.py", ["controller/sim/engine.py"]),
         ("the old `controller/engine/` package", ["controller/engine"]),
         ("the demo `controller/simulate/data/demo-config.yaml`", []),
         ("results in benchmarks/out/results.json", []),
         ("upstream pkg/controllers/job/helpers/helpers.go and pkg/controller/x.py", []),
-        ("the step, ``controller.loop.step.Step``", []),
-        (":mod:`~controller.framework.jobs` counts", []),
-        ("``controller.loop.step.NoSuchThing``", ["controller.loop.step.NoSuchThing"]),
+        ("the step, ``controller.policy.step.Step``", []),
+        (":mod:`~controller.policy.framework.jobs` counts", []),
+        ("``controller.policy.step.NoSuchThing``", ["controller.policy.step.NoSuchThing"]),
         ("``controller.sim`` runs it", ["controller.sim"]),
         ("``projections.raw`` folds it", ["projections.raw"]),
         ("from controller.sim import x  (not backticked: code, not a reference)", []),

@@ -14,7 +14,7 @@ import pytest
 import typer
 
 from controller.cli.common import RECORD_CHECKS, read_policy
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
 from controller.simulate.generated import generated_problem
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, load_scenario

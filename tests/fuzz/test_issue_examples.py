@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from controller.cli import app
-from controller.framework.durations import DurationError, parse_duration
-from controller.framework.safe_yaml import YAMLLimitError, load_yaml_text
+from controller.policy.framework.durations import DurationError, parse_duration
+from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml_text
 from controller.simulate.inputs import drop_outliers
 from streams.backends.memory import MemoryLog
 from streams.codec import encode

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cli.common import RECORD_CHECKS
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
 from controller.simulate.runner import Simulation
 from projections.world import World
 from streams.backends.memory import MemoryLog

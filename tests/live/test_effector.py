@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from controller.effector.applier import Applier
-from controller.effector.kubernetes import EffectorOptions, KubernetesEffector
-from controller.effector.limits import EvictionLimits
-from controller.kube.client import JSONObject, KubeClient
+from controller.drive.effector.applier import Applier
+from controller.drive.effector.kubernetes import EffectorOptions, KubernetesEffector
+from controller.drive.effector.limits import EvictionLimits
+from controller.drive.kube.client import JSONObject, KubeClient
 from projections.effects import EffectsState
 from streams.events import Event, make_event
 from tests.builders import build_node, build_pod

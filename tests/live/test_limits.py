@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controller.effector.limits import EvictionLimits, LimitGuard
+from controller.drive.effector.limits import EvictionLimits, LimitGuard
 from streams.events import Event, make_event
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli.live_cmd import run_live
-from controller.policy import load_policy
-from controller.settings import load_settings
-from controller.sources.recorder import RecorderOptions
+from controller.drive.settings import load_settings
+from controller.drive.sources.recorder import RecorderOptions
+from controller.policy.loader import load_policy
 from replay.verify import replay
 from streams.backends import open_log
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event

@@ -16,7 +16,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
-from tests.controller.sources.test_deploy_run import Grant, role
+from tests.controller.drive.sources.test_deploy_run import Grant, role
 from tests.kubedouble import ApiDouble
 from tests.live.scenario import CLOSE_AFTER, Tide, cli, clock_offset, cluster, hot_metrics
 

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from controller.framework.session import Session
-from controller.plugins import predicates
-from controller.plugins.podaffinity import wide_terms_in
+from controller.policy.framework.session import Session
+from controller.policy.plugins import predicates
+from controller.policy.plugins.predicates.podaffinity import wide_terms_in
 from projections.affinitypods import group_of, has_pod_affinity
 from projections.cluster import ClusterState
 from projections.model import TaskInfo, TaskStatus
 from streams.events import Event, make_event
 from tests.builders import at, build_node, build_pod, watch
-from tests.controller.framework.scenario import session
+from tests.controller.policy.framework.scenario import session
 
 HOST = "kubernetes.io/hostname"
 

@@ -119,7 +119,7 @@ def test_a_reading_serves_only_its_own_node_object() -> None:
     first = index.node(node)
     copy = read_node(node).node  # the same object: a reading names the node it read
     assert copy is node and index.node(node) is first
-    from controller.framework.view import copy_node
+    from controller.policy.framework.view import copy_node
 
     assert index.node(copy_node(node)) is not first
 
@@ -129,9 +129,9 @@ def test_the_room_answers_as_validate_victims(seed: int) -> None:
     """A request fits a reading's room exactly when ``validate_victims`` over all of the
     node's candidates says so: asked at the room itself and just beyond it, on nodes with
     Releasing (evicted) and Binding tasks."""
-    from controller.actions.preempt.victims import validate_victims
+    from controller.policy.actions.preempt.victims import validate_victims
     from projections.model import Resource
-    from tests.controller.framework.scenario import task
+    from tests.controller.policy.framework.scenario import task
 
     state = ClusterState()
     asked = releasing = 0

@@ -81,7 +81,7 @@ run's output (both changes' reasons above).
 
 ``demo-v4.jsonl`` is ``tide demo``'s log at behaviour level 3 (issue 15: a node update
 that changes nothing a session can see, such as a status heartbeat, no longer wakes a
-session tick; ``controller/loop/step.py``). It differs from ``demo-v3.jsonl`` only in the
+session tick; ``controller/policy/step.py``). It differs from ``demo-v3.jsonl`` only in the
 stamp of its ``config.applied`` (``"behaviour": 3``): the demo's scenario sends no node
 heartbeats, so the same ticks run and every decision is the same. The "demo writes the
 golden demo log" test now runs the demo at both levels: level 3 (the ``tide demo``

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from controller.cli import app
-from controller.policy import load_config
+from controller.policy.loader import load_config
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import load_scenario
 from replay.nomination import nomination_answers

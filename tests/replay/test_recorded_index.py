@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from controller.cli.reading import reader, replay_log
-from controller.policy import load_config
+from controller.policy.loader import load_config
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import load_scenario
 from replay.verify import RecordedDecisions, ReplayReport, recorded_decisions, replay

@@ -12,14 +12,14 @@ from typing import Any, get_args
 
 import pytest
 
-from controller.actions.allocate import REASON as ALLOCATE_REASON
-from controller.effector.simulated import SimulatedCluster
-from controller.plugins.tdm.plugin import REASON_PREEMPT, REASON_WINDOW_CLOSED
-from controller.plugins.tdm.schedule import EVICT_PERIOD_KIND as EVICT_PERIOD
-from controller.plugins.tdm.schedule import RANKS, WINDOW_END, WINDOW_START
-from controller.pressure.decisions import TAINT, TAINT_REASON
-from controller.triggers.events import trigger_data
-from controller.triggers.plan import TICK
+from controller.drive.effector.simulated import SimulatedCluster
+from controller.drive.triggers.plan import TICK
+from controller.policy.actions.allocate import REASON as ALLOCATE_REASON
+from controller.policy.plugins.tdm.plugin import REASON_PREEMPT, REASON_WINDOW_CLOSED
+from controller.policy.plugins.tdm.schedule import EVICT_PERIOD_KIND as EVICT_PERIOD
+from controller.policy.plugins.tdm.schedule import RANKS, WINDOW_END, WINDOW_START
+from controller.policy.pressure.decisions import TAINT, TAINT_REASON
+from controller.policy.trigger_events import trigger_data
 from projections.pressure import BATCH_KIND, UNTAINT_KIND
 from streams import payloads as p
 from streams.events import make_event

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.loop.virtual import OutOfOrderError
-from controller.policy import load_policy
+from controller.drive.loop.virtual import OutOfOrderError
+from controller.policy.loader import load_policy
 from controller.simulate.runner import SLACK, Simulation
 from controller.simulate.scenario import load_scenario
 from controller.simulate.spool import Spool

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import ScenarioError, expand, frees_usage
 from projections.parsing import milli_uncached

@@ -9,7 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from controller.cli import app
-from controller.policy import load_policy
+from controller.policy.loader import load_policy
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import load_scenario
 from streams.codec import decision_line

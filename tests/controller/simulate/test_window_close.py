@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.policy import load_config
+from controller.policy.loader import load_config
 from controller.simulate.runner import Simulation
 from controller.simulate.scenario import load_scenario
 from replay.verify import replay

@@ -1,0 +1,389 @@
+"""Raw list / watch / get and the effector's writes against the Kubernetes API.
+
+They run on kubernetes-asyncio's connection.
+
+Why raw: tide writes the API's JSON to the log as it came, and building the generated
+models (``V1Pod``) costs ~10× the decode time on a large cluster, so every call passes
+``_preload_content=False`` and parses the body with orjson. kubernetes-asyncio is used
+for what it is good at — kubeconfig and in-cluster configuration, TLS, bearer tokens and
+their refresh — through ``ApiClient.call_api``; the watch stream is read line by line here,
+so that a 410 Gone reaches the caller as :class:`~controller.drive.kube.errors.Gone` (the
+library's ``Watch`` retries once with the same stale version and never relists). This
+module and its package are the only importers of ``kubernetes_asyncio`` (held by
+import-linter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from controller.drive.kube.errors import ServerError, TransportError, error_for
+from streams.gcpause import paused_gc
+
+__all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
+
+JSONObject = dict[str, Any]
+JSONBody = JSONObject | list[JSONObject]
+#: the page size of a list (the API server's chunking, ``limit`` + ``continue``)
+PAGE = 500
+_TRANSPORT = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+_LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+
+
+class KubeConfigError(Exception):
+    """No usable cluster configuration (the message names the file or the environment)."""
+
+
+async def load_configuration(kubeconfig: Path | None, context: str | None) -> Configuration:
+    """The client configuration of a cluster.
+
+    An explicit ``kubeconfig`` (or ``context``) reads that file (or ``$KUBECONFIG`` /
+    ``~/.kube/config``); with neither, a process inside a pod (``KUBERNETES_SERVICE_HOST``
+    set, no ``$KUBECONFIG``) uses its service account, anything else the default kubeconfig.
+
+    Raises:
+        KubeConfigError: the file is missing or invalid, or the context is unknown.
+    """
+    configuration = Configuration()
+    in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and "KUBECONFIG" not in os.environ
+    try:
+        if kubeconfig is None and context is None and in_cluster:
+            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            if kubeconfig is not None and not kubeconfig.is_file():
+                raise KubeConfigError(f"{kubeconfig}: no such kubeconfig file")
+            await kube_config.load_kube_config(
+                config_file=str(kubeconfig) if kubeconfig is not None else None,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+    except ConfigException as exc:
+        where = str(kubeconfig) if kubeconfig is not None else "kubeconfig"
+        raise KubeConfigError(f"{where}: {exc}") from None
+    return configuration
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    """The items of a (paginated) list and the resourceVersion to watch from."""
+
+    items: list[JSONObject]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One event of a watch stream: ``ADDED`` / ``MODIFIED`` / ``DELETED`` / ``BOOKMARK``
+    and the raw object (a BOOKMARK's object holds only ``metadata.resourceVersion``)."""
+
+    type: str
+    object: JSONObject
+
+    @property
+    def resource_version(self) -> str:
+        """The object's ``metadata.resourceVersion`` ("" when absent)."""
+        meta = self.object.get("metadata")
+        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        return version if isinstance(version, str) else ""
+
+
+class KubeClient:
+    """Raw JSON calls on one API connection.
+
+    Args:
+        api: kubernetes-asyncio's ``ApiClient`` (closed by :meth:`close`).
+        request_timeout: seconds a list or get may take before it is a transport error.
+    """
+
+    def __init__(self, api: ApiClient, *, request_timeout: float = 60.0) -> None:
+        self._api = api
+        self._timeout = request_timeout
+
+    @classmethod
+    async def connect(
+        cls, kubeconfig: Path | None = None, context: str | None = None
+    ) -> KubeClient:
+        """A client of the cluster :func:`load_configuration` finds."""
+        return cls(ApiClient(await load_configuration(kubeconfig, context)))
+
+    @classmethod
+    def for_host(cls, host: str, *, request_timeout: float = 60.0) -> KubeClient:
+        """A client of an unauthenticated API at ``host`` (``http://127.0.0.1:PORT``)."""
+        return cls(ApiClient(Configuration(host=host)), request_timeout=request_timeout)
+
+    @property
+    def host(self) -> str:
+        """The API server's URL."""
+        return str(self._api.configuration.host)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self._api.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def get(self, path: str) -> JSONObject:
+        """``GET path`` as JSON (a :class:`~controller.drive.kube.errors.NotFound` when absent)."""
+        response = await self._open("GET", path, [], self._timeout)
+        return await _json(response, f"GET {path}")
+
+    async def list(self, path: str, *, page: int = PAGE) -> ListResult:
+        """Every item of a collection, page by page, and the list's resourceVersion."""
+        items: list[JSONObject] = []
+        token = ""
+        while True:
+            query: list[tuple[str, str]] = [("limit", str(page))]
+            if token:
+                query.append(("continue", token))
+            response = await self._open("GET", path, query, self._timeout)
+            body = await _json(response, f"GET {path}")
+            found = body.get("items") or []
+            if not isinstance(found, list):
+                raise ServerError(f"GET {path}", response.status, "items is not a list")
+            items.extend(item for item in found if isinstance(item, dict))
+            meta = body.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                return ListResult(items, str(meta.get("resourceVersion") or ""))
+
+    async def watch(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """The events of ``path`` after ``resource_version``, until the server ends the
+        stream (``timeout_seconds``) or the connection drops.
+
+        Raises:
+            Gone: the version is older than the server's history (relist).
+            TransportError: the connection failed or stalled.
+            KubeError: any other error answer or ERROR event.
+        """
+        what = f"WATCH {path}"
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true" if bookmarks else "false"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        # the server ends the stream after timeout_seconds; a silent connection for
+        # longer than that plus a margin is a dead one
+        stall = aiohttp.ClientTimeout(connect=self._timeout, sock_read=timeout_seconds + 30)
+        response = await self._open("GET", path, query, stall)
+        try:
+            async for line in _lines(response, what):
+                yield _event(line, what)
+        finally:
+            response.release()
+
+    # ---- mutating calls (``tide run``'s effector) ------------------------------------------
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        body: JSONBody,
+        *,
+        content_type: str = "application/json",
+        dry_run: bool = False,
+    ) -> JSONObject:
+        """``method path`` with a raw JSON ``body``; the answer as JSON.
+
+        The generated client's models are never built (a Binding's answer is a Status the
+        generated ``V1Binding`` mis-parses), hence ``_preload_content=False``. ``dry_run``
+        asks the server to validate only (``dryRun=All``).
+
+        Raises:
+            KubeError: the error tree of :mod:`controller.drive.kube.errors` (404, 409, 429 ...).
+        """
+        query = [("dryRun", "All")] if dry_run else []
+        response = await self._open(
+            method, path, query, self._timeout, payload=body, content_type=content_type
+        )
+        return await _json(response, f"{method} {path}")
+
+    async def evict(
+        self, namespace: str, name: str, *, uid: str | None, grace_seconds: int | None
+    ) -> JSONObject:
+        """Create a ``policy/v1`` Eviction of a pod (PodDisruptionBudgets apply: 429).
+
+        ``uid`` is a precondition (another incarnation of the name is not evicted);
+        ``grace_seconds`` None leaves the pod's own termination grace period.
+        """
+        options: JSONObject = {}
+        if grace_seconds is not None:
+            options["gracePeriodSeconds"] = grace_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        body: JSONObject = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if options:
+            body["deleteOptions"] = options
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body)
+
+    async def bind(self, namespace: str, name: str, *, uid: str | None, node: str) -> JSONObject:
+        """Create a pod's Binding to ``node`` (the scheduler's one write of a placement)."""
+        meta: JSONObject = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+
+    async def patch_node(self, name: str, ops: JSONBody) -> JSONObject:
+        """A JSON patch of a node (``ops`` may start with a resourceVersion ``test``: 409)."""
+        return await self.send(
+            "PATCH", f"/api/v1/nodes/{name}", ops, content_type="application/json-patch+json"
+        )
+
+    async def patch_pod_status(self, namespace: str, name: str, status: JSONObject) -> JSONObject:
+        """A merge patch of a pod's ``status`` subresource (``nominatedNodeName``)."""
+        return await self.send(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"status": status},
+            content_type="application/merge-patch+json",
+        )
+
+    async def create_event(self, namespace: str, event: JSONObject) -> JSONObject:
+        """Create a core/v1 Event (what ``kubectl describe`` shows about an object)."""
+        return await self.send("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
+    # ---- coordination.k8s.io/v1 Leases (leader election) ------------------------------
+
+    async def get_lease(self, namespace: str, name: str) -> JSONObject:
+        """The Lease ``namespace/name`` (:class:`~controller.drive.kube.errors.NotFound` if
+        absent)."""
+        return await self.get(f"{_LEASES.format(namespace=namespace)}/{name}")
+
+    async def create_lease(self, namespace: str, lease: JSONObject) -> JSONObject:
+        """Create a Lease (a :class:`~controller.drive.kube.errors.Conflict` when it exists)."""
+        path = _LEASES.format(namespace=namespace)
+        return await self.send("POST", path, lease)
+
+    async def replace_lease(self, namespace: str, name: str, lease: JSONObject) -> JSONObject:
+        """Replace a Lease; its ``metadata.resourceVersion`` is the precondition (a
+        :class:`~controller.drive.kube.errors.Conflict` when someone changed it first)."""
+        path = f"{_LEASES.format(namespace=namespace)}/{name}"
+        return await self.send("PUT", path, lease)
+
+    async def _open(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        timeout: float | aiohttp.ClientTimeout,
+        *,
+        payload: JSONBody | None = None,
+        content_type: str | None = None,
+    ) -> aiohttp.ClientResponse:
+        what = f"{method} {path}"
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params=headers,
+                body=payload,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except _TRANSPORT as exc:
+            raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
+        if 200 <= response.status < 300:
+            return response
+        try:
+            body = await response.read()
+        except _TRANSPORT:
+            body = b""
+        finally:
+            response.release()
+        raise error_for(what, response.status, _message(body))
+
+
+async def _json(response: aiohttp.ClientResponse, what: str) -> JSONObject:
+    try:
+        raw = await response.read()
+    except _TRANSPORT as exc:
+        raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
+    finally:
+        response.release()
+    try:
+        with paused_gc():  # a page of a list is ~100,000 objects and no cycles
+            body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise ServerError(what, response.status, "the answer is not JSON") from None
+    if not isinstance(body, dict):
+        raise ServerError(what, response.status, "the answer is not a JSON object")
+    return body
+
+
+async def _lines(response: aiohttp.ClientResponse, what: str) -> AsyncIterator[bytes]:
+    """The newline-separated documents of a chunked answer, however long each is."""
+    pending = b""
+    try:
+        async for chunk in response.content.iter_any():
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield line
+    except _TRANSPORT as exc:
+        raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
+    if pending.strip():
+        yield pending
+
+
+def _event(line: bytes, what: str) -> WatchEvent:
+    try:
+        document = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise ServerError(what, 200, f"a watch line is not JSON: {line[:80]!r}") from None
+    kind = document.get("type") if isinstance(document, dict) else None
+    obj = document.get("object") if isinstance(document, dict) else None
+    if not isinstance(kind, str) or not isinstance(obj, dict):
+        raise ServerError(what, 200, f"a watch line lacks type or object: {line[:80]!r}")
+    if kind == "ERROR":
+        code = obj.get("code")
+        raise error_for(what, code if isinstance(code, int) else 500, str(obj.get("message", "")))
+    return WatchEvent(kind, obj)
+
+
+def _message(body: bytes) -> str:
+    try:
+        status = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body[:200].decode("utf-8", "replace").strip()
+    if isinstance(status, dict) and isinstance(status.get("message"), str):
+        return str(status["message"])
+    return ""

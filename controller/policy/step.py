@@ -1,0 +1,174 @@
+"""The controller's step: one record in, the records to write and the decisions out.
+
+Why one step: the controller runs on two clocks — a virtual one (``tide simulate``,
+``tide demo``, the test harnesses) and the real one (``tide run``) — and ``tide replay
+--verify`` must re-derive what either wrote. Every rule about *what is written* therefore
+lives here, once, and the drivers (:mod:`controller.drive.loop.virtual`, the live loop) only move
+records between the clock, the log, the step and the effector:
+
+* **Inputs** (watch events, metric samples, effect outcomes) are folded first; a
+  ``metrics.node`` sample then goes to pressure eviction (decided *after* its fold: the
+  check reads the sample).
+* **Triggers** are decided *before* they are folded (a ``trigger.fired`` record changes no
+  state, so deciding before or after is the same, and the step can then drop it): a firing
+  that decides nothing is not written, except window boundaries, which always are (the
+  zone changed: audit and the next tick need them on the log), and the firings of any
+  schedule a plugin declares ``always_written`` (a policy folds their last firing).
+* **Quiet ticks** are not run: a session tick whose cluster is unchanged since the last
+  tick's session (same cluster version), with no window boundary since, and less than
+  :data:`QUIET_TICK_LIMIT` after that session. Up to behaviour level 2 every watch change
+  counts (``ClusterState.version``), so on a real cluster, where some node heartbeats
+  every second, nearly every tick ran a full session; from level :data:`SEEN_LEVEL` only
+  changes a session can see count (``ClusterState.sched_version``: a node update that
+  leaves the node's model fields equal, a heartbeat, does not). What a session reads
+  beside the cluster (metric samples, the OOM and pressure projections, the clock) never
+  counted at either level: a session that would react to those alone runs at the latest
+  :data:`QUIET_TICK_LIMIT` after the last one, as at level 2 when no watch event came.
+* **Follow-ups** (pressure eviction's later graceful batches and untaints) come from the
+  pressure projection (:func:`controller.policy.pressure.followups.pending_followups`); each
+  (time, kind) fires once, as a ``trigger.fired`` record written only when it decides something.
+
+The step never appends: it returns what to write, the driver writes it (the log assigns
+offsets) and hands the written records back to :meth:`Step.fold`. A decision is a pure
+function of the World the step folded — the log prefix before its trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from controller.policy.builtins import BUILTIN_PLUGINS
+from controller.policy.decide import decide
+from controller.policy.framework.config import TideConfig, plugin_context, plugin_entries
+from controller.policy.pressure.config import EvictionConfig
+from controller.policy.pressure.followups import Followup, FollowupCache
+from controller.policy.trigger_events import trigger_event
+from projections.world import World
+from streams.events import Event
+
+#: trigger kinds that are written even when they decide nothing
+ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
+#: A tick whose world is unchanged still runs a session this often, for what changes with
+#: time alone (an LS reservation expiring, say).
+QUIET_TICK_LIMIT = timedelta(seconds=60)
+#: the behaviour level (``config.applied``) from which heartbeats no longer wake a tick
+SEEN_LEVEL = 3
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+class Step:
+    """The pure step of the controller loop (see the module docstring).
+
+    Args:
+        config: the scheduler configuration; None runs no sessions (pressure only).
+        eviction: the pressure-eviction configuration; None evicts for no pressure.
+        world: the World to fold into (default: a fresh one).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: TideConfig | None,
+        eviction: EvictionConfig | None,
+        world: World | None = None,
+    ) -> None:
+        self.config = config
+        self.eviction = eviction
+        self.world = world if world is not None else World()
+        #: sessions run (quiet ticks excluded)
+        self.sessions = 0
+        self._last_tick_version: tuple[bool, int] = (False, -1)
+        self._last_tick_at = _NEVER
+        self._fired: set[tuple[datetime, str]] = set()
+        self._followups = FollowupCache()
+        self._always = ALWAYS_WRITTEN | always_written_kinds(config)
+
+    # ---- records written --------------------------------------------------------------
+
+    def fold(self, records: Iterable[Event]) -> None:
+        """Fold records the driver wrote (with their offsets)."""
+        apply = self.world.apply
+        for record in records:
+            apply(record)
+
+    def on_input(self, record: Event) -> list[Event]:
+        """Fold a written input; return the decisions it causes (to write next)."""
+        self.world.apply(record)
+        if record.type == "metrics.node" and self.eviction is not None:
+            return decide(self.world, record, self.config, self.eviction)
+        return []
+
+    # ---- triggers ---------------------------------------------------------------------
+
+    def on_trigger(self, trigger: Event) -> list[Event]:
+        """Decide a ``trigger.fired`` (not yet written); return what to write, in order.
+
+        Either nothing (a quiet tick, or a firing that decided nothing and is no window
+        boundary) or the trigger followed by its decisions. The driver writes them as one
+        batch and passes them to :meth:`fold`.
+        """
+        kind = trigger.data.get("kind")
+        is_tick = kind == "tick"
+        if kind in ALWAYS_WRITTEN:
+            self._last_tick_version = (False, -1)  # the zone changed: the next tick must run
+        version = self._version()
+        if (
+            is_tick
+            and version == self._last_tick_version
+            and trigger.at - self._last_tick_at < QUIET_TICK_LIMIT
+        ):
+            return []
+        self.sessions += 1
+        decisions = self._decide(trigger)
+        if is_tick:
+            self._last_tick_version = version
+            self._last_tick_at = trigger.at
+        if not decisions and kind not in self._always:
+            return []
+        return [trigger, *decisions]
+
+    def next_followup(self) -> Followup | None:
+        """The earliest pressure follow-up due that has not fired yet, if any."""
+        if self.eviction is None:
+            return None
+        fired = self._fired
+        for followup in self._followups.get(self.world):  # by time, then kind
+            if (followup.at, followup.kind) not in fired:
+                return followup
+        return None
+
+    def on_followup(self, followup: Followup) -> list[Event]:
+        """Fire a follow-up once; return the trigger and its decisions, or nothing."""
+        self._fired.add((followup.at, followup.kind))
+        kind = followup.kind
+        trigger = trigger_event(followup.at, kind, kind, nodes=followup.data["nodes"])
+        decisions = decide(self.world, trigger, self.config, self.eviction)
+        return [trigger, *decisions] if decisions else []
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def _version(self) -> tuple[bool, int]:
+        """The cluster version the quiet-tick rule compares, by the behaviour level in
+        force (tagged with which counter, as a configuration may change the level)."""
+        cluster = self.world.cluster
+        if cluster.rules.behaviour >= SEEN_LEVEL:
+            return True, cluster.sched_version
+        return False, cluster.version
+
+    def _decide(self, trigger: Event) -> list[Event]:
+        return decide(self.world, trigger, self.config, self.eviction)
+
+
+def always_written_kinds(config: TideConfig | None) -> frozenset[str]:
+    """The trigger kinds the configured plugins declare ``always_written``."""
+    if config is None:
+        return frozenset()
+    ctx = plugin_context(config)
+    return frozenset(
+        schedule.kind
+        for _, spec, args in plugin_entries(config, BUILTIN_PLUGINS)
+        if spec.schedules is not None
+        for schedule in spec.schedules(args, ctx)
+        if schedule.always_written
+    )
