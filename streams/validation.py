@@ -41,8 +41,17 @@ class ValidationError(ValueError):
     """A payload tide cannot fold; ``reason`` names the object and the field."""
 
     def __init__(self, reason: str) -> None:
+        reason = one_line(reason)
         super().__init__(reason)
         self.reason = reason
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable escaped (``\\n``, ``\\x00``,
+    ``\\u2028``): a reason names keys and values from the input, and it is shown on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 class _FieldError(Exception):

@@ -285,6 +285,26 @@ def test_invalid_payloads_say_where(type_: str, data: Any, message: str) -> None
     assert str(caught.value) == caught.value.reason
 
 
+@pytest.mark.parametrize(
+    ("key", "shown"),
+    [
+        pytest.param("\n", "usage.\\n: null", id="newline"),
+        pytest.param("a\x00b", "usage.a\\x00b: null", id="nul"),
+        pytest.param("x\u2028y", "usage.x\\u2028y: null", id="line-separator"),
+        pytest.param("cpü", "usage.cpü: null", id="printable-kept"),
+    ],
+)
+def test_a_reason_is_one_line_whatever_the_input_names(key: str, shown: str) -> None:
+    """A key of the input is part of the reason; its control characters are escaped, so the
+    quarantine's reason stays one line (found by tests/fuzz/test_property.py)."""
+    sample = copy.deepcopy(node_metrics("n1", cpu="1", memory="1Gi").data)
+    sample["usage"] = {key: None}
+    with pytest.raises(ValidationError) as caught:
+        validate("metrics.node", sample)
+    assert shown in caught.value.reason
+    assert caught.value.reason.isprintable()
+
+
 def test_validation_does_not_change_the_payload() -> None:
     data = pod_with()
     before = copy.deepcopy(data)
