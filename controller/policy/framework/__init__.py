@@ -16,7 +16,7 @@ shapes
   ``PluginConf`` / ``TierConf``; ``durations.parse_duration``; ``errors.ConfigError``;
 * :mod:`~controller.policy.framework.nodes` — THE node search (predicate, prioritise, select best),
   with :mod:`~controller.policy.framework.search` its proven-equal hot path and
-  :mod:`~controller.policy.framework.util` the feasible-node count;
+  :mod:`~controller.policy.framework.feasible` the feasible-node count;
   :mod:`~controller.policy.framework.simulate` — scratch node copies for what-if (dry runs);
   :mod:`~controller.policy.framework.jobs` — gang counting (Volcano's ``JobInfo`` methods,
   volcano-sh/volcano pkg/scheduler/api/job_info.go).

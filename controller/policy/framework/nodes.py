@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.policy.framework import search
+from controller.policy.framework.feasible import calculate_num_feasible_nodes_to_find
 from controller.policy.framework.points import FitError
 from controller.policy.framework.resources import fits
 from controller.policy.framework.search import Gradients
 from controller.policy.framework.session import Session
-from controller.policy.framework.util import calculate_num_feasible_nodes_to_find
 from projections.model import NodeInfo, TaskInfo
 
 __all__ = [

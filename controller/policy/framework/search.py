@@ -43,9 +43,9 @@ from typing import Any
 from controller.policy.framework import pruning
 from controller.policy.framework.columns import ROOM_UNITS
 from controller.policy.framework.extensions import BatchScoreFn
+from controller.policy.framework.feasible import calculate_num_feasible_nodes_to_find
 from controller.policy.framework.points import SCORE_ERRORS, FitError, FitStatus
 from controller.policy.framework.session import Session
-from controller.policy.framework.util import calculate_num_feasible_nodes_to_find
 from projections.model import NodeInfo, TaskInfo
 
 #: The fit error of a node whose free resources are too small (allocate's own check).
