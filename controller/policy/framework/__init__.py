@@ -11,7 +11,10 @@ shapes
   (registration lives in :mod:`~controller.policy.framework.extensions`);
 * :mod:`~controller.policy.framework.statement` — ``Statement``: staged evict / pipeline / allocate,
   committed as decision events;
-* :mod:`~controller.policy.framework.view` — the copy-on-write view of the cluster projection;
+* :mod:`~controller.policy.framework.view` — the copy-on-write view of the cluster projection
+  (read through :mod:`~controller.policy.framework.view_mappings`, whole-cluster questions in
+  :mod:`~controller.policy.framework.view_queries`, fast copies in
+  :mod:`~controller.policy.framework.view_clones`);
 * :mod:`~controller.policy.framework.config` — ``load_config`` / ``TideConfig``; ``tiers`` holds
   ``PluginConf`` / ``TierConf``; ``durations.parse_duration``; ``errors.ConfigError``;
 * :mod:`~controller.policy.framework.nodes` — THE node search (predicate, prioritise, select best),
