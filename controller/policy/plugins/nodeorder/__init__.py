@@ -6,61 +6,44 @@ volcano-sh/volcano pkg/scheduler/plugins/nodeorder/nodeorder.go (``calculateWeig
 ``nodeOrderFn``, ``batchNodeOrderFn``), which wraps the Kubernetes score plugins
 (kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources and friends).
 
-Arguments (integers; Volcano's defaults): ``leastrequested.weight`` 1,
-``mostrequested.weight`` 0, ``balancedresource.weight`` 1, ``nodeaffinity.weight`` 2,
-``tainttoleration.weight`` 3. ``podaffinity.weight``, ``imagelocality.weight`` and
-``podtopologyspread.weight`` are accepted and not scored (tide models no pod affinity,
-images or topology spread). Each score is 0..100 times its weight, summed:
-
-* **leastrequested**: per resource ``(allocatable − requested) × 100 / allocatable``
-  (0 when the request exceeds allocatable), CPU and memory weighted equally;
-* **mostrequested**: ``requested × 100 / allocatable`` (capped at allocatable), equally;
-* **balancedresource**: ``(1 − std(cpu fraction, memory fraction)) × 100``, fractions
-  capped at 1;
-* **nodeaffinity**: the sum of the weights of the task's preferred node-affinity terms
-  the node matches (not normalised, as upstream's per-node function);
-* **tainttoleration**: the node's PreferNoSchedule taints the task does not tolerate,
-  reverse-normalised: ``100 − count × 100 / max count``, the maximum taken over the
-  session's nodes (upstream: over the nodes being scored).
-
-``requested`` is the node's requested resources plus the task's request, a zero CPU or
-memory request counting as 100m / 200Mi (Kubernetes' non-zero defaults); integer
-arithmetic as Kubernetes' ``int64``.
+Module layout: :mod:`.args` (the weights and their validation), :mod:`.scores` (the
+per-node scores and their one-pass column form), :mod:`.plugin` (the session callbacks:
+the node-order function and its batch form), :mod:`.bound` (an upper bound on the score,
+for allocate's pruned node choice). This package exposes the plugin-module contract of
+``controller.policy.framework.plugin``: ``NAME``, ``parse_args(raw) -> NodeOrderArgs`` and
+``build(args, ctx) -> NodeOrderPlugin``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from controller.policy.framework.plugin import PluginContext
-from controller.policy.framework.session import Session
-from controller.policy.plugins.nodeorder.bound import ScoreBound
-from controller.policy.plugins.nodeorder.scores import (
-    DEFAULT_MEMORY,
-    DEFAULT_MILLI_CPU,
-    MAX_NODE_SCORE,
+from controller.policy.plugins.nodeorder.args import (
     NAME,
     UNSCORED,
     WEIGHTS,
     NodeOrderArgs,
-    _resource_scores,
+    parse_args,
+)
+from controller.policy.plugins.nodeorder.bound import ScoreBound
+from controller.policy.plugins.nodeorder.plugin import NodeOrderPlugin, ScoreColumns, build
+from controller.policy.plugins.nodeorder.scores import (
+    MAX_NODE_SCORE,
     balanced_resource,
     intolerable,
     least_requested,
     most_requested,
     node_affinity,
-    parse_args,
+    resource_column,
     shape,
 )
-from projections.model import NodeInfo, TaskInfo
 
-# the scores live in nodeorder_scores (nodeorder_bound reads them too); named here as well
 __all__ = [
+    "MAX_NODE_SCORE",
     "NAME",
     "UNSCORED",
     "WEIGHTS",
     "NodeOrderArgs",
     "NodeOrderPlugin",
+    "ScoreBound",
     "ScoreColumns",
     "balanced_resource",
     "build",
@@ -72,222 +55,3 @@ __all__ = [
     "resource_column",
     "shape",
 ]
-
-
-class NodeOrderPlugin:
-    """Registers one node-order function summing the weighted scores, with its batch form
-    (:class:`ScoreColumns`) for allocate's node choice."""
-
-    name = NAME
-
-    def __init__(self, args: NodeOrderArgs) -> None:
-        self.args = args
-
-    def on_session_open(self, ssn: Session) -> None:
-        args = self.args
-        # the most intolerable taints on any session node, per tolerations list (taints do
-        # not change within a session; the lists live as long as their tasks)
-        most_taints: dict[int, int] = {}
-        tainted: list[list[NodeInfo]] = []
-
-        def taint_score(task: TaskInfo, node: NodeInfo) -> int:
-            key = id(task.tolerations)
-            top = most_taints.get(key)
-            if top is None:
-                # nodes without taints count 0: only the tainted ones can raise the maximum
-                if not tainted:
-                    tainted.append([node for node in ssn.view.node_list if node.taints])
-                top = max((intolerable(task, node) for node in tainted[0]), default=0)
-                most_taints[key] = top
-            if top == 0 or not node.taints:
-                return MAX_NODE_SCORE
-            return MAX_NODE_SCORE - intolerable(task, node) * MAX_NODE_SCORE // top
-
-        least_w, most_w, balanced_w = (
-            args.least_requested,
-            args.most_requested,
-            args.balanced_resource,
-        )
-
-        def score(task: TaskInfo, node: NodeInfo) -> float:
-            total = 0
-            if least_w or most_w or balanced_w:
-                total += _resource_scores(task, node, least_w, most_w, balanced_w)
-            if args.node_affinity and task.affinity:
-                total += node_affinity(task, node) * args.node_affinity
-            if args.taint_toleration:
-                total += taint_score(task, node) * args.taint_toleration
-            return float(total)
-
-        # the score depends on the node and only on these of the task: the session may
-        # reuse it for tasks of the same shape while the node is unchanged
-        ssn.add_node_order_fn(
-            NAME,
-            score,
-            key=shape,
-            batch=ScoreColumns(ssn, args).scores,
-            bound=ScoreBound(ssn, args).bound,
-        )
-
-    def on_session_close(self, ssn: Session) -> None:
-        del ssn
-
-
-class ScoreColumns:
-    """The plugin's scores over the view's columns, memoised per task shape and node
-    version: what ``score`` returns, for many nodes per call.
-
-    Per shape, two columns over the session nodes: the node version each total was
-    computed at, and the total (an int). The resource part reads the view's used and
-    allocatable columns; the taint part counts only nodes with taints (a node without
-    any scores the maximum, and adds nothing to the maximum count).
-    """
-
-    def __init__(self, ssn: Session, args: NodeOrderArgs) -> None:
-        self.view = ssn.view
-        self.args = args
-        #: session nodes with taints (taints do not change within a session), on first use
-        self._tainted: list[int] | None = None
-        self._taints: dict[str, dict[int, int]] = {}
-        self._columns: dict[tuple[float, float, str, str], tuple[list[int], list[int]]] = {}
-
-    def _taint_scores(self, task: TaskInfo, key: str) -> dict[int, int]:
-        """Node index → taint score, for the tainted nodes (the others score 100)."""
-        found = self._taints.get(key)
-        if found is None:
-            pool = self.view.node_list
-            if self._tainted is None:
-                self._tainted = [i for i, node in enumerate(pool) if node.taints]
-            counts = {i: intolerable(task, pool[i]) for i in self._tainted}
-            top = max(counts.values(), default=0)
-            found = {
-                i: MAX_NODE_SCORE if top == 0 else MAX_NODE_SCORE - count * MAX_NODE_SCORE // top
-                for i, count in counts.items()
-            }
-            self._taints[key] = found
-        return found
-
-    def scores(self, task: TaskInfo, indices: Sequence[int]) -> list[float]:
-        """``score(task, node_list[i])`` for each ``i`` of ``indices``."""
-        key = shape(task)
-        column = self._columns.get(key)
-        if column is None:
-            count = len(self.view.node_list)
-            column = self._columns[key] = ([-1] * count, [0] * count)
-        stamps, totals = column
-        versions = self.view.versions
-        stale = [i for i in indices if stamps[i] != versions[i]]
-        if stale:
-            self._fill(task, key, stale, totals)
-            for i in stale:
-                stamps[i] = versions[i]
-        return [float(totals[i]) for i in indices]
-
-    def _fill(
-        self,
-        task: TaskInfo,
-        key: tuple[float, float, str, str],
-        stale: list[int],
-        totals: list[int],
-    ) -> None:
-        args = self.args
-        least_w, most_w, bal_w = args.least_requested, args.most_requested, args.balanced_resource
-        pool = self.view.node_list
-        cols = self.view.columns()
-        used_cpu, used_mem = cols.used_cpu, cols.used_mem
-        alloc_cpu, alloc_mem = cols.alloc_cpu, cols.alloc_mem
-        cpu = task.resreq.milli_cpu or DEFAULT_MILLI_CPU
-        memory = task.resreq.memory or DEFAULT_MEMORY
-        if least_w or most_w or bal_w:
-            parts = resource_column(
-                cpu,
-                memory,
-                ([used_cpu[i] for i in stale], [used_mem[i] for i in stale]),
-                ([alloc_cpu[i] for i in stale], [alloc_mem[i] for i in stale]),
-                weights=(least_w, most_w, bal_w),
-            )
-        else:
-            parts = [0] * len(stale)
-        affinity_w = args.node_affinity if task.affinity else 0
-        if affinity_w:
-            parts = [
-                total + node_affinity(task, pool[i]) * affinity_w
-                for total, i in zip(parts, stale, strict=True)
-            ]
-        taint_w = args.taint_toleration
-        if taint_w:
-            taints = self._taint_scores(task, key[3])
-            top = MAX_NODE_SCORE * taint_w
-            parts = [
-                total + (taints[i] * taint_w if i in taints else top)
-                for total, i in zip(parts, stale, strict=True)
-            ]
-        for total, i in zip(parts, stale, strict=True):
-            totals[i] = total
-
-
-def resource_column(
-    cpu: float,
-    memory: float,
-    used: tuple[list[float], list[float]],
-    alloc: tuple[list[float], list[float]],
-    *,
-    weights: tuple[int, int, int],
-) -> list[int]:
-    """:func:`_resource_total` for many nodes at once, in one list pass.
-
-    ``used`` and ``alloc`` are (cpu, memory) columns of the nodes, ``cpu`` and ``memory``
-    the task's request (non-zero defaults applied), ``weights`` those of leastrequested,
-    mostrequested and balancedresource. The arithmetic is :func:`_least`, :func:`_most`
-    and the balanced part of :func:`_resource_total`, expression for expression (``min(x,
-    1.0)`` written as a conditional, which returns the same float).
-    """
-    lw, mw, bw = weights
-    top = MAX_NODE_SCORE
-    return [
-        (
-            (
-                (0 if ac <= 0 or rc > ac else int((ac - rc) * top // ac))
-                + (0 if am <= 0 or rm > am else int((am - rm) * top // am))
-            )
-            // 2
-            * lw
-            if lw
-            else 0
-        )
-        + (
-            (
-                (0 if ac <= 0 else int((rc if rc < ac else ac) * top // ac))
-                + (0 if am <= 0 else int((rm if rm < am else am) * top // am))
-            )
-            // 2
-            * mw
-            if mw
-            else 0
-        )
-        + (
-            int(
-                (
-                    1
-                    - abs(
-                        ((fc if (fc := rc / ac) <= 1.0 else 1.0) if ac > 0 else 1.0)
-                        - ((fm if (fm := rm / am) <= 1.0 else 1.0) if am > 0 else 1.0)
-                    )
-                    / 2
-                )
-                * top
-            )
-            * bw
-            if bw
-            else 0
-        )
-        for rc, rm, ac, am in zip(
-            [u + cpu for u in used[0]], [u + memory for u in used[1]], *alloc, strict=True
-        )
-    ]
-
-
-def build(args: NodeOrderArgs, ctx: PluginContext) -> NodeOrderPlugin:
-    """The plugin for validated ``args``."""
-    del ctx
-    return NodeOrderPlugin(args)

@@ -9,8 +9,9 @@ Per node, independent of the pod (kept current from ``ClusterView.changed``), wi
 ``u`` used and ``a`` allocatable (CPU, memory), weights ``lw``, ``mw``, ``bw``:
 
 * leastrequested at an empty request, ``lw × (least(u_cpu) + least(u_mem)) // 2``: the
-  score only falls as the request grows (every step of :func:`nodeorder._least` is
-  monotone, in IEEE arithmetic too);
+  score only falls as the request grows (every step of
+  :func:`~controller.policy.plugins.nodeorder.scores._least` is monotone, in IEEE arithmetic
+  too);
 * mostrequested without its floors, ``mw × (min(u, a) × 100 / a)`` averaged; a request
   ``r`` adds at most ``r × 100 / a`` per resource (slack, with the smallest ``a``);
 * balancedresource without its floor, ``bw × (1 − |f_cpu − f_mem| / 2) × 100`` with
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from controller.policy.framework.session import Session
 from controller.policy.plugins.nodeorder import scores as no
+from controller.policy.plugins.nodeorder.args import NodeOrderArgs
 from projections.model import TaskInfo
 
 
@@ -33,7 +35,7 @@ class ScoreBound:
     """The bound column of one session and the per-task slack (``Session``'s
     ``add_node_order_fn(bound=)``)."""
 
-    def __init__(self, ssn: Session, args: no.NodeOrderArgs) -> None:
+    def __init__(self, ssn: Session, args: NodeOrderArgs) -> None:
         self.view = ssn.view
         self.args = args
         self._column: list[float] | None = None

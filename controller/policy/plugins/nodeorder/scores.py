@@ -1,62 +1,39 @@
-"""The ``nodeorder`` plugin's scores: Kubernetes' node scores, its non-zero request
-defaults and Volcano's weights (the plugin and its batch columns are in
-:mod:`controller.policy.plugins.nodeorder`, its upper bound in
-:mod:`controller.policy.plugins.nodeorder.bound`; both read these, so neither imports the other
-for them). The arithmetic is described in :mod:`controller.policy.plugins.nodeorder`.
+"""The ``nodeorder`` plugin's scores: Kubernetes' node scores and its non-zero request
+defaults (kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources and friends).
+
+Each score is 0..100 (:data:`MAX_NODE_SCORE`); the plugin sums them times their weights:
+
+* **leastrequested**: per resource ``(allocatable − requested) × 100 / allocatable``
+  (0 when the request exceeds allocatable), CPU and memory weighted equally;
+* **mostrequested**: ``requested × 100 / allocatable`` (capped at allocatable), equally;
+* **balancedresource**: ``(1 − std(cpu fraction, memory fraction)) × 100``, fractions
+  capped at 1;
+* **nodeaffinity**: the sum of the weights of the task's preferred node-affinity terms
+  the node matches (not normalised, as upstream's per-node function);
+* **tainttoleration**: the node's PreferNoSchedule taints the task does not tolerate
+  (:func:`intolerable`); the plugin reverse-normalises the count over the session's
+  nodes (:mod:`controller.policy.plugins.nodeorder.plugin`).
+
+``requested`` is the node's requested resources plus the task's request, a zero CPU or
+memory request counting as 100m / 200Mi (Kubernetes' non-zero defaults); integer
+arithmetic as Kubernetes' ``int64``. :func:`resource_column` is the resource part for
+many nodes at once, expression for expression. The plugin
+(:mod:`controller.policy.plugins.nodeorder.plugin`) and its upper bound
+(:mod:`controller.policy.plugins.nodeorder.bound`) both read this module, so neither
+imports the other.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from controller.policy.framework.errors import ConfigError
 from controller.policy.framework.matching import match_term, tolerates
 from projections.model import NodeInfo, TaskInfo
 
-NAME = "nodeorder"
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU = 100.0
 DEFAULT_MEMORY = 200.0 * 1024 * 1024
-WEIGHTS = {
-    "leastrequested.weight": 1,
-    "mostrequested.weight": 0,
-    "balancedresource.weight": 1,
-    "nodeaffinity.weight": 2,
-    "tainttoleration.weight": 3,
-}
-UNSCORED = frozenset({"podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"})
-
-
-@dataclass(frozen=True, slots=True)
-class NodeOrderArgs:
-    """Validated weights."""
-
-    least_requested: int = 1
-    most_requested: int = 0
-    balanced_resource: int = 1
-    node_affinity: int = 2
-    taint_toleration: int = 3
-
-
-def parse_args(raw: Mapping[str, Any]) -> NodeOrderArgs:
-    """The weights; a non-integer or negative weight stops startup.
-
-    Raises:
-        ConfigError: names the key and the value.
-    """
-    values = dict(WEIGHTS)
-    for key in (*WEIGHTS, *sorted(UNSCORED)):
-        if key not in raw:
-            continue
-        value = raw[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"{NAME}.{key}", value, "must be a non-negative integer")
-        if key in values:
-            values[key] = value
-    return NodeOrderArgs(*(values[key] for key in WEIGHTS))
 
 
 def _requested(task: TaskInfo, node: NodeInfo) -> tuple[float, float]:
@@ -171,3 +148,64 @@ def _resource_total(
         std = abs(f_cpu - f_mem) / 2  # the standard deviation of two values
         total += int((1 - std) * MAX_NODE_SCORE) * bal_w
     return total
+
+
+def resource_column(
+    cpu: float,
+    memory: float,
+    used: tuple[list[float], list[float]],
+    alloc: tuple[list[float], list[float]],
+    *,
+    weights: tuple[int, int, int],
+) -> list[int]:
+    """:func:`_resource_total` for many nodes at once, in one list pass.
+
+    ``used`` and ``alloc`` are (cpu, memory) columns of the nodes, ``cpu`` and ``memory``
+    the task's request (non-zero defaults applied), ``weights`` those of leastrequested,
+    mostrequested and balancedresource. The arithmetic is :func:`_least`, :func:`_most`
+    and the balanced part of :func:`_resource_total`, expression for expression (``min(x,
+    1.0)`` written as a conditional, which returns the same float).
+    """
+    lw, mw, bw = weights
+    top = MAX_NODE_SCORE
+    return [
+        (
+            (
+                (0 if ac <= 0 or rc > ac else int((ac - rc) * top // ac))
+                + (0 if am <= 0 or rm > am else int((am - rm) * top // am))
+            )
+            // 2
+            * lw
+            if lw
+            else 0
+        )
+        + (
+            (
+                (0 if ac <= 0 else int((rc if rc < ac else ac) * top // ac))
+                + (0 if am <= 0 else int((rm if rm < am else am) * top // am))
+            )
+            // 2
+            * mw
+            if mw
+            else 0
+        )
+        + (
+            int(
+                (
+                    1
+                    - abs(
+                        ((fc if (fc := rc / ac) <= 1.0 else 1.0) if ac > 0 else 1.0)
+                        - ((fm if (fm := rm / am) <= 1.0 else 1.0) if am > 0 else 1.0)
+                    )
+                    / 2
+                )
+                * top
+            )
+            * bw
+            if bw
+            else 0
+        )
+        for rc, rm, ac, am in zip(
+            [u + cpu for u in used[0]], [u + memory for u in used[1]], *alloc, strict=True
+        )
+    ]
