@@ -2,7 +2,7 @@
 
 The ``predicates`` plugin derives, once per session, the required anti-affinity terms of
 the session's pods and whether any of them has a term with a topology wider than a node
-(:func:`controller.policy.plugins.predicates._owners`). Only pods whose affinity carries a
+(:func:`controller.policy.plugins.predicates.keys._owners`). Only pods whose affinity carries a
 ``podAffinity`` or ``podAntiAffinity`` section can contribute to either; walking every pod
 of every session node for them was a few percent of a day's replay (30,000 pods per
 session at 1,000 nodes, ~6 % of them with such a section).

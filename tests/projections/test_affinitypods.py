@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from controller.policy.framework.session import Session
-from controller.policy.plugins import predicates
+from controller.policy.plugins.predicates.keys import _anti_terms, _owners
 from controller.policy.plugins.predicates.podaffinity import wide_terms_in
 from projections.affinitypods import group_of, has_pod_affinity
 from projections.cluster import ClusterState
@@ -120,11 +120,11 @@ def check_session(ssn: Session) -> int:
     assert sorted(group_of(base[t.key]) for t in indexed) == sorted(groups)
     keys = {t.key for t in every}
     assert all(t.key in keys and t is ssn.view.tasks[t.key] for t in indexed)
-    owners = predicates._owners(ssn)
+    owners = _owners(ssn)
     # a term's match reads its owner's namespace only (term_matches): the pod kept for a
     # (namespace, term) may differ, its namespace may not
-    terms = [(term, owner.namespace) for term, owner in predicates._anti_terms(owners)]
-    assert terms == [(term, o.namespace) for term, o in predicates._anti_terms(every)]
+    terms = [(term, owner.namespace) for term, owner in _anti_terms(owners)]
+    assert terms == [(term, o.namespace) for term, o in _anti_terms(every)]
     assert wide_terms_in(owners) == wide_terms_in(every)
     return len(terms)
 

@@ -19,6 +19,7 @@ from controller.policy.framework.plugin import PluginContext
 from controller.policy.framework.session import Session
 from controller.policy.framework.tiers import PluginConf
 from controller.policy.plugins import predicates
+from controller.policy.plugins.predicates.keys import _anti_terms, _owners
 from projections.model import TaskInfo, TaskStatus
 from tests.controller.policy.framework.scenario import GI, cluster, node, session, task, tiers
 
@@ -165,9 +166,9 @@ def test_owners_keep_the_first_pod_of_each_affinity_object_and_namespace() -> No
     other = task("c1", ns="a", status=TaskStatus.RUNNING, node="n1")
     other.affinity = dict(shared)  # equal, but another object
     ssn = session(cluster(nodes=[node("n1"), node("n2")], tasks=[*pods, pending, other]))
-    owners = predicates._owners(ssn)
+    owners = _owners(ssn)
     # in the fold index's order (the owners' uses are order-free)
     assert sorted(t.key for t in owners) == ["a/a1", "a/c1", "b/b1"]
     every = [t for n in ssn.view.node_list for t in n.tasks.values()] + [pending]
-    assert predicates._anti_terms(owners) == predicates._anti_terms(every)
-    assert {owner.namespace for _, owner in predicates._anti_terms(owners)} == {"a", "b"}
+    assert _anti_terms(owners) == _anti_terms(every)
+    assert {owner.namespace for _, owner in _anti_terms(owners)} == {"a", "b"}
