@@ -2,10 +2,10 @@
 
 The session reuses a predicate answer for another pod with an equal key on an unchanged
 node (``Session.add_predicate_fn(key=...)``). :func:`scheduling_key` names everything
-the predicate reads of a pod; :func:`session_key` is finer-grained for one session (it
-names which of the session's anti-affinity terms select the pod instead of its labels).
-Both are built from the pods with an affinity the session can hold (:func:`_owners`),
-which the plugin also reads its wider-domain terms from.
+the predicate reads of a pod; :func:`session_key` is finer-grained for one session: it
+names which of the session's required anti-affinity terms select the pod instead of its
+labels, terms collected from the session's pods with an affinity (:func:`_owners`, which
+the plugin also reads its wider-domain terms from).
 """
 
 from __future__ import annotations
