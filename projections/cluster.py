@@ -60,6 +60,7 @@ from projections import snapshot
 from projections.accounting import Overlay, node_add, node_remove
 from projections.affinitypods import AffinityPods
 from projections.base import BaseProjection, decode_state, encode_state, handles
+from projections.behaviour import PREEMPTABLE_OPT_IN
 from projections.model import (
     COMPLETED_STATUSES,
     JobInfo,
@@ -80,7 +81,7 @@ from projections.objects import (
     queue_from,
     reset_placeholder,
 )
-from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
+from projections.ownership import LEGACY, Rules, derive, derives, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
 from projections.preemptindex import PreemptIndex
 from projections.queuetotals import QueueTotals
@@ -212,7 +213,7 @@ class ClusterState(BaseProjection):
                 job = self.jobs[task.job] = implicit_job(task, rules)
         elif job.implicit:
             apply_implicit(job, task, rules)
-        if rules.behaviour >= 2:
+        if derives(rules):
             derive(task, rules, job)
         self._place(task, key)
         if job is not None:
@@ -229,7 +230,7 @@ class ClusterState(BaseProjection):
             task = self.tasks[key]
             self._remove_task(task, key)
             self._add_task(task, key)
-            if self.rules.behaviour < 2:
+            if not derives(self.rules):  # _add_task left the flags: set level 1's again
                 derive(task, self.rules, None)
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
@@ -388,7 +389,7 @@ class ClusterState(BaseProjection):
         priority_class = str((obj.get("spec") or {}).get("priorityClassName") or "")
         apply_podgroup(job, obj, self.class_priority(priority_class), self.rules)
         self.jobs[job_id] = job
-        if self.rules.behaviour >= 2:
+        if self.rules.has(PREEMPTABLE_OPT_IN):  # its tasks may take the PodGroup's mark
             for key, task in job.tasks.items():
                 derive(task, self.rules, job)
                 self.zone_tasks.touch_task(task.node_name, key)
