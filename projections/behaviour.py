@@ -59,10 +59,6 @@ def active(level: int, change: Change) -> bool:
     return level >= change.level
 
 
-_LEVEL_1_LOGS = (
-    "`demo.jsonl`, `demo-v2.jsonl`, `tdm-budgets.jsonl`, `allocate-gang.jsonl` and "
-    "`pressure-graceful.jsonl` are level 1"
-)
 _RETIRE_2 = (
     "Retires with level 2 as a whole: once logs without a stamp no longer replay with this "
     "tide (the level-1 golden logs archived with the last release that replays them), "
@@ -80,9 +76,9 @@ PLACEMENT_PLUGINS = Change(
         "must replay with it skipped, as it ran"
     ),
     golden=(
-        "none: no level-1 golden log names these plugins; "
-        "`tests/controller/policy/plugins/test_rescheduling_placement.py` (old-log-without-stamp) "
-        "holds the old loading, `rescheduling-hot-cold.jsonl` the new"
+        "none: no level-1 golden log names these plugins (forcing the change on them changes "
+        "no decision); `tests/controller/policy/plugins/test_rescheduling_placement.py` "
+        "(old-log-without-stamp) holds the old loading; new: `rescheduling-hot-cold.jsonl`"
     ),
     retire=(
         _RETIRE_2 + "drop `since=PLACEMENT_PLUGINS` from the three specs in "
@@ -101,7 +97,7 @@ PREEMPT_BACKFILL = Change(
     golden=(
         "none: no level-1 golden log names these actions; "
         "`tests/controller/policy/actions/preempt/test_preempt_behaviour.py` holds the old "
-        "loading, `rescheduling-hot-cold.jsonl` (backfill) the new"
+        "loading; new: `rescheduling-hot-cold.jsonl` (backfill)"
     ),
     retire=(
         _RETIRE_2 + "drop `since=PREEMPT_BACKFILL` from the two specs in "
@@ -120,12 +116,13 @@ OWNERSHIP = Change(
         "the first tide made every ungrouped pod a job and a victim"
     ),
     golden=(
-        "`ownership.jsonl` shows the new rule (the default-scheduler pod is no TDM victim); "
-        "the level-1 logs hold only pods of tide's scheduler, so none depends on the old rule"
+        "none: every pod of the level-1 golden logs is in a PodGroup or of scheduler "
+        "`volcano` (forced on them, no task loses `owned`, no decision changes); new: "
+        "`ownership.jsonl` (the default-scheduler pod is no TDM victim)"
     ),
     retire=(
-        _RETIRE_2 + "drop the `OWNERSHIP` test in `projections.ownership.forms_job` and the "
-        "level-1 path of `projections.ownership.derive`"
+        _RETIRE_2 + "drop the `OWNERSHIP` test in `projections.ownership.forms_job`, "
+        "`projections.ownership.derives` and `projections.ownership.reads_config`"
     ),
 )
 SYSTEM_PODS = Change(
@@ -136,16 +133,17 @@ SYSTEM_PODS = Change(
         "eviction included (`evictable` false; named `protected` in a pressure round)"
     ),
     why=(
-        "as the descheduler's DefaultEvictor: evicting a node agent or a static pod frees "
-        "nothing (it comes back on the same node) and can break the node"
+        "as the descheduler's DefaultEvictor: a DaemonSet or static pod comes back on the "
+        "same node, so evicting it frees nothing"
     ),
     golden=(
-        "`ownership.jsonl` shows the new rule (the pressure round protects both system pods); "
-        "the level-1 logs hold no DaemonSet or mirror pod"
+        "none: the level-1 golden logs hold no DaemonSet or mirror pod (forced, no decision "
+        "changes); new: `ownership.jsonl` (its pressure round names both system pods "
+        "`protected`)"
     ),
     retire=(
-        _RETIRE_2 + "drop the `SYSTEM_PODS` test in `projections.ownership.derive` "
-        "(`evictable` is then `not is_system(task)` at every level)"
+        _RETIRE_2 + "drop the `SYSTEM_PODS` tests in `projections.ownership.derive` and "
+        "`projections.ownership.derives` (`evictable` is then `not is_system(task)`)"
     ),
 )
 PREEMPTABLE_OPT_IN = Change(
@@ -160,14 +158,17 @@ PREEMPTABLE_OPT_IN = Change(
         "default is true, which `preemptableByDefault: true` keeps)"
     ),
     golden=(
-        "`ownership.jsonl` shows the new rule (the unmarked `plain` pod is no TDM victim); "
-        + _LEVEL_1_LOGS
-        + " and mark their victims or run no preemptable policy"
+        "none by decision: forced on the level-1 golden logs it clears `preemptable` on "
+        "unmarked tasks of `demo.jsonl`, `allocate-gang.jsonl` and `pressure-graceful.jsonl`, "
+        "but no decision changes (their TDM victims are marked; nothing else of theirs "
+        "preempts); new: `ownership.jsonl` (the unmarked `plain` pod is no TDM victim)"
     ),
     retire=(
-        _RETIRE_2 + "drop the level-1 branch of `projections.ownership.derive`, the "
-        "`rules_of` fallback to `LEGACY` and the re-derives in `projections.cluster` gated "
-        "by it"
+        _RETIRE_2 + "drop the level-1 branch of `projections.ownership.derive`, its test in "
+        "`projections.ownership.derives` and `projections.ownership.reads_config` (with "
+        "`ownership` and `system-pods` gone too, a task's flags are always derived and "
+        "`rules_of` never falls back to `LEGACY`) and the PodGroup re-derive gate in "
+        "`projections/cluster.py`"
     ),
 )
 BUDGET_MAX_FIRST = Change(
@@ -178,12 +179,13 @@ BUDGET_MAX_FIRST = Change(
         "(`projections.objects.budget`)"
     ),
     why=(
-        "the seed's rule (upstream's JobInfo happens to read min-available first, which "
-        "evicted more than the budget a person wrote as max-unavailable)"
+        "the seed's rule: the stricter-looking budget a person wrote wins (upstream's JobInfo "
+        "happens to read min-available first)"
     ),
     golden=(
-        "`ownership.jsonl` shows the new rule (job `both` loses one pod per period, not two); "
-        "no level-1 golden log sets both annotations"
+        "none: no PodGroup of the level-1 golden logs sets both annotations (forced, no "
+        "decision changes); new: `ownership.jsonl` (job `both` loses one pod per period, not "
+        "two)"
     ),
     retire=(
         _RETIRE_2 + "drop `Rules.max_first` and `budget`'s `max_first` parameter "
@@ -202,8 +204,9 @@ TDM_BUDGET_PER_PERIOD = Change(
         "per zone at the same instant"
     ),
     golden=(
-        "`ownership.jsonl` shows the new rule (job `span` loses one pod per period across "
-        "zones); `tdm-budgets.jsonl` is level 1 but no job of it spans two zones"
+        "none: forced on the level-1 golden logs (`tdm-budgets.jsonl`, the demo logs) it "
+        "changes no decision; new: `ownership.jsonl` (job `span` loses one pod per period "
+        "across zones, not one per zone)"
     ),
     retire=(
         _RETIRE_2 + "drop the `TDM_BUDGET_PER_PERIOD` test in "
@@ -219,12 +222,14 @@ TAINT_FROM_DECISION = Change(
     ),
     why="a 300 s taint should be on the node for 300 s",
     golden=(
-        "`demo.jsonl` and `demo-v2.jsonl` (level 1: their untaints come 10 s later than "
-        "`demo-level2.jsonl`'s and `demo-v3.jsonl`'s)"
+        "`demo.jsonl`, `demo-v2.jsonl` and `pressure-graceful.jsonl` (forced on them, their "
+        "decisions differ from the first pressure round on: untaints 10 s earlier); new: "
+        "`demo-level2.jsonl`, `demo-v3.jsonl`"
     ),
     retire=(
         _RETIRE_2 + "drop the test in `controller.policy.pressure.decisions.taint_start`; "
-        "`demo.jsonl` and `demo-v2.jsonl` then no longer verify"
+        "the three logs of the golden column then no longer verify and leave "
+        "`tests/replay/golden/` with level 1"
     ),
 )
 QUIET_TICK_SEEN = Change(
@@ -239,9 +244,9 @@ QUIET_TICK_SEEN = Change(
         "1 s tick ran a full session (about 2.5x the sessions, same decisions)"
     ),
     golden=(
-        "`demo-v3.jsonl` (level 2; `demo-v4.jsonl` is the same run at level 3: the demo sends "
-        "no heartbeats, so only the stamp differs); "
-        "`tests/controller/policy/test_quiet_level3.py` holds the difference"
+        "none: no golden log sends a node heartbeat (forced on the level-1 and level-2 logs, "
+        "no decision changes; `demo-v4.jsonl` is `demo-v3.jsonl`'s run at level 3, only the "
+        "stamp differs); `tests/controller/policy/test_quiet_level3.py` holds the difference"
     ),
     retire=(
         "Retires with level 3: once logs of levels 1 and 2 no longer replay with this tide, "
