@@ -49,6 +49,10 @@ a pod of another scheduler forms no job, DaemonSet and mirror pods are never vic
 ``preemptable`` is opt-in (:mod:`projections.ownership`). Each task's ``owned``,
 ``evictable`` and ``preemptable`` are derived when it is added, when its PodGroup changes
 and, for every task, when the rules change.
+
+The objects and their indexes are :class:`~projections.clusterindex.ClusterIndex`'s (also
+what :mod:`projections.snapshot` checkpoints); this module holds the rules that fold
+records into them.
 """
 
 from __future__ import annotations
@@ -57,34 +61,22 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from projections import snapshot
-from projections.accounting import Overlay, node_add, node_remove
-from projections.affinitypods import AffinityPods
+from projections.accounting import Overlay
 from projections.base import BaseProjection, decode_state, encode_state, handles
-from projections.model import (
-    COMPLETED_STATUSES,
-    JobInfo,
-    NodeInfo,
-    QueueInfo,
-    Resource,
-    TaskInfo,
-    TaskStatus,
-)
+from projections.behaviour import PREEMPTABLE_OPT_IN
+from projections.clusterindex import ClusterIndex
+from projections.model import JobInfo, NodeInfo, Resource, TaskInfo, TaskStatus
 from projections.objects import (
-    BUILTIN_PRIORITY_CLASSES,
     apply_implicit,
     apply_node,
     apply_podgroup,
-    implicit_job,
     new_node,
     node_inputs,
     queue_from,
     reset_placeholder,
 )
-from projections.ownership import LEGACY, Rules, derive, forms_job, rules_of
+from projections.ownership import derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
-from projections.preemptindex import PreemptIndex
-from projections.queuetotals import QueueTotals
-from projections.zonetasks import ZoneTasks
 from streams.events import Event
 
 _PENDING = TaskStatus.PENDING
@@ -117,157 +109,14 @@ def _seen(node: NodeInfo) -> tuple[Any, ...]:
     )
 
 
-class ClusterState(BaseProjection):
+class ClusterState(ClusterIndex, BaseProjection):
     """Nodes, tasks, jobs and queues folded from the log (see the module docstring).
 
-    Attributes (read-only to everyone but the fold): ``nodes`` (name → NodeInfo, Ready or
-    not, placeholders included), ``tasks`` ("ns/name" → TaskInfo), ``jobs`` (id → JobInfo),
-    ``queues`` (name → QueueInfo), ``pending`` (the Pending tasks), ``overlays`` (task key
-    → in-flight decision), ``priority_classes``, ``version``, ``sched_version``,
-    ``skipped``, ``position``.
-    No raw API objects are kept: the simulated cluster keeps its own, as an API server would.
+    The objects and indexes are :class:`~projections.clusterindex.ClusterIndex`'s (its
+    attributes, ``position`` besides); this class adds the rules that fold records into them.
     """
 
     name = "cluster"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.version = 0
-        #: bumped by the changes a session can see (see the module docstring)
-        self.sched_version = 0
-        self.skipped = 0
-        self.nodes: dict[str, NodeInfo] = {}
-        self.tasks: dict[str, TaskInfo] = {}
-        self.jobs: dict[str, JobInfo] = {}
-        self.queues: dict[str, QueueInfo] = {}
-        self.pending: dict[str, TaskInfo] = {}
-        self.priority_classes: dict[str, int] = {}
-        self.overlays: dict[str, Overlay] = {}
-        self._decisions: dict[str, str] = {}  # decision id -> task key
-        #: node name -> the :func:`~projections.objects.node_inputs` of its last Node object,
-        #: so that a heartbeat rebuilds nothing (not in checkpoints: after a load the next
-        #: update of each node takes the full path)
-        self._node_inputs: dict[str, tuple[Any, ...]] = {}
-        self.rules: Rules = LEGACY
-        #: per-queue request totals, told of every job change (projections/queuetotals.py)
-        self.queue_totals = QueueTotals()
-        #: zone -> job -> Running preemptable tasks, told of node changes (zonetasks.py)
-        self.zone_tasks = ZoneTasks()
-        #: node -> its preemption candidates, dropped when the node changes (preemptindex.py)
-        self.preempt_index = PreemptIndex()
-        #: the tasks with a pod (anti-)affinity section, told of every task (affinitypods.py)
-        self.affinity_pods = AffinityPods()
-
-    # ---- queries -----------------------------------------------------------------------
-
-    def ready_nodes(self) -> list[NodeInfo]:
-        """The Ready nodes (those a session sees), sorted by name."""
-        return [self.nodes[n] for n in sorted(self.nodes) if self.nodes[n].ready]
-
-    def class_priority(self, name: str) -> int:
-        """The value of PriorityClass ``name`` as far as the log tells (else 0)."""
-        if not name:
-            return 0
-        return self.priority_classes.get(name, BUILTIN_PRIORITY_CLASSES.get(name, 0))
-
-    # ---- indexes -----------------------------------------------------------------------
-
-    def _place(self, task: TaskInfo, key: str) -> None:
-        """Put a task into the status-dependent indexes (pending, its node)."""
-        status = task.status
-        if status == _PENDING:
-            self.pending[key] = task
-        if task.node_name and status not in COMPLETED_STATUSES:
-            node = self.nodes.get(task.node_name)
-            if node is None:
-                node = self.nodes[task.node_name] = new_node(task.node_name)
-            node_add(node, task, key)
-            self.zone_tasks.touch_task(node.name, key)
-            self.preempt_index.touch(node.name)
-
-    def _unplace(self, task: TaskInfo, key: str) -> None:
-        self.pending.pop(key, None)
-        node = self.nodes.get(task.node_name) if task.node_name else None
-        if node is not None and node.tasks.get(key) is task:
-            node_remove(node, task, key)
-            self.zone_tasks.touch_task(node.name, key)
-            self.preempt_index.touch(node.name)
-            if node.placeholder and not node.tasks:
-                del self.nodes[node.name]
-
-    def _add_task(self, task: TaskInfo, key: str) -> None:
-        rules = self.rules
-        self.tasks[key] = task
-        self.affinity_pods.add(key, task)
-        job = self.jobs.get(task.job)
-        # the job's queue and PodGroup unchanged: its totals change by this task alone
-        same_job = job is not None and not job.implicit
-        if job is None:
-            if task.annotations.get(GROUP_NAME):
-                namespace, _, name = task.job.partition("/")
-                job = JobInfo("", namespace, name)
-                reset_placeholder(job)
-                self.jobs[task.job] = job
-            elif forms_job(task, rules):
-                job = self.jobs[task.job] = implicit_job(task, rules)
-        elif job.implicit:
-            apply_implicit(job, task, rules)
-        if rules.behaviour >= 2:
-            derive(task, rules, job)
-        self._place(task, key)
-        if job is not None:
-            job.tasks[key] = task
-        if same_job:
-            self.queue_totals.task_moved(task, 1)
-        else:
-            self.queue_totals.touch(task.job)
-        self.preempt_index.touch_job(task.job)
-
-    def _rederive(self, keys: list[str]) -> None:
-        """Re-add the tasks ``keys`` so the rules in force apply to them."""
-        for key in keys:
-            task = self.tasks[key]
-            self._remove_task(task, key)
-            self._add_task(task, key)
-            if self.rules.behaviour < 2:
-                derive(task, self.rules, None)
-
-    def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
-        del self.tasks[key]
-        self.affinity_pods.remove(key)
-        self._unplace(task, key)
-        job = self.jobs.get(task.job)
-        self.preempt_index.touch_job(task.job)
-        if job is not None and job.tasks.get(key) is task:
-            job.tasks.pop(key)
-            if not job.tasks and not keep_job and (job.placeholder or job.implicit):
-                del self.jobs[job.id]
-                self.queue_totals.touch(task.job)
-            else:
-                self.queue_totals.task_moved(task, -1)
-        else:
-            if job is not None:
-                job.tasks.pop(key, None)
-            self.queue_totals.touch(task.job)
-
-    def _restatus(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
-        key = task.key
-        self._unplace(task, key)
-        job = self.jobs.get(task.job)
-        filed = job is not None and job.tasks.get(key) is task
-        if filed:
-            self.queue_totals.task_moved(task, -1)
-        task.status = status
-        task.node_name = node_name
-        self._place(task, key)
-        if filed:
-            self.queue_totals.task_moved(task, 1)
-        else:
-            self.queue_totals.touch(task.job)
-        self.preempt_index.touch_job(task.job)
-        job = self.jobs.get(task.job)
-        if job is not None and job.implicit:
-            job.phase = "Inqueue" if status == _PENDING else "Running"
 
     # ---- watch -------------------------------------------------------------------------
 
@@ -388,7 +237,7 @@ class ClusterState(BaseProjection):
         priority_class = str((obj.get("spec") or {}).get("priorityClassName") or "")
         apply_podgroup(job, obj, self.class_priority(priority_class), self.rules)
         self.jobs[job_id] = job
-        if self.rules.behaviour >= 2:
+        if self.rules.has(PREEMPTABLE_OPT_IN):  # its tasks may take the PodGroup's mark
             for key, task in job.tasks.items():
                 derive(task, self.rules, job)
                 self.zone_tasks.touch_task(task.node_name, key)

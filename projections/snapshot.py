@@ -7,15 +7,20 @@ model is carried automatically when it holds plain JSON). Resources become
 resumed projection continues from bit-identical floats. Indexes (``node.tasks``,
 ``job.tasks``, ``pending``) are rebuilt from the tasks on load. Raw objects are embedded as
 they are stored (``orjson.Fragment``), without re-encoding.
+
+It reads and fills a :class:`~projections.clusterindex.ClusterIndex` (the objects and
+indexes of the fold), not the fold itself: :mod:`projections.cluster` imports this module
+for its ``dump``/``load``, and this module needs nothing of its handlers.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from projections.accounting import Overlay
 from projections.base import CheckpointError
+from projections.clusterindex import ClusterIndex
 from projections.model import (
     COMPLETED_STATUSES,
     JobInfo,
@@ -29,9 +34,6 @@ from projections.ownership import Rules
 from projections.parsing import time_or_none
 from projections.pods import share_maps
 from streams.events import format_time
-
-if TYPE_CHECKING:
-    from projections.cluster import ClusterState
 
 T = TypeVar("T")
 _RESOURCES = frozenset(
@@ -115,7 +117,7 @@ def decode_task(data: dict[str, Any]) -> TaskInfo:
     return task
 
 
-def dump_cluster(state: ClusterState) -> dict[str, Any]:
+def dump_cluster(state: ClusterIndex) -> dict[str, Any]:
     """The body of a cluster checkpoint."""
     return {
         "version": state.version,
@@ -138,7 +140,7 @@ def dump_cluster(state: ClusterState) -> dict[str, Any]:
     }
 
 
-def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
+def load_cluster(target: ClusterIndex, body: dict[str, Any]) -> None:
     """Fill a fresh ``target`` from :func:`dump_cluster`'s output (raises CheckpointError)."""
     try:
         target.version = int(body["version"])
@@ -155,7 +157,7 @@ def load_cluster(target: ClusterState, body: dict[str, Any]) -> None:
             task = decode_task(body["tasks"][key])
             target.tasks[key] = task
             job = target.jobs.get(task.job)
-            if job is not None:  # a pod of another scheduler forms no job (behaviour >= 2)
+            if job is not None:  # a pod of another scheduler forms no job (OWNERSHIP)
                 job.tasks[key] = task
             if task.status == TaskStatus.PENDING:
                 target.pending[key] = task

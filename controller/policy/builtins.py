@@ -29,6 +29,7 @@ from controller.policy.plugins import (
     tdm,
     usage,
 )
+from projections.behaviour import PLACEMENT_PLUGINS, PREEMPT_BACKFILL
 
 PluginRegistry = Mapping[str, PluginSpec]
 ActionRegistry = Mapping[str, ActionSpec]
@@ -49,11 +50,11 @@ BUILTIN_PLUGINS: dict[str, PluginSpec] = {
             rescheduling.build,
             rescheduling.schedules,
             rescheduling.warnings,
-            since=2,
+            since=PLACEMENT_PLUGINS,
         ),
-        # since=2: configurations of older logs named them and had them skipped
-        PluginSpec(nodeorder.NAME, nodeorder.parse_args, nodeorder.build, since=2),
-        PluginSpec(usage.NAME, usage.parse_args, usage.build, since=2),
+        # since a change: configurations of older logs named them and had them skipped
+        PluginSpec(nodeorder.NAME, nodeorder.parse_args, nodeorder.build, since=PLACEMENT_PLUGINS),
+        PluginSpec(usage.NAME, usage.parse_args, usage.build, since=PLACEMENT_PLUGINS),
         # ---- register further plugins here -----------------------------------------------
     )
 }
@@ -62,9 +63,11 @@ BUILTIN_ACTIONS: dict[str, ActionSpec] = {
     module.NAME: ActionSpec(module.NAME, module.parse_args, module.build)
     for module in (allocate, shuffle)
 }
-# since=2: configurations of older logs named them and had them skipped
-BUILTIN_ACTIONS[preempt.NAME] = ActionSpec(preempt.NAME, preempt.parse_args, preempt.build, since=2)
+# since a change: configurations of older logs named them and had them skipped
+BUILTIN_ACTIONS[preempt.NAME] = ActionSpec(
+    preempt.NAME, preempt.parse_args, preempt.build, since=PREEMPT_BACKFILL
+)
 BUILTIN_ACTIONS[backfill.NAME] = ActionSpec(
-    backfill.NAME, backfill.parse_args, backfill.build, since=2
+    backfill.NAME, backfill.parse_args, backfill.build, since=PREEMPT_BACKFILL
 )
 # ---- register further actions above (e.g. preempt) -------------------------------------

@@ -18,7 +18,8 @@ records between the clock, the log, the step and the effector:
   tick's session (same cluster version), with no window boundary since, and less than
   :data:`QUIET_TICK_LIMIT` after that session. Up to behaviour level 2 every watch change
   counts (``ClusterState.version``), so on a real cluster, where some node heartbeats
-  every second, nearly every tick ran a full session; from level :data:`SEEN_LEVEL` only
+  every second, nearly every tick ran a full session; from level 3
+  (:data:`~projections.behaviour.QUIET_TICK_SEEN`) only
   changes a session can see count (``ClusterState.sched_version``: a node update that
   leaves the node's model fields equal, a heartbeat, does not). What a session reads
   beside the cluster (metric samples, the OOM and pressure projections, the clock) never
@@ -44,6 +45,7 @@ from controller.policy.framework.config import TideConfig, plugin_context, plugi
 from controller.policy.pressure.config import EvictionConfig
 from controller.policy.pressure.followups import Followup, FollowupCache
 from controller.policy.trigger_events import trigger_event
+from projections.behaviour import QUIET_TICK_SEEN
 from projections.world import World
 from streams.events import Event
 
@@ -52,8 +54,6 @@ ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
 #: A tick whose world is unchanged still runs a session this often, for what changes with
 #: time alone (an LS reservation expiring, say).
 QUIET_TICK_LIMIT = timedelta(seconds=60)
-#: the behaviour level (``config.applied``) from which heartbeats no longer wake a tick
-SEEN_LEVEL = 3
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 
@@ -152,7 +152,7 @@ class Step:
         """The cluster version the quiet-tick rule compares, by the behaviour level in
         force (tagged with which counter, as a configuration may change the level)."""
         cluster = self.world.cluster
-        if cluster.rules.behaviour >= SEEN_LEVEL:
+        if cluster.rules.has(QUIET_TICK_SEEN):
             return True, cluster.sched_version
         return False, cluster.version
 

@@ -14,8 +14,8 @@ configuration names ``nodeorder``, ``usage`` and ``rescheduling``, which earlier
 skipped as unimplemented, so it is stamped ``behaviour: 2`` in ``config.applied``: replay
 runs those plugins (evictions ``low-node-utilization`` every interval, replacements scored
 onto the cold nodes). The older logs carry no stamp and replay at level 1, where those
-plugins are still skipped (``demo.jsonl`` and ``pressure-graceful.jsonl`` name
-``nodeorder``), so their decisions are unchanged.
+plugins are still skipped (none of the older logs names them: see ``docs/BEHAVIOUR.md``,
+``placement-plugins``), so their decisions are unchanged.
 
 ``tdm-budgets-altered.jsonl`` is ``tdm-budgets.jsonl`` with one decision's pod changed
 (``train-1`` → ``train-4`` at line 26): verification must fail and name that difference.

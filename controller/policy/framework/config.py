@@ -31,7 +31,7 @@ from controller.policy.framework.points import ALL_FLAGS, VICTIM
 from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml_text
 from controller.policy.framework.tiers import PluginConf, TierConf, default_flags
 from controller.policy.framework.unwrap import unwrap
-from projections.ownership import CURRENT
+from projections.behaviour import CURRENT, LEGACY, Change, active
 
 PluginRegistry = Mapping[str, PluginSpec]
 ActionRegistry = Mapping[str, ActionSpec]
@@ -59,9 +59,9 @@ VOLCANO_DEFAULT: Mapping[str, Any] = {
 #: back from an old log has none and means :data:`LEGACY_BEHAVIOUR`.
 BEHAVIOUR = "behaviour"
 #: before ``nodeorder``, ``usage`` and ``rescheduling`` (plugins) and ``preempt`` and
-#: ``backfill`` (actions) existed (they were skipped)
-LEGACY_BEHAVIOUR = 1
-#: one level for every rule that changed (also ``projections.ownership.CURRENT``)
+#: ``backfill`` (actions) existed (they were skipped): ``projections.behaviour.LEGACY``
+LEGACY_BEHAVIOUR = LEGACY
+#: one level for every rule that changed: the newest of ``projections.behaviour.CHANGES``
 CURRENT_BEHAVIOUR = CURRENT
 TIDE_KEYS = frozenset(
     {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault", BEHAVIOUR}
@@ -150,7 +150,8 @@ def load_config(
 
     ``default_behaviour`` is the level of a configuration without a ``behaviour`` key
     (replay passes :data:`LEGACY_BEHAVIOUR` for a log's own configuration); plugins and
-    actions whose spec is ``since`` a later level are skipped as unimplemented.
+    actions whose spec's ``since`` change is not active at that level are skipped as
+    unimplemented.
 
     A ``str`` naming an existing file is read as that file; any other ``str`` is YAML
     text. ``plugins``/``actions`` are the registries that validate every plugin's and
@@ -162,8 +163,8 @@ def load_config(
     """
     raw, notes = unwrap(_read(source))
     level = _behaviour(raw.get(BEHAVIOUR, default_behaviour))
-    plugin_table = {name: spec for name, spec in plugins.items() if spec.since <= level}
-    action_table = {name: spec for name, spec in actions.items() if spec.since <= level}
+    plugin_table = {name: spec for name, spec in plugins.items() if _exists(spec.since, level)}
+    action_table = {name: spec for name, spec in actions.items() if _exists(spec.since, level)}
     unknown = sorted(str(k) for k in raw if k not in TIDE_KEYS | VOLCANO_KEYS)
     if "actions" in raw or "tiers" in raw:
         scheduler = raw
@@ -186,12 +187,8 @@ def load_config(
     tiers = _tiers(scheduler.get("tiers"), plugin_table, skipped_plugins, warnings)
     configurations = _configurations(raw.get("configurations"))
     if BEHAVIOUR not in raw and (
-        any(
-            plugin_table[conf.name].since > LEGACY_BEHAVIOUR
-            for tier in tiers
-            for conf in tier.plugins
-        )
-        or any(action_table[name].since > LEGACY_BEHAVIOUR for name in implemented)
+        any(plugin_table[conf.name].since is not None for tier in tiers for conf in tier.plugins)
+        or any(action_table[name].since is not None for name in implemented)
     ):
         raw[BEHAVIOUR] = level  # only where the level matters: older logs stay byte-equal
     action_args = {}
@@ -396,6 +393,11 @@ def _configurations(value: Any) -> dict[str, Mapping[str, Any]]:
             raise ConfigError(f"configurations[{i}].name", name, "must be an action name")
         out[name] = _mapping(f"configurations[{i}].arguments", fields.get("arguments") or {})
     return out
+
+
+def _exists(since: Change | None, level: int) -> bool:
+    """Whether a plugin or action introduced by change ``since`` runs at ``level``."""
+    return since is None or active(level, since)
 
 
 def _behaviour(value: Any) -> int:

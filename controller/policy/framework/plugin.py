@@ -33,6 +33,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
+from projections.behaviour import Change
+
 if TYPE_CHECKING:
     from controller.policy.framework.session import Session
 
@@ -148,9 +150,9 @@ class PluginSpec:
     ``schedules`` (optional) declares the triggers the plugin needs for given arguments;
     ``warnings`` (optional) returns startup warnings for given arguments and the
     configured action names (e.g. a victim function that no configured action calls).
-    ``since`` is the configuration behaviour level from which the plugin exists: a
-    configuration stamped with an earlier level (an old log's) treats it as
-    unimplemented, as the tide that wrote the log did.
+    ``since`` is the behaviour change that brought the plugin (None: it always existed,
+    :mod:`projections.behaviour`): a configuration stamped with an earlier level (an old
+    log's) treats it as unimplemented, as the tide that wrote the log did.
     """
 
     name: str
@@ -158,21 +160,21 @@ class PluginSpec:
     build: Callable[[Any, PluginContext], Plugin]
     schedules: Callable[[Any, PluginContext], tuple[Schedule, ...]] | None = None
     warnings: Callable[[Any, tuple[str, ...]], tuple[str, ...]] | None = None
-    since: int = 1
+    since: Change | None = None
 
 
 @dataclass(frozen=True)
 class ActionSpec:
     """A registry entry for an action; ``parse_args`` reads its ``configurations`` entry.
 
-    ``since`` is the configuration behaviour level from which the action exists, as a
-    plugin's: a configuration of an older level that names it has it skipped.
+    ``since`` is the behaviour change that brought the action (None: it always existed),
+    as a plugin's: a configuration of an older level that names it has it skipped.
     """
 
     name: str
     parse_args: Callable[[Mapping[str, Any]], Any]
     build: Callable[[Any], Action]
-    since: int = 1
+    since: Change | None = None
 
 
 def no_args(raw: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from controller.policy.pressure.candidates import Candidate
 from controller.policy.pressure.config import EvictionConfig
+from projections.behaviour import TAINT_FROM_DECISION
 from projections.pressure import SOURCE
 from projections.world import PolicyInputs
 from streams.events import Event, format_time, make_event
@@ -46,13 +47,14 @@ def owner_of(world: PolicyInputs, key: str) -> str:
 def taint_start(world: PolicyInputs, *, at: datetime, evict_at: datetime) -> datetime:
     """When an eviction taint's ``taintDuration`` starts counting.
 
-    From behaviour level 2 (``projections.ownership``) the taint lives ``taintDuration``
-    from the decision that places it (or that extends it, for a later eviction on the same
-    node), so a 300 s taint is on the node for 300 s. Logs written before that count from
-    the eviction's ``evict_at`` (the decision time plus the pre-stop delay).
+    From :data:`~projections.behaviour.TAINT_FROM_DECISION` (behaviour level 2) the taint
+    lives ``taintDuration`` from the decision that places it (or that extends it, for a
+    later eviction on the same node), so a 300 s taint is on the node for 300 s. Logs
+    written before that count from the eviction's ``evict_at`` (the decision time plus the
+    pre-stop delay).
     """
     rules = getattr(world.cluster, "rules", None)
-    return at if rules is not None and rules.behaviour >= 2 else evict_at
+    return at if rules is not None and rules.has(TAINT_FROM_DECISION) else evict_at
 
 
 def victim_evidence(

@@ -35,6 +35,7 @@ from controller.policy.framework.plugin import PluginContext
 from controller.policy.framework.points import FitError, FitStatus, Victim, Vote, build_victim
 from controller.policy.plugins.tdm.args import TdmArgs, Zone
 from controller.policy.plugins.tdm.budget import Budget, first_victim, job_budget, order_victims
+from projections.behaviour import TDM_BUDGET_PER_PERIOD
 from projections.model import JSON, JobInfo, NodeInfo, TaskInfo, TaskStatus
 from streams.events import format_time
 
@@ -231,7 +232,7 @@ class _SessionView:
         self.plugin.budget_errors = []
         victims: list[Victim] = []
         history = getattr(self.ssn, "history", None)
-        across = self.ssn.rules.behaviour >= 2 and history is not None
+        across = self.ssn.rules.has(TDM_BUDGET_PER_PERIOD) and history is not None
         round_ = _Round(
             history if across else None,
             self.now - self.plugin.args.evict_period,
@@ -319,8 +320,9 @@ class _SessionView:
 class _Round:
     """One victim round's budgets: computed once per job, spent across zones.
 
-    With ``history`` (behaviour level 2) a job's budget is also spent by the TDM evictions
-    of the same job decided after ``since`` (one evict period ago) in earlier sessions:
+    With ``history`` (:data:`~projections.behaviour.TDM_BUDGET_PER_PERIOD`, level 2) a job's
+    budget is also spent by the TDM evictions of the same job decided after ``since`` (one
+    evict period ago) in earlier sessions:
     zones closing together fire one session each, and the budget is one per job per evict
     period, not per session.
 
