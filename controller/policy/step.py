@@ -8,7 +8,19 @@ records between the clock, the log, the step and the effector:
 
 * **Inputs** (watch events, metric samples, effect outcomes) are folded first; a
   ``metrics.node`` sample then goes to pressure eviction (decided *after* its fold: the
-  check reads the sample).
+  check reads the sample) — it is a *decision point* (:meth:`Step.decides_on`). A written
+  input is folded, then decided (:meth:`Step.on_input`: the virtual loop, whose decisions
+  follow in their own batch); a decision point that must share one append with its
+  decisions (the live loop: a kill between two appends would leave a sample whose
+  decisions replay re-derives and no restart can write at their place) is folded *ahead*
+  of its write (:meth:`Step.on_input_ahead`). Both give the same decisions: no fold and no
+  policy reads a record's offset or hash link, which are all the write adds.
+* **Who may decide**: only a leader. A standby folds what it writes and decides nothing;
+  it writes no decision point (:meth:`Step.writes`: replay would expect the decisions it
+  may not make).
+* **Records the log holds already** — read back on a start (:meth:`Step.on_logged`), or the
+  whole log folded afresh when another writer appended (:meth:`Step.refold`) — are folded
+  and never decided: what they caused is on the log already.
 * **Triggers** are decided *before* they are folded (a ``trigger.fired`` record changes no
   state, so deciding before or after is the same, and the step can then drop it): a firing
   that decides nothing is not written, except window boundaries, which always are (the
@@ -83,21 +95,73 @@ class Step:
         self._fired: set[tuple[datetime, str]] = set()
         self._followups = FollowupCache()
         self._always = ALWAYS_WRITTEN | always_written_kinds(config)
+        self._ahead: str | None = None  # the id of the input folded ahead of its write
 
-    # ---- records written --------------------------------------------------------------
+    # ---- records the log holds --------------------------------------------------------
 
     def fold(self, records: Iterable[Event]) -> None:
-        """Fold records the driver wrote (with their offsets)."""
+        """Fold records the driver wrote (with their offsets): what this step returned,
+        and inputs that decide nothing. The input folded ahead of its write
+        (:meth:`on_input_ahead`) is skipped: it is folded already."""
         apply = self.world.apply
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            for record in records:
+                apply(record)
+            return
         for record in records:
-            apply(record)
+            if record.id != ahead:
+                apply(record)
 
-    def on_input(self, record: Event) -> list[Event]:
-        """Fold a written input; return the decisions it causes (to write next)."""
+    def on_logged(self, record: Event) -> None:
+        """Fold a record read back from the log (a driver's start): never decided, what it
+        caused is on the log already."""
         self.world.apply(record)
-        if record.type == "metrics.node" and self.eviction is not None:
+
+    def refold(self) -> Refold:
+        """Begin folding the whole log afresh, beside the World decided on until then.
+
+        For a driver whose log another writer appended to (a replica taking over the
+        lead): the records of the other writer are folded and never decided, and once the
+        driver has read the log to its end :meth:`Refold.adopt` makes the new fold the
+        World decided on — the log's, not this step's share of it. The step's own memory
+        (the last tick's session, the follow-ups fired) is kept."""
+        return Refold(self)
+
+    # ---- inputs -----------------------------------------------------------------------
+
+    def decides_on(self, record: Event) -> bool:
+        """Whether an input is a decision point: a ``metrics.node`` sample while pressure
+        eviction is configured."""
+        return record.type == "metrics.node" and self.eviction is not None
+
+    def writes(self, record: Event, *, leading: bool) -> bool:
+        """Whether an input is written at all: everything but a standby's decision point
+        (replay would expect the decisions a standby may not make)."""
+        return leading or not self.decides_on(record)
+
+    def on_input(self, record: Event, *, leading: bool = True) -> list[Event]:
+        """Fold a written input; return the decisions it causes (to write next, as one
+        batch). Not leading, it is folded and decides nothing."""
+        self.world.apply(record)
+        if leading and self.decides_on(record):
             return decide(self.world, record, self.config, self.eviction)
         return []
+
+    def on_input_ahead(self, record: Event) -> list[Event]:
+        """Fold a leader's input *before* it is written; return it with its decisions, to
+        write as one batch.
+
+        For a driver that may not split a decision point from its decisions (see the
+        module docstring). The decisions are those :meth:`on_input` gives for the written
+        record. The driver hands the written batch to :meth:`fold`, which skips the input
+        (folded here already, its offset unknown: the World's position stays behind it
+        until the next record written)."""
+        self.world.apply(record)
+        self._ahead = record.id
+        if self.decides_on(record):
+            return [record, *decide(self.world, record, self.config, self.eviction)]
+        return [record]
 
     # ---- triggers ---------------------------------------------------------------------
 
@@ -158,6 +222,25 @@ class Step:
 
     def _decide(self, trigger: Event) -> list[Event]:
         return decide(self.world, trigger, self.config, self.eviction)
+
+
+class Refold:
+    """The whole log folded afresh beside a step's World (:meth:`Step.refold`).
+
+    Args:
+        step: the step whose World the fold replaces once adopted.
+    """
+
+    def __init__(self, step: Step) -> None:
+        self._step = step
+        self.world = World()
+        #: fold one record of the log, in offset order (never decided)
+        self.fold = self.world.apply
+
+    def adopt(self) -> World:
+        """Make the fold the World the step decides on (the log was read to its end)."""
+        self._step.world = self.world
+        return self.world
 
 
 def always_written_kinds(config: TideConfig | None) -> frozenset[str]:

@@ -9,9 +9,14 @@ is always exactly the log prefix it has written:
 
 * **inputs** — the recorder's sources (watch events, metric samples) hand their batches
   to :meth:`LiveLoop.feed`; a batch is appended in chunks that end at each
-  ``metrics.node`` sample; the leader folds a sample *before* writing it and writes it
-  with its pressure decisions as one batch (a kill between two appends would otherwise
-  leave a sample whose decisions replay re-derives and no restart can write in place);
+  ``metrics.node`` sample. What is written of a chunk and when it is folded is the
+  step's rule: a standby writes no decision point (:meth:`Step.writes
+  <controller.policy.step.Step.writes>`), the other inputs are written, then folded
+  (:meth:`~controller.policy.step.Step.on_input`), and the leader's decision point is
+  folded ahead and written with its pressure decisions as one batch
+  (:meth:`~controller.policy.step.Step.on_input_ahead`: a kill between two appends would
+  otherwise leave a sample whose decisions replay re-derives and no restart can write
+  in place);
 * **triggers** — :class:`~controller.drive.triggers.live.LiveTriggers` fires the configuration's
   triggers on the real clock with their *scheduled* time; the step decides on the World
   folded so far (at least up to the trigger's place on the log) and the trigger with its
@@ -22,9 +27,11 @@ is always exactly the log prefix it has written:
   (exactly once; its outcome comes back through :meth:`LiveLoop.write`).
 
 Only the leader decides and acts (:class:`~controller.drive.loop.leadership.Leadership`): a
-standby appends and folds its watch events (not the metric samples pressure eviction
-decides on) and fires no decisions; gaining the lead reconciles
-every decision without an outcome; losing it halts the effector before anything else.
+standby appends and folds its inputs as the step says (not the metric samples pressure
+eviction decides on) and fires no decisions; gaining the lead folds the log afresh when
+another replica appended to it (:meth:`~controller.policy.step.Step.refold`) and
+reconciles every decision without an outcome; losing it halts the effector before
+anything else.
 The observer (:class:`~controller.drive.observe.hooks.LiveObserver`) is told of each decision,
 outcome, session, append lag, watch restart, readiness and leadership change.
 """
@@ -47,7 +54,6 @@ from controller.drive.triggers.live import LiveTriggers
 from controller.policy.framework.config import TideConfig
 from controller.policy.step import Step
 from projections.effects import EffectsState
-from projections.world import World
 from streams.chain import append_with_payloads
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.gcpause import FoldedHeap, freeze_folded, paused_gc
@@ -128,7 +134,7 @@ class LiveLoop:
         count = 0
         with paused_gc():
             async for record in self.log.read(0):
-                self.step.world.apply(record)
+                self.step.on_logged(record)
                 self.effects.apply(record)
                 for reader in self.readers:
                     reader(record)
@@ -147,14 +153,15 @@ class LiveLoop:
         foreign, self._appended = read != self._appended, 0
         if not foreign:
             return
-        world, effects = World(), EffectsState()
+        refold, effects = self.step.refold(), EffectsState()
         with paused_gc():
             async for record in self.log.read(0):
-                world.apply(record)
+                refold.fold(record)
                 effects.apply(record)
                 for reader in self.readers:
                     reader(record)
-        self.step.world, self.effects = world, effects
+        refold.adopt()
+        self.effects = effects
         if self._heap is not None:  # the new fold out of the collector's sight too
             self._heap = freeze_folded()
         if self.applier is not None:
@@ -304,20 +311,19 @@ class LiveLoop:
 
     async def _input_chunk(self, chunk: list[Event], payloads: list[bytes | None]) -> None:
         async with self._lock:
-            deciding = self.step.eviction is not None
-            if not self.leading and deciding:
-                # a sample is a decision point of pressure eviction: a standby, which may
-                # not decide, does not write one (replay would expect its decisions)
-                kept = [k for k, e in enumerate(chunk) if e.type != "metrics.node"]
+            step, leading = self.step, self.leading
+            if not leading:
+                kept = [k for k, e in enumerate(chunk) if step.writes(e, leading=False)]
                 chunk, payloads = [chunk[k] for k in kept], [payloads[k] for k in kept]
                 if not chunk:
                     return
-            sample = chunk[-1] if deciding and chunk[-1].type == "metrics.node" else None
+            sample = chunk[-1] if leading and step.decides_on(chunk[-1]) else None
             inputs = chunk[:-1] if sample is not None else chunk
             if inputs:
+                # no decision point among them (a chunk ends at one): nothing is decided
                 for record in await self.append(inputs, payloads[: len(inputs)]):
                     self._input_written(record)
-                    self.step.world.apply(record)
+                    step.on_input(record, leading=leading)
             if sample is not None:
                 await self._decide_sample(sample, payloads[-1])
 
@@ -330,11 +336,13 @@ class LiveLoop:
     async def _decide_sample(self, sample: Event, payload: bytes | None = None) -> None:
         """A sample and the decisions it causes, written as one batch (the lock is held).
 
-        The sample is folded *before* it is written (deciding needs it folded), so that a
-        kill can never leave a sample on the log without the decisions it caused: replay
-        would re-derive them, and no restart could write them at their place."""
-        decisions = self.step.on_input(sample)  # folds the sample, not yet on the log
-        added = await self.append([sample, *decisions], [payload])
+        The step folds the sample *before* it is written (deciding needs it folded:
+        :meth:`~controller.policy.step.Step.on_input_ahead`), so that a kill can never
+        leave a sample on the log without the decisions it caused: replay would re-derive
+        them, and no restart could write them at their place."""
+        batch = self.step.on_input_ahead(sample)
+        added = await self.append(batch, [payload])
+        self.step.fold(added)  # the decisions (the sample is folded already)
         written: list[Event] = []
         for record in added:
             if record.id == sample.id:
@@ -342,7 +350,6 @@ class LiveLoop:
             else:
                 written.append(record)
         if written:
-            self.step.fold(written)
             self._noted(written)
             self._act(written)
 

@@ -9,6 +9,15 @@ every written decision goes to the effector once, whose immediate outcome is wri
 once and whose later effects join the heap. The clock only moves forward, to each item's
 time.
 
+An input is written first, then folded and decided
+(:meth:`~controller.policy.step.Step.on_input`), its decisions written next: the run's
+log is private (a :class:`~controller.simulate.spool.Spool` cuts batches of its own
+anyway), so nothing needs a sample and its decisions in one append as the live loop does
+(:meth:`~controller.policy.step.Step.on_input_ahead`). The order is kept because the
+fold then carries the offset the log gave (the World a simulation leaves is the
+checkpoint of its log: its position must be the log's) and a repeated input the log drops
+by id is neither folded nor decided. The decisions are the same either way.
+
 Inputs may also be *fed* lazily (:meth:`VirtualLoop.feed`) from an iterator in time
 order: the loop reads ahead only until the inputs it holds reach ``slack`` past the
 current time, so a day's recording is never all in memory. Every input due is in the heap
