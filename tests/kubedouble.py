@@ -87,12 +87,40 @@ class Route:
 @dataclass
 class Faults:
     """Faults to inject: ``fail`` the next requests whose path contains ``fail_match``
-    with ``fail_status``; ``delay`` every answer by that many seconds."""
+    (and whose method is ``fail_method``, when set) with ``fail_status`` (a 429 as API
+    Priority and Fairness sends it: plain text and ``Retry-After: retry_after``; a 422 as a
+    rejected JSON patch; a 5xx as a ``Status``, with the header when
+    ``retry_after`` is set); ``delay`` every answer by that many seconds;
+    ``close_watches``: end every watch at once, before any event (a server shedding load);
+    ``compact_each_page``: compact the history after every page of a paged list, so every
+    ``continue`` token has expired by the time it comes back."""
 
     fail: int = 0
     fail_status: int = 500
     fail_match: str = ""
+    fail_method: str = ""
+    retry_after: int | None = None
     delay: float = 0.0
+    close_watches: bool = False
+    compact_each_page: bool = False
+
+
+#: kube-apiserver's answer to a throttled request (staging/src/k8s.io/apiserver/pkg/server/
+#: filters/priority-and-fairness.go ``tooManyRequests``: ``http.Error`` with this text)
+THROTTLED = "Too many requests, please try again later.\n"
+#: a JSON patch whose ``test`` fails (handlers/patch.go ``applyJSPatch``:
+#: ``NewGenericServerResponse(422, ...)``); the same body answers a malformed patch
+PATCH_REJECTED = "the server rejected our request due to an error in our request"
+#: pkg/registry/core/pod/storage/eviction.go, for a pod under several budgets
+TWO_BUDGETS = (
+    "Internal error occurred: This pod has more than one PodDisruptionBudget, which the"
+    " eviction subresource does not support."
+)
+#: storage/etcd3: a ``continue`` token whose resourceVersion was compacted
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can"
+    " start a new list without the continue parameter."
+)
 
 
 def _status(code: int, reason: str, message: str, **extra: Any) -> web.Response:
@@ -252,10 +280,13 @@ class ApiDouble:
         )
         if self.faults.delay:
             await asyncio.sleep(self.faults.delay)
-        if self.faults.fail and self.faults.fail_match in request.path:
+        if (
+            self.faults.fail
+            and self.faults.fail_match in request.path
+            and self.faults.fail_method in ("", request.method)
+        ):
             self.faults.fail -= 1
-            code = self.faults.fail_status
-            return _status(code, "InternalError", f"injected fault {code}")
+            return self._fault()
         if route.group == "metrics.k8s.io":
             return self._metrics(request, route, verb)
         if route.plural == "events" and route.group == "" and verb == "create":
@@ -274,6 +305,20 @@ class ApiDouble:
             return self._list(request, kind)
         return await self._object(request, route, verb)
 
+    def _fault(self) -> web.Response:
+        code, wait = self.faults.fail_status, self.faults.retry_after
+        headers = {} if wait is None else {"Retry-After": str(wait)}
+        if code == 429:
+            return web.Response(
+                status=429, text=THROTTLED, content_type="text/plain", headers=headers
+            )
+        if code == 422:
+            answer = _status(422, "Invalid", PATCH_REJECTED, details={})
+        else:
+            answer = _status(code, "InternalError", f"injected fault {code}")
+        answer.headers.update(headers)
+        return answer
+
     def _unexpected(self, request: web.Request, why: str) -> web.Response:
         line = f"{request.method} {request.path_qs} ({why})"
         self.unexpected.append(line)
@@ -283,12 +328,20 @@ class ApiDouble:
         items = [
             self.objects.get(kind.plural, {})[k] for k in sorted(self.objects.get(kind.plural, {}))
         ]
-        start = int(request.query.get("continue") or 0)
+        token = request.query.get("continue") or ""
+        listed_at, _, offset = token.partition(":")
+        if token and int(listed_at) < self.compacted_before:
+            return _status(410, "Expired", CONTINUE_EXPIRED)
+        start = int(offset or 0)
         limit = int(request.query.get("limit") or 0) or len(items) or 1
         page = items[start : start + limit]
         meta: JSONObject = {"resourceVersion": str(self.rv)}
         if start + limit < len(items):
-            meta["continue"] = str(start + limit)
+            meta["continue"] = f"{int(listed_at or self.rv)}:{start + limit}"
+            if self.faults.compact_each_page:  # a busy cluster: writes, then compaction
+                self.rv += 1
+                self.compacted_before = self.rv
+                self.history.clear()
         body = {"kind": f"{kind.kind}List", "apiVersion": "v1", "metadata": meta, "items": page}
         return web.Response(body=orjson.dumps(body), content_type="application/json")
 
@@ -307,6 +360,8 @@ class ApiDouble:
                 },
             }
             return web.Response(body=orjson.dumps(gone) + b"\n", content_type="application/json")
+        if self.faults.close_watches:
+            return web.Response(body=b"", content_type="application/json")
         response = web.StreamResponse()
         response.content_type = "application/json"
         await response.prepare(request)
@@ -394,7 +449,10 @@ class ApiDouble:
             return web.json_response(
                 {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}
             )
-        for pdb in self._pdbs_of(pod):
+        budgets = self._pdbs_of(pod)
+        if len(budgets) > 1:
+            return _status(500, "InternalError", TWO_BUDGETS)
+        for pdb in budgets:
             if int(pdb.get("status", {}).get("disruptionsAllowed", 1)) <= 0:
                 name = pdb["metadata"]["name"]
                 return _status(
@@ -476,7 +534,7 @@ class ApiDouble:
                     and op["path"] == "/metadata/resourceVersion"
                     and op["value"] != current
                 ):
-                    return _status(409, "Conflict", "the object has been modified")
+                    return _status(422, "Invalid", PATCH_REJECTED, details={})
                 if op["op"] in ("add", "replace"):
                     *parents, last = op["path"].strip("/").split("/")
                     target = node

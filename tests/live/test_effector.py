@@ -143,7 +143,8 @@ async def test_5xx_is_retried_within_the_attempts(
 
 
 class Racing(KubeClient):
-    """A client after whose first node read someone else adds a taint (a 409 follows)."""
+    """A client after whose first node read someone else adds a taint (the patch's failed
+    ``test`` is answered 422, as a real apiserver answers it)."""
 
     double: ApiDouble
     raced = False
@@ -168,9 +169,133 @@ async def test_a_taint_conflict_is_retried_and_keeps_every_other_taint(double: A
         record = await effector(racing).apply(taint())
     assert record.type == "effect.applied"
     statuses = [status for what, _, status in double.mutations if what == "patch nodes"]
-    assert statuses == [409, 200]
+    assert statuses == [422, 200]
     keys = [t["key"] for t in double.get("nodes", "n1")["spec"]["taints"]]
     assert keys == ["team", "late", "koordinator.sh/eviction"]
+
+
+def recording_effector(
+    client: KubeClient, slept: list[float], **options: Any
+) -> KubernetesEffector:
+    """An effector whose waits are recorded (and not slept)."""
+
+    async def sleep(delay: float) -> None:
+        slept.append(delay)
+
+    opts = EffectorOptions(backoff_base=0.01, backoff_cap=0.02, **options)
+    return KubernetesEffector(client, now=lambda: NOW, options=opts, sleep=sleep)
+
+
+def second_budget(double: ApiDouble) -> None:
+    blocking_pdb(double)
+    double.create(
+        "poddisruptionbudgets",
+        {
+            "metadata": {"name": "a2", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}},
+            "status": {"disruptionsAllowed": 3},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("arrange", "attempts", "outcome", "error", "evictions", "slept"),
+    [
+        pytest.param(
+            (2, 429, 10), 4, "effect.applied", None, 3, [10.0, 10.0], id="throttled-then-ok"
+        ),
+        pytest.param(
+            (9, 429, 10),
+            4,
+            "effect.failed",
+            "after 4 attempts",
+            4,
+            [10.0] * 3,
+            id="throttled-beyond-the-attempts",
+        ),
+        pytest.param(
+            (1, 429, 10),
+            1,
+            "effect.applied",
+            None,
+            2,
+            [10.0],
+            id="the-servers-wait-passes-once-whatever-the-attempts",
+        ),
+        pytest.param(
+            (9, 429, 10),
+            1,
+            "effect.failed",
+            "429",
+            2,
+            [10.0],
+            id="failed-only-after-the-servers-wait",
+        ),
+        pytest.param((1, 503, 2), 4, "effect.applied", None, 2, [2.0], id="5xx-with-retry-after"),
+        pytest.param(
+            second_budget,
+            4,
+            "effect.failed",
+            "more than one PodDisruptionBudget",
+            1,
+            [],
+            id="two-budgets-fail-after-one-call",
+        ),
+        pytest.param(
+            blocking_pdb,
+            4,
+            "effect.failed",
+            "disruption budget",
+            1,
+            [],
+            id="a-budgets-429-is-no-throttling",
+        ),
+    ],
+)
+async def test_the_servers_answers_decide_the_retries(
+    double: ApiDouble,
+    client: KubeClient,
+    arrange: Any,
+    attempts: int,
+    outcome: str,
+    error: str | None,
+    evictions: int,
+    slept: list[float],
+) -> None:
+    """Answers as kube-apiserver sends them: API Priority and Fairness' 429 (plain text,
+    ``Retry-After``), a 5xx with ``Retry-After``, the 500 of a pod under two budgets (a
+    permanent condition), a budget's 429 (a ``Status`` naming the ``DisruptionBudget``)."""
+    setup(double)
+    if callable(arrange):
+        arrange(double)
+    else:
+        failures, status, wait = arrange
+        double.faults.fail, double.faults.fail_status = failures, status
+        double.faults.fail_match, double.faults.retry_after = "/eviction", wait
+    waits: list[float] = []
+    record = await recording_effector(client, waits, attempts=attempts).apply(evict("a"))
+    assert record.type == outcome, record.data
+    assert error is None or error in record.data["error"], record.data
+    assert len([r for r in double.requests if r.resource == "pods/eviction"]) == evictions
+    assert waits == slept
+    double.faults.fail = 0
+
+
+async def test_a_taint_patch_the_server_refuses_for_good_fails_after_one_re_read(
+    double: ApiDouble, client: KubeClient
+) -> None:
+    """A 422 is also a malformed patch: when the node's version did not move, the patch is
+    not retried."""
+    setup(double)
+    double.faults.fail, double.faults.fail_status, double.faults.fail_match = 9, 422, "/nodes/n1"
+    double.faults.fail_method = "PATCH"  # the node's reads are answered; its patches are not
+    record = await effector(client).apply(taint())
+    assert record.type == "effect.failed"
+    assert "rejected our request" in record.data["error"]
+    patches = [r for r in double.requests if r.method == "PATCH"]
+    reads = [r for r in double.requests if r.method == "GET" and r.path == "/api/v1/nodes/n1"]
+    assert (len(patches), len(reads)) == (1, 2)
+    double.faults.fail = 0
 
 
 async def test_guard_rail_refuses_and_names_the_limit(

@@ -13,13 +13,17 @@ what a restarted process is about to do again. Every call goes through
 * **bind**: the Binding subresource (its answer is a Status, read raw);
 * **taint** / **untaint**: a JSON patch of the node that first *tests* its
   resourceVersion and then replaces ``spec.taints`` with the node's own list plus or minus
-  the one taint, so no other taint is lost; a 409 re-reads the node and tries again.
+  the one taint, so no other taint is lost; when another writer changed the node between
+  the read and the patch (the real API answers the failed ``test`` with 422, a merge
+  precondition with 409), the node is read again and the patch tried again.
 
 Outcomes (``cause`` and ``data.decision`` name the decision; the record's id is derived
 from the decision id alone, so appending an outcome twice is a no-op): ``effect.applied``;
 ``effect.failed`` with the API's reason (429 of a budget — the policy retries on its next
-round —, 404, 409, a 5xx or a throttling 429 after the retries); ``effect.skipped`` (the
-pod is already gone, a guard rail of :mod:`controller.drive.effector.limits`, ``dry-run``).
+round —, 404, 409, a permanent 5xx such as a pod under two budgets after one call, a 5xx
+or a throttling 429 after the retries, each retry after the server's ``Retry-After``);
+``effect.skipped`` (the pod is already gone, a guard rail of
+:mod:`controller.drive.effector.limits`, ``dry-run``).
 :meth:`KubernetesEffector.reconcile` answers a decision found without an outcome on a
 start: already done (terminating or gone, bound there, taint present) → applied, without a
 call; otherwise it is applied now. Every applied effect also gets a core/v1 Event on the
@@ -38,7 +42,13 @@ from typing import Any, TypeVar
 
 from controller.drive.effector.limits import EvictionLimits, LimitGuard
 from controller.drive.kube.client import KubeClient
-from controller.drive.kube.errors import Conflict, KubeError, NotFound, TooManyRequests
+from controller.drive.kube.errors import (
+    Conflict,
+    Invalid,
+    KubeError,
+    NotFound,
+    TooManyRequests,
+)
 from controller.drive.kube.retry import Backoff
 from streams.events import Event, format_time, make_event
 
@@ -243,6 +253,7 @@ class KubernetesEffector:
             raise _Refused(_FAILED, f"{decision.type} names no taint")
         adding = decision.type == "decision.taint"
         client = self._client()
+        refused: tuple[str, Invalid] | None = None  # the version a 422 answered, and it
         for _ in range(self.options.conflicts):
             node = await self._call(lambda: client.get(f"/api/v1/nodes/{name}"))
             taints = list((node.get("spec") or {}).get("taints") or [])
@@ -252,6 +263,9 @@ class KubernetesEffector:
             if kept == taints:
                 return  # already as wanted
             version = str((node.get("metadata") or {}).get("resourceVersion") or "")
+            if refused is not None and refused[0] == version:
+                # the node did not change, so the 422 was not the test's: refused for good
+                raise _Refused(_FAILED, str(refused[1]))
             ops: list[JSON] = [
                 {"op": "test", "path": "/metadata/resourceVersion", "value": version},
                 {"op": "add", "path": "/spec/taints", "value": kept},
@@ -261,7 +275,13 @@ class KubernetesEffector:
                 return
             except Conflict:
                 continue
-        raise _Refused(_FAILED, f"node {name}: 409 Conflict {self.options.conflicts} times")
+            except Invalid as exc:
+                # a failed ``test`` answers 422 as a malformed patch does: read the node
+                # again; if its version moved, someone else wrote it meanwhile
+                refused = (version, exc)
+        raise _Refused(
+            _FAILED, f"node {name}: changed under the patch {self.options.conflicts} times"
+        )
 
     async def _patch(self, name: str, ops: list[JSON]) -> None:
         client = self._client()
@@ -337,28 +357,31 @@ class KubernetesEffector:
         return self.client
 
     async def _call(self, call: Callable[[], Awaitable[T]], *, budget_refusal: bool = False) -> T:
-        """``await call()``: retriable errors retried with backoff up to ``attempts``;
-        a budget's 429 (``budget_refusal``), 4xx and the last error raise :class:`_Refused`
-        (404 and 409 are re-raised as they are for the caller to judge)."""
+        """``await call()``: retriable errors retried up to ``attempts``, each after the wait
+        the server asked for (``Retry-After``, as client-go's ``checkWait``) or else the
+        backoff's; a budget's 429 (``budget_refusal``), other 4xx, a permanent 5xx and the
+        last error raise :class:`_Refused` (404, 409 and 422 are re-raised as they are for
+        the caller to judge). A call the server asked to wait is never given up before that
+        wait has passed once: the attempt after it is made whatever ``attempts`` says."""
         backoff = Backoff(self.options.backoff_base, self.options.backoff_cap)
-        tried = 0
+        tried, waited_as_asked = 0, False
         while True:
             tried += 1
             try:
                 return await call()
-            except (NotFound, Conflict):
+            except (NotFound, Conflict, Invalid):
                 raise
-            except TooManyRequests as exc:
-                if budget_refusal and "disruption budget" in exc.message.lower():
-                    raise _Refused(_FAILED, f"429 TooManyRequests: {exc.message}") from None
-                if tried >= self.options.attempts:
-                    raise _Refused(_FAILED, f"{exc} (after {tried} attempts)") from None
             except KubeError as exc:
+                if isinstance(exc, TooManyRequests) and budget_refusal and exc.budget:
+                    raise _Refused(_FAILED, f"429 TooManyRequests: {exc.message}") from None
                 if not exc.retriable:
                     raise _Refused(_FAILED, str(exc)) from None
-                if tried >= self.options.attempts:
+                asked = exc.retry_after
+                if tried >= self.options.attempts and (asked is None or waited_as_asked):
                     raise _Refused(_FAILED, f"{exc} (after {tried} attempts)") from None
-            await self._sleep(backoff.next_delay())
+                delay = backoff.next_delay() if asked is None else asked
+                waited_as_asked = waited_as_asked or asked is not None
+            await self._sleep(delay)
 
 
 def _same_taint(a: Any, b: Any) -> bool:

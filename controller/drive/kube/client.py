@@ -28,7 +28,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from controller.drive.kube.errors import ServerError, TransportError, error_for
+from controller.drive.kube.errors import Gone, ServerError, TransportError, error_for
 from streams.gcpause import paused_gc
 
 __all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
@@ -99,6 +99,10 @@ class WatchEvent:
         return version if isinstance(version, str) else ""
 
 
+class _ExpiredContinue(Exception):
+    """A page's ``continue`` token expired (410) in the middle of a paged list."""
+
+
 class KubeClient:
     """Raw JSON calls on one API connection.
 
@@ -144,14 +148,31 @@ class KubeClient:
         return await _json(response, f"GET {path}")
 
     async def list(self, path: str, *, page: int = PAGE) -> ListResult:
-        """Every item of a collection, page by page, and the list's resourceVersion."""
+        """Every item of a collection, page by page, and the list's resourceVersion.
+
+        When a page's ``continue`` token has expired (410: the list outlasted the server's
+        compaction window), the pages read so far are dropped and the collection is read
+        once more in one request without ``limit`` — as client-go's pager does with
+        ``FullListIfExpired`` (k8s.io/client-go/tools/pager) — so a list that always
+        outlasts compaction still ends."""
+        try:
+            return await self._pages(path, page=page)
+        except _ExpiredContinue:
+            return await self._pages(path, page=0)
+
+    async def _pages(self, path: str, *, page: int) -> ListResult:
         items: list[JSONObject] = []
         token = ""
         while True:
-            query: list[tuple[str, str]] = [("limit", str(page))]
+            query: list[tuple[str, str]] = [("limit", str(page))] if page else []
             if token:
                 query.append(("continue", token))
-            response = await self._open("GET", path, query, self._timeout)
+            try:
+                response = await self._open("GET", path, query, self._timeout)
+            except Gone:
+                if token:
+                    raise _ExpiredContinue from None
+                raise
             body = await _json(response, f"GET {path}")
             found = body.get("items") or []
             if not isinstance(found, list):
@@ -328,7 +349,15 @@ class KubeClient:
             body = b""
         finally:
             response.release()
-        raise error_for(what, response.status, _message(body))
+        message, reason, causes = _status(body)
+        raise error_for(
+            what,
+            response.status,
+            message,
+            reason=reason,
+            causes=causes,
+            retry_after=retry_after(response.headers.get("Retry-After")),
+        )
 
 
 async def _json(response: aiohttp.ClientResponse, what: str) -> JSONObject:
@@ -375,15 +404,49 @@ def _event(line: bytes, what: str) -> WatchEvent:
         raise ServerError(what, 200, f"a watch line lacks type or object: {line[:80]!r}")
     if kind == "ERROR":
         code = obj.get("code")
-        raise error_for(what, code if isinstance(code, int) else 500, str(obj.get("message", "")))
+        message, reason, causes = _fields(obj)
+        status = code if isinstance(code, int) else 500
+        raise error_for(what, status, message, reason=reason, causes=causes)
     return WatchEvent(kind, obj)
 
 
-def _message(body: bytes) -> str:
+def _status(body: bytes) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """The message, reason and causes of an error answer's body: a ``Status`` object, or
+    plain text (API Priority and Fairness' 429 is ``Too many requests, please try again
+    later.``)."""
     try:
         status = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return body[:200].decode("utf-8", "replace").strip()
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
-        return str(status["message"])
-    return ""
+        return body[:200].decode("utf-8", "replace").strip(), "", ()
+    if not isinstance(status, dict):
+        return "", "", ()
+    return _fields(status)
+
+
+def _fields(status: JSONObject) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    message = status.get("message")
+    reason = status.get("reason")
+    details = status.get("details")
+    raw = details.get("causes") if isinstance(details, dict) else None
+    causes = tuple(
+        (str(cause.get("reason") or ""), str(cause.get("message") or ""))
+        for cause in (raw if isinstance(raw, list) else ())
+        if isinstance(cause, dict)
+    )
+    return (
+        message if isinstance(message, str) else "",
+        reason if isinstance(reason, str) else "",
+        causes,
+    )
+
+
+def retry_after(header: str | None) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (the API server sends an integer; an
+    HTTP-date or garbage is no wait asked, as client-go's ``retryAfterSeconds`` reads it)."""
+    if header is None:
+        return None
+    try:
+        seconds = int(header.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds >= 0 else None

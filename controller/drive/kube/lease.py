@@ -8,8 +8,13 @@ adapter because it talks to the API (raw JSON through :class:`KubeClient`).
 The algorithm is client-go's (and kubernetes-asyncio's ``leaderelection``):
 
 * a candidate reads the Lease every ``retry_period``; it takes it when it does not exist
-  (create), when it is free (no holder: a leader released it) or expired (``renewTime +
-  leaseDurationSeconds`` before now), or when it already holds it (renew). Every write
+  (create), when it is free (no holder: a leader released it) or expired, or when it
+  already holds it (renew). Expired is judged as client-go's ``isLeaseValid`` does: on this
+  replica's own clock, ``leaseDurationSeconds`` after the moment it last *saw the record
+  change* (:class:`LeaseObservation`) — never on the holder's ``renewTime``, so clocks that
+  disagree between the replicas cannot make a standby take a Lease its leader renews on
+  time. A replica that has just started therefore waits one lease duration before it takes
+  a Lease another holder left behind. Every write
   carries the resourceVersion it read, so of two candidates racing for one expired Lease
   only one write succeeds; the other gets 409 and has lost the race;
 * a takeover from another holder increments ``leaderTransitions`` and sets
@@ -21,9 +26,7 @@ The algorithm is client-go's (and kubernetes-asyncio's ``leaderelection``):
 * :meth:`LeaseElector.release` (SIGTERM) empties ``holderIdentity``, so a standby takes
   over at its next retry instead of waiting for the lease to expire.
 
-Unlike the upstream implementations, expiry is judged on the Lease's own ``renewTime``
-(read through the injectable :class:`~controller.drive.clock.Clock`), so the replicas'
-clocks must agree to well within ``lease_duration - renew_deadline``.
+Every time is read through the injectable :class:`~controller.drive.clock.Clock`.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from controller.drive.clock import Clock, SystemClock
 from controller.drive.kube.client import KubeClient
 from controller.drive.kube.errors import Conflict, KubeError, NotFound
 
-__all__ = ["LeaseElector", "lease_expired"]
+__all__ = ["LeaseElector", "LeaseObservation"]
 
 log = logging.getLogger(__name__)
 JSONObject = dict[str, Any]
@@ -53,25 +56,29 @@ def _utc(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
+class LeaseObservation:
+    """What this replica last saw of a Lease, and when by its own clock (client-go's
+    ``observedRecord`` / ``observedTime``)."""
 
+    def __init__(self) -> None:
+        self.spec: JSONObject | None = None
+        self.at = datetime.min.replace(tzinfo=UTC)
 
-def lease_expired(spec: JSONObject, now: datetime) -> bool:
-    """Whether a Lease's ``spec`` may be taken at ``now``: no holder, no (valid) renew time
-    or duration, or ``renewTime + leaseDurationSeconds`` before ``now``."""
-    if not spec.get("holderIdentity"):
-        return True
-    renewed = _parse_time(spec.get("renewTime"))
-    duration = spec.get("leaseDurationSeconds")
-    if renewed is None or not isinstance(duration, int):
-        return True
-    return renewed + timedelta(seconds=duration) < now
+    def see(self, spec: JSONObject, now: datetime) -> None:
+        """Record ``spec`` as read at ``now``; the time moves only when the record changed."""
+        if spec != self.spec:
+            self.spec, self.at = dict(spec), now
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the Lease seen last may be taken at ``now``: no holder, no valid duration,
+        or unchanged for longer than its ``leaseDurationSeconds`` on this replica's clock."""
+        spec = self.spec
+        if spec is None or not spec.get("holderIdentity"):
+            return True
+        duration = spec.get("leaseDurationSeconds")
+        if not isinstance(duration, int) or isinstance(duration, bool):
+            return True
+        return self.at + timedelta(seconds=duration) < now
 
 
 class LeaseElector:
@@ -124,6 +131,7 @@ class LeaseElector:
         self._other_holder = False
         self._valid_until = datetime.min.replace(tzinfo=UTC)
         self._won_at = self._valid_until  # when the last successful attempt started
+        self._observed = LeaseObservation()
         self._lock = asyncio.Lock()
 
     @property
@@ -213,8 +221,9 @@ class LeaseElector:
         except NotFound:
             return await self._create(now)
         spec: JSONObject = dict(lease.get("spec") or {})
+        self._observed.see(spec, now)
         holder = spec.get("holderIdentity") or ""
-        if holder != self.identity and not lease_expired(spec, now):
+        if holder != self.identity and not self._observed.expired(now):
             self._other_holder = True
             return False
         if holder != self.identity:
@@ -232,26 +241,29 @@ class LeaseElector:
             await self._client.replace_lease(self.namespace, self.name, lease)
         except Conflict:
             return False  # someone wrote it since we read it: lost the race
+        self._observed.see(spec, now)
         self._won_at = now
         return True
 
     async def _create(self, now: datetime) -> bool:
+        spec: JSONObject = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": math.ceil(self.lease_duration),
+            "acquireTime": _utc(now),
+            "renewTime": _utc(now),
+            "leaderTransitions": 0,
+        }
         lease = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": {
-                "holderIdentity": self.identity,
-                "leaseDurationSeconds": math.ceil(self.lease_duration),
-                "acquireTime": _utc(now),
-                "renewTime": _utc(now),
-                "leaderTransitions": 0,
-            },
+            "spec": spec,
         }
         try:
             await self._client.create_lease(self.namespace, lease)
         except Conflict:
             return False  # another candidate created it first
+        self._observed.see(spec, now)
         self._won_at = now
         return True
 

@@ -66,7 +66,8 @@ async def retrying(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     on_retry: Callable[[KubeError, float], None] | None = None,
 ) -> T:
-    """``await call()``, retrying a :class:`KubeError` whose ``.retriable`` is true.
+    """``await call()``, retrying a :class:`KubeError` whose ``.retriable`` is true, after
+    the wait the server asked for (``Retry-After``) or else the backoff's next delay.
 
     Args:
         call: makes the request afresh on every attempt.
@@ -86,7 +87,7 @@ async def retrying(
         except KubeError as exc:
             if not exc.retriable or (attempts is not None and tried >= attempts):
                 raise
-            delay = backoff.next_delay()
+            delay = backoff.next_delay() if exc.retry_after is None else exc.retry_after
             if on_retry is not None:
                 on_retry(exc, delay)
             await sleep(delay)

@@ -6,7 +6,9 @@ bookmarks. Each event and bookmark moves the version it resumes from; when the s
 the stream (``timeoutSeconds``) or the connection drops, it watches again from there; on
 410 Gone (the version left the server's history) it lists again — the watch never relists
 by itself (kubernetes/client-go tools/cache/reflector.go ``ListAndWatch`` does the same).
-Retriable failures (5xx, 429, a transport error) back off with jitter; a collection the
+Retriable failures (5xx, 429, a transport error) back off with jitter, or wait what the
+server's ``Retry-After`` asks; so do a watch that ends within a second with no event and a
+list that fails with 410 (client-go's reflector backs off both); a collection the
 server does not serve (a Volcano CRD that is not installed) is a warning, and the source
 checks again later while the rest goes on.
 
@@ -25,14 +27,21 @@ import contextlib
 import gc
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
+from controller.drive.clock import Clock, SystemClock
 from controller.drive.kube.client import KubeClient
 from controller.drive.kube.errors import Gone, KubeError, NotFound
 from controller.drive.kube.resources import ApiResource
 from controller.drive.kube.retry import Backoff
 from controller.drive.sources.tap import Tap
 
-__all__ = ["SourceState", "WatchSource", "bulk"]
+__all__ = ["SHORT_WATCH", "SourceState", "WatchSource", "bulk"]
+
+#: a watch that ends sooner than this with no event is a failure, backed off like one
+#: (client-go's reflector: "very short watch ... lasted less than a second and no items
+#: received"); a server that closes every watch at once is not asked again at once
+SHORT_WATCH = timedelta(seconds=1)
 
 
 class _Bulk:
@@ -90,6 +99,7 @@ class WatchSource:
         watch_timeout: the server-side ``timeoutSeconds`` of each watch.
         absent_recheck: seconds before asking again for an API that was not served.
         sleep: how to wait (tests pass a fast one).
+        clock: tells how long a watch lasted (a short, empty one backs off).
     """
 
     def __init__(
@@ -103,6 +113,7 @@ class WatchSource:
         watch_timeout: int = 300,
         absent_recheck: float = 60.0,
         sleep: Sleep = asyncio.sleep,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -112,6 +123,7 @@ class WatchSource:
         self.watch_timeout = watch_timeout
         self.absent_recheck = absent_recheck
         self.sleep = sleep
+        self.clock = clock if clock is not None else SystemClock()
         self.state = SourceState()
         resumed = tap.known.versions.get(resource.plural, "")
         if resumed:  # the log holds this collection up to there: watch on
@@ -130,14 +142,20 @@ class WatchSource:
             KubeError: a failure retrying cannot fix (403: the ClusterRole lacks a verb).
         """
         while True:
+            listing = not self.state.resource_version
             try:
-                if not self.state.resource_version:
+                if listing:
                     await self._list()
-                await self._watch()
+                began = self.clock.now()
+                if await self._watch() == 0 and self.clock.now() - began < SHORT_WATCH:
+                    await self._back_off("the watch closed within a second with no events")
+                    continue
                 self.backoff.reset()
-            except Gone:
+            except Gone as exc:
                 self.state.gone += 1
                 self.state.resource_version = ""
+                if listing:  # a list that keeps failing must not relist in a tight loop
+                    await self._back_off(str(exc))
             except NotFound as exc:
                 if not self.resource.optional:
                     raise
@@ -146,10 +164,15 @@ class WatchSource:
             except KubeError as exc:
                 if not exc.retriable:
                     raise
-                self.state.retries += 1
-                delay = self.backoff.next_delay()
-                self.warn(f"{self.name}: {exc}; retrying in {delay:.1f}s")
-                await self.sleep(delay)
+                await self._back_off(str(exc), asked=exc.retry_after)
+
+    async def _back_off(self, why: str, *, asked: float | None = None) -> None:
+        """Count a retry, say why, and wait: the server's ``Retry-After`` when it sent one,
+        else the backoff's next delay."""
+        self.state.retries += 1
+        delay = self.backoff.next_delay() if asked is None else asked
+        self.warn(f"{self.name}: {why}; retrying in {delay:.1f}s")
+        await self.sleep(delay)
 
     async def _list(self) -> None:
         with bulk():  # a list of a large cluster is bulk work: no cyclic GC meanwhile
@@ -168,8 +191,10 @@ class WatchSource:
         self.state.resource_version = result.resource_version
         self.state.ready = True
 
-    async def _watch(self) -> None:
+    async def _watch(self) -> int:
+        """Watch until the stream ends; how many events and bookmarks it brought."""
         self.state.watches += 1
+        seen = 0
         async for event in self.client.watch(
             self.resource.path,
             resource_version=self.state.resource_version,
@@ -180,6 +205,8 @@ class WatchSource:
             if event.resource_version:
                 self.state.resource_version = event.resource_version
             self.backoff.reset()
+            seen += 1
+        return seen
 
     def _absent(self, exc: KubeError) -> None:
         if not self.state.absent:

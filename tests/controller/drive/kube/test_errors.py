@@ -11,8 +11,10 @@ from controller.drive.kube.errors import (
     Conflict,
     Forbidden,
     Gone,
+    Invalid,
     KubeError,
     NotFound,
+    PermanentServerError,
     ServerError,
     TooManyRequests,
     TransportError,
@@ -30,7 +32,7 @@ from controller.drive.kube.retry import Backoff, retrying
         (404, NotFound, False),
         (409, Conflict, False),
         (410, Gone, False),
-        (422, ClientError, False),
+        (422, Invalid, False),
         (429, TooManyRequests, True),
         (500, ServerError, True),
         (503, ServerError, True),
@@ -43,6 +45,59 @@ def test_status_maps_to_kind(status: int, kind: type[KubeError], retriable: bool
     assert type(error) is kind
     assert error.retriable is retriable
     assert str(error) == f"GET /api/v1/pods: HTTP {status}: because"
+
+
+BUDGET_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
+TWO_BUDGETS = (
+    "Internal error occurred: This pod has more than one PodDisruptionBudget, which the"
+    " eviction subresource does not support."
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "causes", "kind", "retriable", "budget"),
+    [
+        pytest.param(
+            429,
+            BUDGET_MESSAGE,
+            (("DisruptionBudget", "The disruption budget a needs 1"),),
+            TooManyRequests,
+            True,
+            True,
+            id="budget-429-by-cause",
+        ),
+        pytest.param(
+            429, BUDGET_MESSAGE, (), TooManyRequests, True, True, id="budget-429-by-message"
+        ),
+        pytest.param(
+            429,
+            "Too many requests, please try again later.",
+            (),
+            TooManyRequests,
+            True,
+            False,
+            id="throttling-429",
+        ),
+        pytest.param(500, TWO_BUDGETS, (), PermanentServerError, False, None, id="two-budgets"),
+        pytest.param(500, "etcdserver: leader changed", (), ServerError, True, None, id="5xx"),
+    ],
+)
+def test_what_the_answer_says_decides_the_kind(
+    status: int,
+    message: str,
+    causes: tuple[tuple[str, str], ...],
+    kind: type[KubeError],
+    retriable: bool,
+    budget: bool | None,
+) -> None:
+    """The same status means different things (a budget's 429 or throttling; a permanent
+    500): the body decides, as kube-apiserver writes it."""
+    error = error_for("POST eviction", status, message, causes=causes, retry_after=3.0)
+    assert type(error) is kind
+    assert error.retriable is retriable
+    assert error.retry_after == 3.0
+    if budget is not None:
+        assert isinstance(error, TooManyRequests) and error.budget is budget
 
 
 def test_transport_errors_are_retriable_and_say_no_status() -> None:
@@ -99,6 +154,24 @@ async def test_retrying(failures: list[KubeError], attempts: int | None, outcome
     retried = [f for f in failures[: calls - 1] if f.retriable]
     assert len(slept) == len(retried)
     assert backoff.attempt == (0 if outcome == "ok" else len(slept))
+
+
+async def test_retrying_waits_what_the_server_asked() -> None:
+    """A ``Retry-After`` replaces the backoff's delay (client-go's ``checkWait``)."""
+    pending = [TooManyRequests("x", 429, retry_after=7.0), ServerError("x", 503)]
+    slept: list[float] = []
+
+    async def call() -> str:
+        if pending:
+            raise pending.pop(0)
+        return "ok"
+
+    async def sleep(delay: float) -> None:
+        slept.append(delay)
+
+    backoff = Backoff(0.1, 0.2, random.Random(1))
+    assert await retrying(call, backoff=backoff, sleep=sleep) == "ok"
+    assert slept[0] == 7.0 and 0 <= slept[1] <= 0.1
 
 
 def test_backoff_refuses_a_cap_below_its_base() -> None:

@@ -14,7 +14,7 @@ import pytest
 from controller.drive.clock import SystemClock, VirtualClock
 from controller.drive.kube.client import KubeClient
 from controller.drive.kube.errors import TransportError
-from controller.drive.kube.lease import LeaseElector, lease_expired
+from controller.drive.kube.lease import LeaseElector, LeaseObservation
 from controller.drive.loop.leadership import Leadership
 from tests.kubedouble import ApiDouble
 
@@ -40,31 +40,42 @@ def lease(holder: str, renewed_ago: float, *, transitions: int = 3) -> dict[str,
     }
 
 
-# (existing Lease or None, acquired?, holder afterwards, transitions afterwards)
+# (existing Lease or None, seconds this replica has seen it unchanged before the attempt
+# (None: it sees it for the first time now), acquired?, holder afterwards, transitions)
 ATTEMPTS = [
-    pytest.param(None, True, "me", 0, id="fresh-lease-created"),
-    pytest.param(lease("other", 20), True, "me", 4, id="expired-lease-of-another-taken"),
-    pytest.param(lease("other", 5), False, "other", 3, id="live-lease-of-another-left"),
-    pytest.param(lease("", 0), True, "me", 4, id="released-lease-taken-at-once"),
-    pytest.param(lease("me", 5), True, "me", 3, id="own-lease-renewed"),
-    pytest.param(lease("me", 60), True, "me", 3, id="own-expired-lease-renewed"),
+    pytest.param(None, None, True, "me", 0, id="fresh-lease-created"),
+    pytest.param(lease("other", 20), 16, True, "me", 4, id="unchanged-past-its-duration-taken"),
+    pytest.param(lease("other", 20), 14, False, "other", 3, id="unchanged-within-it-left"),
+    # client-go: expiry is judged on this replica's clock from when it first saw the record,
+    # never on the holder's renewTime, however old that looks
+    pytest.param(lease("other", 20), None, False, "other", 3, id="first-seen-now-left"),
+    pytest.param(lease("other", 5), None, False, "other", 3, id="live-lease-of-another-left"),
+    pytest.param(lease("", 0), None, True, "me", 4, id="released-lease-taken-at-once"),
+    pytest.param(lease("me", 5), None, True, "me", 3, id="own-lease-renewed"),
+    pytest.param(lease("me", 60), None, True, "me", 3, id="own-expired-lease-renewed"),
 ]
 
 
-@pytest.mark.parametrize(("existing", "acquired", "holder", "transitions"), ATTEMPTS)
+@pytest.mark.parametrize(("existing", "seen_for", "acquired", "holder", "transitions"), ATTEMPTS)
 async def test_one_attempt(
     double: ApiDouble,
     client: KubeClient,
     existing: dict[str, Any] | None,
+    seen_for: float | None,
     acquired: bool,
     holder: str,
     transitions: int,
 ) -> None:
     if existing is not None:
         double.create("leases", existing)
-    elector = LeaseElector(client, name=NAME, namespace=NS, identity="me", clock=VirtualClock(NOW))
+    start = NOW - timedelta(seconds=seen_for or 0)
+    clock = VirtualClock(start)
+    elector = LeaseElector(client, name=NAME, namespace=NS, identity="me", clock=clock)
     leadership: Leadership = elector  # the live loop's protocol
     assert not leadership.is_leader
+    if seen_for is not None:
+        assert await elector.try_acquire_or_renew() is False  # a first look, too early
+        clock.advance(NOW)
     assert await elector.try_acquire_or_renew() is acquired
     spec = double.get("leases", KEY)["spec"]
     assert spec["holderIdentity"] == holder
@@ -74,13 +85,38 @@ async def test_one_attempt(
         assert spec["leaseDurationSeconds"] == 15
 
 
+async def test_a_standby_whose_clock_is_ahead_never_takes_a_renewed_lease(
+    double: ApiDouble, client: KubeClient
+) -> None:
+    """An hour of skew between the replicas: the leader's renewTime looks an hour old to the
+    standby, which takes the Lease only once it stops changing for a lease duration."""
+    leader_clock, standby_clock = VirtualClock(NOW), VirtualClock(NOW + timedelta(hours=1))
+    leader = LeaseElector(client, name=NAME, namespace=NS, identity="a", clock=leader_clock)
+    standby = LeaseElector(client, name=NAME, namespace=NS, identity="b", clock=standby_clock)
+    assert await leader.try_acquire_or_renew()
+    for step in range(1, 16):  # 30 s of renewals every 2 s
+        for clock in (leader_clock, standby_clock):
+            clock.advance(clock.now() + timedelta(seconds=2))
+        assert await leader.try_acquire_or_renew()
+        assert not await standby.try_acquire_or_renew(), f"taken at renewal {step}"
+    for seconds in range(2, 17, 2):  # the leader is gone: nothing changes the record now
+        standby_clock.advance(standby_clock.now() + timedelta(seconds=2))
+        taken = await standby.try_acquire_or_renew()
+        assert taken is (seconds > 15), seconds
+    assert double.get("leases", KEY)["spec"]["holderIdentity"] == "b"
+
+
 class Racing(KubeClient):
-    """A client whose read is followed by another candidate's write before ours."""
+    """A client whose second read is followed by another candidate's write before ours."""
 
     double: ApiDouble
+    reads = 0
 
     async def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
         read = await super().get_lease(namespace, name)
+        self.reads += 1
+        if self.reads != 2:
+            return read
         theirs = lease("rival", 0, transitions=4)
         theirs["metadata"] = dict(self.double.get("leases", KEY)["metadata"])
         self.double.update("leases", theirs)
@@ -92,46 +128,46 @@ async def test_a_conflict_on_update_loses_the_race(double: ApiDouble) -> None:
     async with Racing.for_host(double.url, request_timeout=5) as racing:
         assert isinstance(racing, Racing)
         racing.double = double
-        elector = LeaseElector(
-            racing, name=NAME, namespace=NS, identity="me", clock=VirtualClock(NOW)
-        )
+        clock = VirtualClock(NOW - timedelta(seconds=16))
+        elector = LeaseElector(racing, name=NAME, namespace=NS, identity="me", clock=clock)
+        assert await elector.try_acquire_or_renew() is False  # first seen: too early
+        clock.advance(NOW)  # unchanged for 16 s: expired, and the rival writes first
         assert await elector.try_acquire_or_renew() is False
     assert double.get("leases", KEY)["spec"]["holderIdentity"] == "rival"
     assert any(r.method == "PUT" for r in double.requests)  # it tried, and got 409
 
 
+LIVE = {"holderIdentity": "a", "renewTime": stamp(NOW), "leaseDurationSeconds": 15}
+
+
 @pytest.mark.parametrize(
-    ("spec", "expired"),
+    ("spec", "unchanged_for", "expired"),
     [
+        pytest.param(LIVE, 0, False, id="just-seen"),
+        pytest.param(LIVE, 15, False, id="unchanged-for-its-duration"),
+        pytest.param(LIVE, 16, True, id="unchanged-past-its-duration"),
         pytest.param(
-            {"holderIdentity": "a", "renewTime": stamp(NOW), "leaseDurationSeconds": 15},
+            LIVE | {"renewTime": stamp(NOW - timedelta(hours=1))},
+            0,
             False,
-            id="live",
+            id="an-old-renew-time-is-not-read",
         ),
-        pytest.param(
-            {
-                "holderIdentity": "a",
-                "renewTime": stamp(NOW - timedelta(seconds=16)),
-                "leaseDurationSeconds": 15,
-            },
-            True,
-            id="past-duration",
-        ),
-        pytest.param(
-            {"holderIdentity": "", "renewTime": stamp(NOW), "leaseDurationSeconds": 15},
-            True,
-            id="no-holder",
-        ),
-        pytest.param(
-            {"holderIdentity": "a", "renewTime": "garbage", "leaseDurationSeconds": 15},
-            True,
-            id="bad-time",
-        ),
-        pytest.param({"holderIdentity": "a", "renewTime": stamp(NOW)}, True, id="no-duration"),
+        pytest.param(LIVE | {"holderIdentity": ""}, 0, True, id="no-holder"),
+        pytest.param({"holderIdentity": "a", "renewTime": stamp(NOW)}, 0, True, id="no-duration"),
+        pytest.param(LIVE | {"leaseDurationSeconds": True}, 0, True, id="duration-not-a-number"),
     ],
 )
-def test_expiry(spec: dict[str, Any], expired: bool) -> None:
-    assert lease_expired(spec, NOW) is expired
+def test_expiry_counts_from_the_last_change_seen(
+    spec: dict[str, Any], unchanged_for: int, expired: bool
+) -> None:
+    seen = LeaseObservation()
+    seen.see(spec, NOW)
+    later = NOW + timedelta(seconds=unchanged_for)
+    seen.see(dict(spec), later)  # read again, the same record: the time stays
+    assert seen.expired(later) is expired
+    seen.see(spec | {"renewTime": stamp(later)}, later)  # a renewal: counted from now
+    valid = bool(spec.get("holderIdentity")) and type(spec.get("leaseDurationSeconds")) is int
+    assert seen.expired(later + timedelta(seconds=15)) is not valid
 
 
 @pytest.mark.parametrize(
