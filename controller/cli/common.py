@@ -20,13 +20,15 @@ from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.policy.framework.unwrap import unwrap
 from controller.policy.loader import Policy, load_policy
 from controller.simulate.runner import save_log
-from projections.store import WORLD_CHECKPOINT, checkpoint_world, open_log_store, resume_world
+from projections.store import WORLD_CHECKPOINT, checkpoint_world, resume_world
 from projections.world import World
-from streams.backends import normalise_url, open_log
+from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.events import Event
 from streams.gcpause import paused_gc
 from streams.log import LogError, Quarantine, Quarantined
 from streams.recording import read_recording
+from streams.urls import is_recording_path, parse_log_url
 
 
 def _check_config(data: dict[str, Any]) -> None:
@@ -104,9 +106,7 @@ def internal_error(exc: BaseException) -> NoReturn:
 def require_persistent(url: str, *, option: str = "--log") -> None:
     """Refuse a log that cannot outlive the command (``memory://``, ``sqlite://``,
     ``sqlite:///``) where keeping the records is the point."""
-    normal = normalise_url(url)
-    scheme, rest = normal.split("://", 1)
-    if scheme == "memory" or (scheme == "sqlite" and rest.removeprefix("/") in ("", ":memory:")):
+    if not parse_log_url(url).is_persistent:
         fail(f"{option} {url}: a throw-away log would be lost when the command ends; name a file")
 
 
@@ -122,13 +122,8 @@ def guard_all(app: typer.Typer) -> None:
 
 def require_log(source: str) -> None:
     """Reading commands never create a log: a missing SQLite file is an error."""
-    if source.startswith("sqlite:///"):
-        path = Path(source.removeprefix("sqlite:///"))
-    elif "://" not in source:
-        path = Path(source)
-    else:
-        return
-    if not path.exists():
+    path = Path(source) if is_recording_path(source) else parse_log_url(source).local_file
+    if path is not None and not path.exists():
         fail(f"{source}: no such log ({path} does not exist)")
 
 
@@ -182,7 +177,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
 
 def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
-    if source.endswith(".jsonl") and "://" not in source:
+    if is_recording_path(source):
         events = []
         skipped = 0
         for item in read_recording(Path(source), extra=RECORD_CHECKS):

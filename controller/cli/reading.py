@@ -15,10 +15,11 @@ from contextlib import closing, contextmanager
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
-from projections.store import open_log_store, resume_world
+from projections.store import resume_world
 from projections.world import World
 from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainReport, Sealable, check_log
 from streams.chain_check import ChainChecker
 from streams.events import DECISION_TYPES, Event

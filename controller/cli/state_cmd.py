@@ -24,9 +24,10 @@ from controller.cli.progress import Progress
 from controller.drive.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
-from projections.store import open_log_store, resume_world
+from projections.store import resume_world
 from projections.world import World
 from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.events import parse_time
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 import controller.cli.common as common
 from controller.cli import app
 from controller.cli.reading import reader
-from projections.store import WORLD_CHECKPOINT, CheckpointStore, checkpoint_world, open_log_store
+from projections.store import WORLD_CHECKPOINT, checkpoint_world
 from projections.world import World
+from streams.backends.checkpoints import CheckpointStore, open_log_store
 from streams.log import EventLog
 
 SOURCES = Path(__file__).resolve().parents[2] / "replay" / "golden" / "sources"
