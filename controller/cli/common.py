@@ -147,20 +147,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     merged: dict[str, Any] = {}
     origin: dict[str, Path] = {}
     for path in files:
-        try:
-            raw = load_yaml(path) or {}
-        except OSError as exc:
-            fail(f"{path}: {exc.strerror or exc}")
-        except YAMLLimitError as exc:
-            fail(str(exc))
-        if not isinstance(raw, dict):
-            fail(f"{path}: a configuration is a mapping")
-        try:
-            inner, notes = unwrap(raw)
-        except ConfigError as exc:
-            fail(f"{path}: {exc}")
-        for note in notes:
-            typer.echo(f"{path}: {note}", err=True)
+        inner = _read_config_file(path)
         for key in sorted(inner):
             if key in origin:
                 fail(f"{path}: key {key!r} is also given by {origin[key]}")
@@ -174,6 +161,25 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     for warning in policy.warnings:
         typer.echo(f"warning: {warning}", err=True)
     return policy
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """One configuration file's keys (a ConfigMap unwrapped, its notes printed), or exit."""
+    try:
+        raw = load_yaml(path) or {}
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+    except YAMLLimitError as exc:
+        fail(str(exc))
+    if not isinstance(raw, dict):
+        fail(f"{path}: a configuration is a mapping")
+    try:
+        inner, notes = unwrap(raw)
+    except ConfigError as exc:
+        fail(f"{path}: {exc}")
+    for note in notes:
+        typer.echo(f"{path}: {note}", err=True)
+    return inner
 
 
 def read_log_events(source: str) -> list[Event]:

@@ -160,60 +160,76 @@ def _say_running(
     )
 
 
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Decide and record; change nothing in the cluster.")
+]
+ClockOffsetOption = Annotated[
+    float, typer.Option(help="Seconds added to the wall clock (trials and tests only; 0 live).")
+]
+PerNodeOption = Annotated[
+    int | None, typer.Option(help="Guard rail: evictions per node per minute.")
+]
+PerNamespaceOption = Annotated[
+    int | None, typer.Option(help="Guard rail: evictions per namespace per minute.")
+]
+PerClusterOption = Annotated[
+    int | None, typer.Option(help="Guard rail: evictions in the cluster per minute.")
+]
+LeaderElectOption = Annotated[
+    bool,
+    typer.Option(
+        "--leader-elect/--no-leader-elect",
+        help="Campaign for a Lease; only the leader decides and acts.",
+    ),
+]
+LeaseNameOption = Annotated[str, typer.Option(help="The Lease the replicas share.")]
+LeaseNamespaceOption = Annotated[str, typer.Option(help="The Lease's namespace.")]
+LeaderIdentityOption = Annotated[
+    str | None,
+    typer.Option(help="This replica's holderIdentity (default: $POD_NAME, else host name)."),
+]
+LeaseDurationOption = Annotated[
+    float, typer.Option(help="Seconds after the last renewal before a standby takes over.")
+]
+RenewDeadlineOption = Annotated[
+    float, typer.Option(help="Seconds the leader keeps failing to renew before it stops.")
+]
+RetryPeriodOption = Annotated[
+    float, typer.Option(help="Seconds between two attempts to acquire or renew.")
+]
+MetricsAddressOption = Annotated[
+    str, typer.Option(help="Address of /metrics, /healthz, /readyz (0.0.0.0: every one).")
+]
+MetricsPortOption = Annotated[
+    int, typer.Option(help="Port of /metrics, /healthz, /readyz (0: any free port).")
+]
+LogFormatOption = Annotated[
+    LogFormat, typer.Option(help="text for a terminal, json (one object a line) for a pod.")
+]
+
+
 def run(
     config: ConfigOption,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     log: LogOption = DEFAULT_LOG,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Decide and record; change nothing in the cluster.")
-    ] = False,
+    dry_run: DryRunOption = False,
     metrics_interval: MetricsIntervalOption = 10.0,
     watch_timeout: WatchTimeoutOption = 300,
-    clock_offset: Annotated[
-        float,
-        typer.Option(help="Seconds added to the wall clock (trials and tests only; 0 live)."),
-    ] = 0.0,
-    max_evictions_per_node: Annotated[
-        int | None, typer.Option(help="Guard rail: evictions per node per minute.")
-    ] = None,
-    max_evictions_per_namespace: Annotated[
-        int | None, typer.Option(help="Guard rail: evictions per namespace per minute.")
-    ] = None,
-    max_evictions_per_cluster: Annotated[
-        int | None, typer.Option(help="Guard rail: evictions in the cluster per minute.")
-    ] = None,
-    leader_elect: Annotated[
-        bool,
-        typer.Option(
-            "--leader-elect/--no-leader-elect",
-            help="Campaign for a Lease; only the leader decides and acts.",
-        ),
-    ] = False,
-    lease_name: Annotated[str, typer.Option(help="The Lease the replicas share.")] = "tide-leader",
-    lease_namespace: Annotated[str, typer.Option(help="The Lease's namespace.")] = "tide",
-    leader_identity: Annotated[
-        str | None,
-        typer.Option(help="This replica's holderIdentity (default: $POD_NAME, else host name)."),
-    ] = None,
-    lease_duration: Annotated[
-        float, typer.Option(help="Seconds after the last renewal before a standby takes over.")
-    ] = 15.0,
-    renew_deadline: Annotated[
-        float, typer.Option(help="Seconds the leader keeps failing to renew before it stops.")
-    ] = 10.0,
-    retry_period: Annotated[
-        float, typer.Option(help="Seconds between two attempts to acquire or renew.")
-    ] = 2.0,
-    metrics_address: Annotated[
-        str, typer.Option(help="Address of /metrics, /healthz, /readyz (0.0.0.0: every one).")
-    ] = "127.0.0.1",
-    metrics_port: Annotated[
-        int, typer.Option(help="Port of /metrics, /healthz, /readyz (0: any free port).")
-    ] = 8080,
-    log_format: Annotated[
-        LogFormat, typer.Option(help="text for a terminal, json (one object a line) for a pod.")
-    ] = LogFormat.text,
+    clock_offset: ClockOffsetOption = 0.0,
+    max_evictions_per_node: PerNodeOption = None,
+    max_evictions_per_namespace: PerNamespaceOption = None,
+    max_evictions_per_cluster: PerClusterOption = None,
+    leader_elect: LeaderElectOption = False,
+    lease_name: LeaseNameOption = "tide-leader",
+    lease_namespace: LeaseNamespaceOption = "tide",
+    leader_identity: LeaderIdentityOption = None,
+    lease_duration: LeaseDurationOption = 15.0,
+    renew_deadline: RenewDeadlineOption = 10.0,
+    retry_period: RetryPeriodOption = 2.0,
+    metrics_address: MetricsAddressOption = "127.0.0.1",
+    metrics_port: MetricsPortOption = 8080,
+    log_format: LogFormatOption = LogFormat.text,
 ) -> None:
     """Run the controller: watch the cluster, decide on the real clock, act (until SIGTERM)."""
     policy = read_policy(config)
