@@ -26,11 +26,12 @@ from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
 from streams.paging import LogReader
+from streams.urls import is_recording_path
 
 
 def is_recording(source: str) -> bool:
-    """A plain ``.jsonl`` path (read whole), not a log."""
-    return source.endswith(".jsonl") and "://" not in source
+    """A plain ``.jsonl`` path (read whole), not a log (:func:`streams.urls.is_recording_path`)."""
+    return is_recording_path(source)
 
 
 @contextmanager

@@ -103,7 +103,7 @@ async def run_live(
             leadership = lease_elector(client, settings)
         server = await _serve(observer, settings)
         parts = LiveParts(client, log, clock, leadership=leadership, observer=observer)
-        wired = wire_live(settings, policy, options, parts=parts, source=source, warn=_warn)
+        wired = wire_live(settings, policy, options=options, parts=parts, source=source, warn=_warn)
         loop = wired.loop
         try:
             await wired.recorder.prepare(wired.applied)

@@ -82,9 +82,9 @@ def _inputs(recording: Path) -> Inputs:
         fail(str(exc))
 
 
-def _until(until: str | None, inputs: Inputs, recording: Path) -> datetime | None:
+def _until(until: str | None, inputs: Inputs, *, recording: Path) -> datetime | None:
     try:
-        return end_of(until, inputs, recording)
+        return end_of(until, inputs, path=recording)
     except ScenarioError:
         raise
     except ValueError as exc:
@@ -123,13 +123,13 @@ def simulate(
         require_persistent(log)
     policy = read_policy(config)
     inputs = _inputs(recording)
-    stop = _until(until, inputs, recording)
+    stop = _until(until, inputs, recording=recording)
     keep_all = metrics_port is not None and not log
     try:
         plan = plan_simulation(
             policy,
             inputs,
-            recording,
+            path=recording,
             until=stop,
             config_source=",".join(str(c) for c in config),
             log=log,

@@ -90,16 +90,17 @@ class LiveParts:
 def wire_live(
     settings: Settings,
     policy: Policy,
-    options: RecorderOptions,
     *,
+    options: RecorderOptions,
     parts: LiveParts,
     source: str,
     warn: Callable[[str], None],
 ) -> LiveRun:
     """Build the live run of ``policy`` under ``settings`` (see the module docstring).
 
-    ``source`` is the configuration's origin recorded in ``config.applied``; ``warn`` hears
-    the recorder's warnings.
+    ``options``: the recorder's (its sources and their intervals); ``parts``: what is already
+    open; ``source``: the configuration's origin recorded in ``config.applied``; ``warn``
+    hears the recorder's warnings.
     """
     clock = parts.clock
     step = Step(config=policy.config, eviction=policy.eviction)

@@ -72,7 +72,7 @@ def read_inputs(path: Path, *, extra: Extra, report: Report) -> Inputs:
         return Inputs(events, [], _earliest(events), _latest(events), scenario=True)
     window = main_window(path)
     bad: list[Quarantined] = []
-    lazy = _lazy_inputs(path, window, bad, extra=extra, report=report)
+    lazy = _lazy_inputs(path, window, bad=bad, extra=extra, report=report)
     head = next(lazy, None)
     read: Iterator[Event | Fed] = itertools.chain([head], lazy) if head is not None else iter(())
     first = None if head is None else head.event.at if isinstance(head, Fed) else head.at
@@ -91,8 +91,8 @@ def _latest(events: Sequence[Event]) -> datetime | None:
 def _lazy_inputs(
     path: Path,
     window: tuple[datetime, datetime] | None,
-    bad: list[Quarantined],
     *,
+    bad: list[Quarantined],
     extra: Extra,
     report: Report,
 ) -> Iterator[Event | Fed]:
@@ -112,7 +112,7 @@ def _lazy_inputs(
             yield event if payload is None else Fed(event, payload)
 
 
-def end_of(until: str | None, inputs: Inputs, path: Path) -> datetime | None:
+def end_of(until: str | None, inputs: Inputs, *, path: Path) -> datetime | None:
     """When the run stops: ``until`` (RFC 3339, or ``+DURATION`` after the first input),
     else a scenario's own ``until``, else None (the last input's time).
 
@@ -155,8 +155,8 @@ class SimulationPlan:
 def plan_simulation(
     policy: Policy,
     inputs: Inputs,
-    path: Path,
     *,
+    path: Path,
     until: datetime | None,
     config_source: str,
     log: str | None,
@@ -180,7 +180,17 @@ def plan_simulation(
         (format_time(until) if until else "").encode(),
     )
     return SimulationPlan(
-        policy, inputs, until, config_source, log, keep_all, another_run, relief, run, span, size
+        policy=policy,
+        inputs=inputs,
+        until=until,
+        config_source=config_source,
+        log=log,
+        keep_all=keep_all,
+        another_run=another_run,
+        relief=relief,
+        run=run,
+        span=span,
+        size=size,
     )
 
 
