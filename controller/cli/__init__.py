@@ -10,11 +10,13 @@ import typer
 
 from controller.cli import (
     audit_cmd,
-    live_cmd,
+    demo_cmd,
     log_cmd,
     record_cmd,
+    replay_cmd,
     report_cmd,
     run_cmd,
+    simulate_cmd,
     state_cmd,
 )
 from controller.cli.common import guard_all
@@ -27,7 +29,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (log_cmd, state_cmd, run_cmd, audit_cmd, report_cmd, record_cmd, live_cmd):
+#: the order of ``tide --help``
+COMMANDS = (
+    log_cmd,
+    state_cmd,
+    simulate_cmd,
+    demo_cmd,
+    replay_cmd,
+    audit_cmd,
+    report_cmd,
+    record_cmd,
+    run_cmd,
+)
+for module in COMMANDS:
     module.register(app)
 guard_all(app)
 

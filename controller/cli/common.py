@@ -14,19 +14,22 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
+from controller.compose.simulated import save_checkpoint
 from controller.drive.kube.errors import KubeError
 from controller.policy.framework.errors import ConfigError
 from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.policy.framework.unwrap import unwrap
 from controller.policy.loader import Policy, load_policy
 from controller.simulate.runner import save_log
-from projections.store import WORLD_CHECKPOINT, checkpoint_world, open_log_store, resume_world
+from projections.store import resume_world
 from projections.world import World
-from streams.backends import normalise_url, open_log
+from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.events import Event
 from streams.gcpause import paused_gc
-from streams.log import LogError, Quarantine, Quarantined
+from streams.log import LogError
 from streams.recording import read_recording
+from streams.urls import is_recording_path, parse_log_url
 
 
 def _check_config(data: dict[str, Any]) -> None:
@@ -104,9 +107,7 @@ def internal_error(exc: BaseException) -> NoReturn:
 def require_persistent(url: str, *, option: str = "--log") -> None:
     """Refuse a log that cannot outlive the command (``memory://``, ``sqlite://``,
     ``sqlite:///``) where keeping the records is the point."""
-    normal = normalise_url(url)
-    scheme, rest = normal.split("://", 1)
-    if scheme == "memory" or (scheme == "sqlite" and rest.removeprefix("/") in ("", ":memory:")):
+    if not parse_log_url(url).is_persistent:
         fail(f"{option} {url}: a throw-away log would be lost when the command ends; name a file")
 
 
@@ -122,13 +123,8 @@ def guard_all(app: typer.Typer) -> None:
 
 def require_log(source: str) -> None:
     """Reading commands never create a log: a missing SQLite file is an error."""
-    if source.startswith("sqlite:///"):
-        path = Path(source.removeprefix("sqlite:///"))
-    elif "://" not in source:
-        path = Path(source)
-    else:
-        return
-    if not path.exists():
+    path = Path(source) if is_recording_path(source) else parse_log_url(source).local_file
+    if path is not None and not path.exists():
         fail(f"{source}: no such log ({path} does not exist)")
 
 
@@ -151,20 +147,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     merged: dict[str, Any] = {}
     origin: dict[str, Path] = {}
     for path in files:
-        try:
-            raw = load_yaml(path) or {}
-        except OSError as exc:
-            fail(f"{path}: {exc.strerror or exc}")
-        except YAMLLimitError as exc:
-            fail(str(exc))
-        if not isinstance(raw, dict):
-            fail(f"{path}: a configuration is a mapping")
-        try:
-            inner, notes = unwrap(raw)
-        except ConfigError as exc:
-            fail(f"{path}: {exc}")
-        for note in notes:
-            typer.echo(f"{path}: {note}", err=True)
+        inner = _read_config_file(path)
         for key in sorted(inner):
             if key in origin:
                 fail(f"{path}: key {key!r} is also given by {origin[key]}")
@@ -180,9 +163,28 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     return policy
 
 
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """One configuration file's keys (a ConfigMap unwrapped, its notes printed), or exit."""
+    try:
+        raw = load_yaml(path) or {}
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+    except YAMLLimitError as exc:
+        fail(str(exc))
+    if not isinstance(raw, dict):
+        fail(f"{path}: a configuration is a mapping")
+    try:
+        inner, notes = unwrap(raw)
+    except ConfigError as exc:
+        fail(f"{path}: {exc}")
+    for note in notes:
+        typer.echo(f"{path}: {note}", err=True)
+    return inner
+
+
 def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
-    if source.endswith(".jsonl") and "://" not in source:
+    if is_recording_path(source):
         events = []
         skipped = 0
         for item in read_recording(Path(source), extra=RECORD_CHECKS):
@@ -214,45 +216,6 @@ def persist(
     return added
 
 
-def set_aside_in(url: str, items: Sequence[Quarantined]) -> None:
-    """Add ``items`` to the quarantine of the log at ``url`` (a log without one: no-op)."""
-
-    async def run() -> None:
-        async with await open_log(url) as log:
-            if isinstance(log, Quarantine):
-                await log.set_aside(items)
-
-    asyncio.run(run())
-
-
-def save_checkpoint(url: str, world: World | None = None) -> None:
-    """Leave a World checkpoint at the head of the log at ``url``, in its store (the
-    log's own SQLite file); logs without a store (``memory://``) get none. Only the
-    commands that write a log call this: the reading ones never create a checkpoint.
-
-    ``world``: a default World already folded from the log's first ``world.position``
-    records (a simulation's own, when it wrote a log that was empty): only the records
-    after those are folded into it, instead of the whole log into a new World a second
-    time (the CPU of a whole fold, and a second World in memory).
-    """
-
-    async def run() -> None:
-        async with await open_log(url) as log:
-            store = await open_log_store(log.url or url, create=True)
-            if store is None:
-                return
-            async with store:
-                if world is None:
-                    await checkpoint_world(log, store)
-                    return
-                with paused_gc():
-                    async for event in log.read(world.position):
-                        world.apply(event)
-                await store.save(WORLD_CHECKPOINT, world.position, world.dump())
-
-    asyncio.run(run())
-
-
 def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None:
     """Run a command that talks to a cluster (``tide record``, ``tide run``) to its end,
     turn its API and log errors into one line, and leave a checkpoint at the log's head."""
@@ -278,3 +241,9 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
         with paused_gc():
             events = await log.read_all(world.position if world is not None else 0)
     return world, events
+
+
+def require_file(source: str) -> None:
+    """A log given as a plain path (not a URL) must exist: ``error: PATH: no such log``."""
+    if "://" not in source and not Path(source).exists():
+        fail(f"{source}: no such log")

@@ -1,7 +1,7 @@
 """The printing side of `tide audit why` (answers, then non-decisions) and of the
 `tide replay --config` what-if summary (and its ``--resimulate`` re-run), as text or JSON.
 
-Kept apart from :mod:`controller.cli.run_cmd` so the command function there stays a thin
+Kept apart from :mod:`controller.cli.replay_cmd` so the command function there stays a thin
 wrapper; the explanations themselves are built in :mod:`replay.explain` and
 :mod:`replay.whynot`.
 """

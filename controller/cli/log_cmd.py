@@ -23,12 +23,14 @@ import typer
 
 from controller.cli.common import RECORD_CHECKS, read_log_events, require_persistent
 from controller.drive.settings import DEFAULT_LOG
-from projections.store import checkpoint_world, open_log_store
-from streams.backends import normalise_url, open_log
+from projections.store import checkpoint_world
+from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainReport, Sealable, check_chain, check_log
 from streams.events import EVENT_TYPES
 from streams.log import EventLog, LogError, Quarantined, quarantine_of
 from streams.recording import ImportSummary, export_log, import_recording
+from streams.urls import is_recording_path, parse_log_url
 
 T = TypeVar("T")
 PROGRESS_FROM_BYTES = 64 * 2**20  # smaller files import in a few seconds: no bar
@@ -153,7 +155,7 @@ def verify_command(
 ) -> None:
     """Check the log's hash chain: exit 1 naming the first bad offset, or when a chained
     log was not marked complete (its writer did not end cleanly, or its tail was cut)."""
-    if log.endswith(".jsonl") and "://" not in log:
+    if is_recording_path(log):
         report = check_chain(read_log_events(log))
         complete_known = False
     else:
@@ -190,12 +192,11 @@ def _where(item: Quarantined) -> str:
 async def _open(url: str, *, create: bool) -> EventLog:
     """Open the log; reading commands refuse to create an empty SQLite file by accident."""
     try:
-        normal = normalise_url(url)
-        if not create and normal.startswith("sqlite:///"):
-            path = Path(normal.removeprefix("sqlite:///"))
-            if not path.exists():
-                _fail(f"{url}: no such log ({path} does not exist)")
-        return await open_log(normal)
+        address = parse_log_url(url)
+        path = address.local_file
+        if not create and path is not None and not path.exists():
+            _fail(f"{url}: no such log ({path} does not exist)")
+        return await open_log(address.text)
     except (ValueError, LogError) as exc:
         _fail(f"{url}: {exc}")
 

@@ -15,21 +15,23 @@ from contextlib import closing, contextmanager
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
-from projections.store import open_log_store, resume_world
+from projections.store import resume_world
 from projections.world import World
 from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainReport, Sealable, check_log
 from streams.chain_check import ChainChecker
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
 from streams.paging import LogReader
+from streams.urls import is_recording_path
 
 
 def is_recording(source: str) -> bool:
-    """A plain ``.jsonl`` path (read whole), not a log."""
-    return source.endswith(".jsonl") and "://" not in source
+    """A plain ``.jsonl`` path (read whole), not a log (:func:`streams.urls.is_recording_path`)."""
+    return is_recording_path(source)
 
 
 @contextmanager

@@ -1,373 +1,278 @@
-"""`tide simulate`, `tide demo` and `tide replay`."""
+"""`tide run`: the live controller — watch, decide on the real clock, act through the API.
+
+The command validates the configuration and the settings, connects to the cluster, opens
+the log and hands them to :func:`controller.compose.live.wire_live`, which builds the run:
+:class:`controller.drive.loop.live.LiveLoop` with the recorder's sources feeding it, the
+configuration's triggers on the (possibly shifted) wall clock, and the Kubernetes effector
+behind the exactly-once applier; it then records the configuration (``config.applied``,
+with its behaviour level), folds the log and runs the loop. ``--dry-run`` decides and
+records everything and calls nothing that changes the cluster (every outcome
+``effect.skipped: dry-run``). SIGTERM or SIGINT stops the sources, lets the effects under
+way finish, hands back the ones waiting for their time, and leaves a World checkpoint in
+the log's file.
+
+With ``--leader-elect`` the replicas campaign for a ``coordination.k8s.io/v1`` Lease
+(:class:`~controller.drive.kube.lease.LeaseElector`) and only the leader decides and acts; on
+SIGTERM the leader finishes its calls in flight, then releases the Lease, so a standby
+takes over at its next retry. One HTTP server (:mod:`controller.drive.observe.http`) serves
+``/metrics`` (a :class:`~controller.drive.observe.metrics.PrometheusObserver`), ``/healthz`` and
+``/readyz`` on ``--metrics-address``/``--metrics-port``; the address really bound is
+printed. ``--log-format json`` writes one JSON object per log line, the lines about a
+decision and its effect carrying its id.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import itertools
-import sys
-from collections.abc import Iterable, Iterator
-from datetime import datetime
-from pathlib import Path
+import signal
+from datetime import timedelta
+from enum import StrEnum
 from typing import Annotated
 
-import orjson
 import typer
 
-from controller.cli.common import (
-    RECORD_CHECKS,
-    fail,
-    read_log_events,
-    read_policy,
-    require_persistent,
-    resume_from,
-    save_checkpoint,
-    set_aside_in,
+from controller.cli.common import fail, read_policy, run_against_cluster
+from controller.cli.record_cmd import (
+    ConfigOption,
+    ContextOption,
+    KubeconfigOption,
+    LogOption,
+    MetricsIntervalOption,
+    WatchTimeoutOption,
+    recorder_options,
 )
-from controller.cli.progress import Progress
-from controller.cli.reading import is_recording, records, replay_log
-from controller.drive.loop.virtual import Fed
-from controller.policy.framework.durations import parse_duration
-from controller.simulate.demo import run_demo
-from controller.simulate.inputs import main_window, outlier, read_inputs
-from controller.simulate.runner import Simulation
-from controller.simulate.scenario import (
-    ScenarioError,
-    frees_usage,
-    is_scenario,
-    load_scenario,
-    read_scenario,
-)
-from controller.simulate.spool import Spool
-from replay.verify import ReplayReport, replay
-from streams.backends import is_sqlite_log, open_log
-from streams.chain import ChainReport, Sealable, check_chain, run_id
-from streams.codec import decision_line
-from streams.events import Event, format_time, parse_time
-from streams.log import Quarantined
-from streams.recording import read_batches
+from controller.compose.live import LiveParts, lease_elector, wire_live
+from controller.drive.clock import ShiftedClock, SystemClock
+from controller.drive.kube.client import KubeClient, KubeConfigError
+from controller.drive.kube.lease import LeaseElector
+from controller.drive.loop.leadership import Leadership
+from controller.drive.loop.live import LiveLoop
+from controller.drive.observe.hooks import LiveObserver
+from controller.drive.observe.http import MetricsServer, serve
+from controller.drive.observe.logs import configure_logging
+from controller.drive.observe.metrics import PrometheusObserver
+from controller.drive.settings import DEFAULT_LOG, Settings, load_settings
+from controller.drive.sources.recorder import RecorderOptions
+from controller.policy.framework.errors import ConfigError
+from controller.policy.loader import Policy
+from streams.backends import open_log
+from streams.log import EventLog
 
 
-def _inputs(path: Path) -> tuple[list[Event], list[Quarantined]]:
-    if not path.exists():
-        fail(f"{path}: no such file")
-    if is_scenario(path):
+class LogFormat(StrEnum):
+    """``--log-format``."""
+
+    text = "text"
+    json = "json"
+
+
+def _warn(line: str) -> None:
+    typer.echo(f"warning: {line}", err=True)
+
+
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+async def run_live(
+    settings: Settings,
+    policy: Policy,
+    options: RecorderOptions,
+    *,
+    source: str,
+    leadership: Leadership | None = None,
+    observer: LiveObserver | None = None,
+    stop: asyncio.Event | None = None,
+) -> LiveLoop:
+    """Run the live controller until ``stop`` (default: SIGTERM / SIGINT); the loop run.
+
+    ``leadership`` None: a Lease elector when ``settings.leader_election`` is enabled, else
+    this replica always leads. A :class:`PrometheusObserver` is served on the
+    ``settings.observe`` address (``/metrics``, ``/healthz``, ``/readyz``).
+    """
+    if stop is None:  # first: a SIGTERM while starting is a clean stop too
+        stop = _stop_on_signals()
+    offset = settings.triggers.clock_offset
+    clock = ShiftedClock(SystemClock(), offset) if offset else SystemClock()
+    try:
+        client = await KubeClient.connect(settings.kube.kubeconfig, settings.kube.context)
+    except KubeConfigError as exc:
+        fail(str(exc))
+    async with client, await open_log(settings.log.url) as log:
+        if leadership is None and settings.leader_election.enabled:
+            leadership = lease_elector(client, settings)
+        server = await _serve(observer, settings)
+        parts = LiveParts(client, log, clock, leadership=leadership, observer=observer)
+        wired = wire_live(settings, policy, options=options, parts=parts, source=source, warn=_warn)
+        loop = wired.loop
         try:
-            events, _, _ = load_scenario(path)
-        except ScenarioError as exc:
-            fail(str(exc))
-        return events, []
-    inputs = read_inputs(path, extra=RECORD_CHECKS)
-    for item in inputs.set_aside:
-        typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-    return inputs.events, inputs.set_aside
+            await wired.recorder.prepare(wired.applied)
+        except OSError as exc:
+            fail(f"--health-address {options.health_address}: {exc}")
+        if isinstance(leadership, LeaseElector):
+            _say(
+                f"leader election on lease {leadership.namespace}/{leadership.name} "
+                f"as {leadership.identity}"
+            )
+        folded = await loop.prepare()
+        _say_running(settings, client=client, log=log, folded=folded, loop=loop)
+        try:
+            await loop.run(stop, wired.recorder)
+        finally:
+            if server is not None:
+                await server.close()
+        _say(
+            f"stopped: {loop.decided} decisions written, "
+            f"{len(loop.effects.pending)} without an outcome"
+        )
+        return loop
 
 
-#: lines decoded at once from a recording: a batch is held decoded until the loop took it
-#: (a recording's snapshot of ~6 KB pods is ~20 KB each decoded)
-READ_BATCH = 256
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM and SIGINT set."""
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(signum, stop.set)
+    return stop
 
 
-def _lazy_inputs(
-    path: Path, window: tuple[datetime, datetime] | None, bad: list[Quarantined]
-) -> Iterator[Event | Fed]:
-    """The recording's events as they are read (with their payload bytes when the line is
-    canonical); each line set aside (invalid, or outside the recording's main run
-    ``window``) is reported on stderr when reached and kept in ``bad`` for the log's
-    quarantine."""
-    batches = read_batches(path, size=READ_BATCH, extra=RECORD_CHECKS, canonical=True)
-    for batch in batches:
-        for item in batch.bad:
-            bad.append(item)
-            typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-        for line, event, payload in zip(batch.lines, batch.events, batch.payloads, strict=True):
-            if window is not None and not window[0] <= event.at <= window[1]:
-                item = outlier(event, line, window, source=str(path))
-                bad.append(item)
-                typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-                continue
-            yield event if payload is None else Fed(event, payload)
+async def _serve(observer: LiveObserver | None, settings: Settings) -> MetricsServer | None:
+    """Serve ``/metrics``, ``/healthz`` and ``/readyz`` of a Prometheus observer."""
+    if not isinstance(observer, PrometheusObserver):
+        return None
+    address = settings.observe.metrics_address
+    try:
+        server = await serve(observer, host=address, port=settings.observe.metrics_port)
+    except OSError as exc:
+        fail(f"--metrics-address {address} --metrics-port: {exc}")
+    _say(f"serving /metrics /healthz /readyz on {server.url}")
+    return server
 
 
-def _digest(path: Path) -> bytes:
-    """A digest of the file at ``path`` (what the run read), in one streaming pass."""
-    h = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.digest()
-
-
-def simulate(
-    recording: Annotated[Path, typer.Argument(help="A JSON Lines recording or a scenario YAML.")],
-    config: Annotated[
-        list[Path],
-        typer.Option(
-            "--config",
-            "-c",
-            help="tide configuration YAML (or a ConfigMap wrapping one); may be repeated.",
-        ),
-    ],
-    until: Annotated[
-        str | None,
-        typer.Option(
-            help="Stop at this time: RFC 3339, or +DURATION after the first input (+6m, +1h30m)."
-        ),
-    ] = None,
-    decisions: Annotated[
-        Path | None, typer.Option(help="Write decisions here (JSON Lines); default stdout.")
-    ] = None,
-    log: Annotated[str | None, typer.Option(help="Also keep the whole log here (URL).")] = None,
-    metrics_port: Annotated[
-        int | None,
-        typer.Option(help="Serve the eviction metrics on this port after the run (Ctrl-C ends)."),
-    ] = None,
-    metrics_address: Annotated[
-        str, typer.Option(help="Address the metrics server binds (default: this host only).")
-    ] = "127.0.0.1",
-    another_run: Annotated[
-        bool,
-        typer.Option(
-            "--another-run",
-            help="Append to a --log that another run (other inputs or configuration) started.",
-        ),
-    ] = False,
+def _say_running(
+    settings: Settings, *, client: KubeClient, log: EventLog, folded: int, loop: LiveLoop
 ) -> None:
-    """Run the controller over a recording in virtual time against the simulated cluster."""
-    if log:
-        require_persistent(log)
+    mode = "dry run: nothing will be changed" if settings.effector.dry_run else "acting"
+    _say(
+        f"running against {client.host} onto {log.url or settings.log.url} ({mode}); "
+        f"{folded} records folded, {len(loop.effects.pending)} decisions to reconcile"
+    )
+
+
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Decide and record; change nothing in the cluster.")
+]
+ClockOffsetOption = Annotated[
+    float, typer.Option(help="Seconds added to the wall clock (trials and tests only; 0 live).")
+]
+PerNodeOption = Annotated[
+    int | None, typer.Option(help="Guard rail: evictions per node per minute.")
+]
+PerNamespaceOption = Annotated[
+    int | None, typer.Option(help="Guard rail: evictions per namespace per minute.")
+]
+PerClusterOption = Annotated[
+    int | None, typer.Option(help="Guard rail: evictions in the cluster per minute.")
+]
+LeaderElectOption = Annotated[
+    bool,
+    typer.Option(
+        "--leader-elect/--no-leader-elect",
+        help="Campaign for a Lease; only the leader decides and acts.",
+    ),
+]
+LeaseNameOption = Annotated[str, typer.Option(help="The Lease the replicas share.")]
+LeaseNamespaceOption = Annotated[str, typer.Option(help="The Lease's namespace.")]
+LeaderIdentityOption = Annotated[
+    str | None,
+    typer.Option(help="This replica's holderIdentity (default: $POD_NAME, else host name)."),
+]
+LeaseDurationOption = Annotated[
+    float, typer.Option(help="Seconds after the last renewal before a standby takes over.")
+]
+RenewDeadlineOption = Annotated[
+    float, typer.Option(help="Seconds the leader keeps failing to renew before it stops.")
+]
+RetryPeriodOption = Annotated[
+    float, typer.Option(help="Seconds between two attempts to acquire or renew.")
+]
+MetricsAddressOption = Annotated[
+    str, typer.Option(help="Address of /metrics, /healthz, /readyz (0.0.0.0: every one).")
+]
+MetricsPortOption = Annotated[
+    int, typer.Option(help="Port of /metrics, /healthz, /readyz (0: any free port).")
+]
+LogFormatOption = Annotated[
+    LogFormat, typer.Option(help="text for a terminal, json (one object a line) for a pod.")
+]
+
+
+def run(
+    config: ConfigOption,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    log: LogOption = DEFAULT_LOG,
+    dry_run: DryRunOption = False,
+    metrics_interval: MetricsIntervalOption = 10.0,
+    watch_timeout: WatchTimeoutOption = 300,
+    clock_offset: ClockOffsetOption = 0.0,
+    max_evictions_per_node: PerNodeOption = None,
+    max_evictions_per_namespace: PerNamespaceOption = None,
+    max_evictions_per_cluster: PerClusterOption = None,
+    leader_elect: LeaderElectOption = False,
+    lease_name: LeaseNameOption = "tide-leader",
+    lease_namespace: LeaseNamespaceOption = "tide",
+    leader_identity: LeaderIdentityOption = None,
+    lease_duration: LeaseDurationOption = 15.0,
+    renew_deadline: RenewDeadlineOption = 10.0,
+    retry_period: RetryPeriodOption = 2.0,
+    metrics_address: MetricsAddressOption = "127.0.0.1",
+    metrics_port: MetricsPortOption = 8080,
+    log_format: LogFormatOption = LogFormat.text,
+) -> None:
+    """Run the controller: watch the cluster, decide on the real clock, act (until SIGTERM)."""
     policy = read_policy(config)
-    scenario = is_scenario(recording)
-    bad: list[Quarantined] = []
-    events: Iterable[Event] | Iterator[Event | Fed]
-    if scenario or not recording.exists():
-        eager, aside = _inputs(recording)
-        events, bad = eager, list(aside)
-        first = min((e.at for e in eager), default=None)
-        last = max((e.at for e in eager), default=None)
-    else:
-        window = main_window(recording)
-        lazy = _lazy_inputs(recording, window, bad)
-        head = next(lazy, None)
-        events = itertools.chain([head], lazy) if head is not None else iter(())
-        first = None if head is None else head.event.at if isinstance(head, Fed) else head.at
-        last = window[1] if window is not None else None
-    stop = None
-    if until:
-        try:
-            if until.startswith("+"):
-                stop = first + parse_duration(until[1:]) if first is not None else None
-            else:
-                stop = parse_time(until)
-        except ValueError as exc:
-            fail(f"--until: {until!r}: {exc} (RFC 3339, or +DURATION such as +6m)")
-    if scenario and stop is None:
-        _, _, stop = load_scenario(recording)
-    last = stop or last
-    span = (last - first).total_seconds() if first and last else 0.0
-    relief = False
-    if scenario:
-        try:
-            relief = frees_usage(read_scenario(recording))
-        except ScenarioError as exc:
-            fail(str(exc))
-    size = len(events) if isinstance(events, list) else recording.stat().st_size // 4096
-    keep_all = metrics_port is not None and not log
-    # a run is its configuration, its input file and its end: the same run may be written
-    # again (idempotent by id), another one only with --another-run
-    run = run_id(
-        orjson.dumps(dict(policy.raw), option=orjson.OPT_SORT_KEYS, default=str),
-        _digest(recording),
-        (format_time(stop) if stop else "").encode(),
-    )
-    # decisions go out as they are written (a long run's are not all kept in memory),
-    # except to a terminal that also shows the progress line: those are written at the end
-    out = decisions.open("wb") if decisions else sys.stdout.buffer
-    streamed = decisions is not None or not sys.stdout.isatty()
     try:
-
-        def emit(decision: Event) -> None:
-            out.write(decision_line(decision) + b"\n")
-
-        with (
-            Spool(None if keep_all else log, run=run, another_run=another_run) as spool,
-            Progress("simulate", span, size=size) as bar,
-        ):
-            result = Simulation(
-                policy.config,
-                eviction=policy.eviction,
-                config_source=",".join(str(c) for c in config),
-                relief=relief,
-                spool=None if keep_all else spool,
-                on_decision=emit if streamed else None,
-            ).run(events, until=stop, progress=bar.callback())
-        for decision in result.decisions:
-            emit(decision)
-    finally:
-        if decisions:
-            out.close()
-    if log:
-        # a run onto an empty log folded exactly its records: its World is the checkpoint
-        folded = result.world if not keep_all and spool.whole else None
-        save_checkpoint(log, world=folded)
-        if bad:  # the lines set aside go to the log's quarantine, as an import's do
-            set_aside_in(log, bad)
-    typer.echo(
-        f"simulated {result.records} records, {result.decided} decisions"
-        + (f"; log kept in {log}" if log else ""),
-        err=True,
-    )
-    if metrics_port is not None:
-        kept = result.log.events if keep_all else records(str(log))
-        _serve_metrics(kept, metrics_port, metrics_address)
-    if bad:
-        raise typer.Exit(1)
-
-
-def _serve_metrics(events: Iterable[Event], port: int, address: str) -> None:
-    """Serve ``/metrics`` (computed from the run's log) until interrupted."""
-    import threading
-
-    from prometheus_client import start_http_server
-
-    from projections.metrics import compute_metrics
-    from replay.metrics import registry
-
-    server, thread = start_http_server(
-        port, addr=address, registry=registry(compute_metrics(events))
-    )
-    host, bound = server.server_address[:2]
-    name = host.decode() if isinstance(host, bytes) else str(host)
-    shown = f"[{name}]" if ":" in name else name
-    typer.echo(f"serving metrics on http://{shown}:{bound}/metrics (Ctrl-C to stop)", err=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
-        thread.join()
-
-
-def demo(
-    db: Annotated[Path, typer.Option(help="Where to keep the demo's log.")] = Path("tide-demo.db"),
-) -> None:
-    """A built-in co-located cluster through a day of virtual time; ends with its report."""
-    if db.exists() and not is_sqlite_log(db):
-        fail(f"--db {db} exists and is not a tide log; the demo replaces its log: name another")
-    run_demo(db)
-    save_checkpoint(f"sqlite:///{db}")
-    from controller.cli.report_cmd import write_report
-
-    page = db.with_suffix(".html")
-    shown = write_report(str(db), page, title="tide demo: a day of a co-located cluster")
-    typer.echo(f"\nthe report (open it in a browser, no network needed): {page}")
-    typer.echo(f"  {shown} decisions drawn; tide report {db} --out {page} writes it again")
-
-
-def replay_cmd(
-    log: Annotated[str, typer.Argument(help="A log URL, a .db file or a .jsonl recording.")],
-    config: Annotated[Path | None, typer.Option(help="Replay with another configuration.")] = None,
-    verify: Annotated[bool, typer.Option(help="Fail on the first differing decision.")] = False,
-    diff: Annotated[bool, typer.Option(help="List every differing decision.")] = False,
-    start: Annotated[
-        int | None,
-        typer.Option(
-            "--from",
-            min=0,
-            help="Verify only decision points at or after this offset (the state before "
-            "it comes from a checkpoint when one is usable).",
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="With --config: the what-if summary as JSON.")
-    ] = False,
-    resimulate: Annotated[
-        bool,
-        typer.Option(
-            help="With --config: re-run the log's inputs (watch events and metric samples "
-            "with no cause) through the simulator under the other configuration, so its own "
-            "triggers fire, and compare the two decision streams.",
-        ),
-    ] = False,
-) -> None:
-    """Re-derive every decision of a log deterministically."""
-    if resimulate:
-        if config is None:
-            fail("--resimulate needs --config: the configuration to re-run the inputs under")
-        from controller.cli.explain_cmd import print_resimulated
-
-        policy = read_policy(config)
-        print_resimulated(
-            read_log_events(log), policy, source=str(config), as_json=as_json, diff=diff
+        settings = load_settings(
+            {
+                "log": {"url": log},
+                "kube": {"kubeconfig": kubeconfig, "context": context},
+                "effector": {
+                    "dry_run": dry_run,
+                    "max_evictions_per_node": max_evictions_per_node,
+                    "max_evictions_per_namespace": max_evictions_per_namespace,
+                    "max_evictions_per_cluster": max_evictions_per_cluster,
+                },
+                "triggers": {"clock_offset": timedelta(seconds=clock_offset)},
+                "leader_election": {
+                    "enabled": leader_elect,
+                    "lease_name": lease_name,
+                    "lease_namespace": lease_namespace,
+                    "lease_duration_seconds": lease_duration,
+                    "renew_deadline_seconds": renew_deadline,
+                    "retry_period_seconds": retry_period,
+                }
+                | ({"identity": leader_identity} if leader_identity is not None else {}),
+                "observe": {
+                    "metrics_address": metrics_address,
+                    "metrics_port": metrics_port,
+                    "json_logs": log_format is LogFormat.json,
+                },
+            }
         )
-        return
-    override = read_policy(config).raw if config else None
-    if override is None and not is_recording(log):
-        if "://" not in log and not Path(log).exists():
-            fail(f"{log}: no such log")
-        report, chain = replay_log(
-            log, start=start, stop_at_first=not diff, chain=verify and start is None
-        )
-        _print_replay(report, verify=verify, chain=chain)
-        return
-    world = None
-    if start is None or (log.endswith(".jsonl") and "://" not in log):
-        events = read_log_events(log)
-    else:
-        if "://" not in log and not Path(log).exists():
-            fail(f"{log}: no such log")
-        world, events = asyncio.run(resume_from(log, start))
-    with Progress("replay", len(events)) as bar:
-        report = replay(
-            events,
-            override=override,
-            stop_at_first=not diff and override is None,
-            start=start or 0,
-            world=world,
-            progress=bar.callback(),
-        )
-    if override is not None:
-        from controller.cli.explain_cmd import print_whatif
-
-        print_whatif(events, report, start=start or 0, as_json=as_json, diff=diff)
-        return
-    chain = _chain(log, events) if verify and start is None else None
-    _print_replay(report, verify=verify, chain=chain)
-
-
-def _print_replay(report: ReplayReport, *, verify: bool, chain: ChainReport | None) -> None:
-    for difference in report.differences:
-        typer.echo(difference.describe())
-    for item in report.unaccounted:
-        typer.echo(item.describe())
-    if chain is not None and (chain.chained or not chain.ok):
-        typer.echo(chain.describe())
-    # a sealing chain without its final seal: a cut tail (or a writer that did not end)
-    broken = chain is not None and (not chain.ok or chain.cut)
-    problems = len(report.differences) + len(report.unaccounted) + broken
-    typer.echo(
-        f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
-        + (f"{problems} difference(s)" if problems else "identical")
+    except ConfigError as exc:
+        fail(str(exc))
+    # the one server of /metrics serves the probes too: the recorder serves none of its own
+    options = recorder_options(metrics_interval, watch_timeout, None)
+    configure_logging(json=settings.observe.json_logs)
+    observer = PrometheusObserver()
+    run_against_cluster(
+        run_live(settings, policy, options, source=str(config), observer=observer),
+        settings.log.url,
     )
-    if verify and problems:
-        raise typer.Exit(1)
-
-
-def _chain(source: str, events: list[Event]) -> ChainReport:
-    """The hash chain of a whole log already read (with its seal, if it keeps one)."""
-    if source.endswith(".jsonl") and "://" not in source:
-        return check_chain(events)
-
-    async def seal() -> tuple[int, str] | None:
-        async with await open_log(source) as log:
-            return await log.sealed() if isinstance(log, Sealable) else None
-
-    return check_chain(events, asyncio.run(seal()))
 
 
 def register(app: typer.Typer) -> None:
-    """Add simulate, demo and replay."""
-    app.command()(simulate)
-    app.command()(demo)
-    app.command("replay")(replay_cmd)
+    """Add this module's commands to the app."""
+    app.command("run")(run)

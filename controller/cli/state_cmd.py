@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
@@ -19,14 +18,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from controller.cli.common import require_log
+from controller.cli.common import require_file, require_log
 from controller.cli.progress import Progress
 from controller.drive.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
-from projections.store import open_log_store, resume_world
+from projections.store import resume_world
 from projections.world import World
 from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.events import parse_time
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
@@ -265,9 +265,7 @@ def state(
     if at is not None and offset is not None:
         typer.echo("error: give --at or --offset, not both", err=True)
         raise typer.Exit(2)
-    if "://" not in log and not Path(log).exists():
-        typer.echo(f"error: {log}: no such log", err=True)
-        raise typer.Exit(2)
+    require_file(log)
     when = None
     if at is not None:
         try:

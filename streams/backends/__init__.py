@@ -5,6 +5,7 @@
 and is imported only when its scheme is used, so a driver that is not installed (aiokafka,
 say) costs nothing to a process that never opens that kind of log, and the port
 (``streams.log``) never imports a backend. Adding a backend is one line in the table.
+An address is read by the one parser, :func:`streams.urls.parse_log_url`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from streams.log import EventLog
+from streams.urls import parse_log_url
 
 #: scheme → the backend module that opens it (it defines ``open_url``)
 OPENERS: dict[str, str] = {
@@ -25,12 +27,13 @@ OPENERS: dict[str, str] = {
 
 
 def normalise_url(url: str) -> str:
-    """Accept ``sqlite:///x.db``, ``memory://``, ``kafka://...`` or a plain ``.db`` path."""
-    if "://" in url:
-        return url
-    if url.endswith(".jsonl"):
-        raise ValueError(f"{url} is a recording, not a log; import it with `tide log import`")
-    return f"sqlite:///{Path(url)}"
+    """Accept ``sqlite:///x.db``, ``memory://``, ``kafka://...`` or a plain ``.db`` path
+    (:func:`streams.urls.parse_log_url`'s normal form).
+
+    Raises:
+        ValueError: the path is a ``.jsonl`` recording.
+    """
+    return parse_log_url(url).text
 
 
 async def open_log(url: str) -> EventLog:
@@ -40,9 +43,9 @@ async def open_log(url: str) -> EventLog:
         ValueError: the scheme is not one of :data:`OPENERS` (the message names the URL
             and the supported schemes), or the URL is a recording.
     """
-    url = normalise_url(url)
-    scheme = url.split("://", 1)[0]
-    module_name = OPENERS.get(scheme)
+    address = parse_log_url(url)
+    url = address.text
+    module_name = OPENERS.get(address.scheme)
     if module_name is None:
         schemes = ", ".join(f"{name}://" for name in sorted(OPENERS))
         raise ValueError(f"unsupported log URL {url!r} (supported schemes: {schemes})")

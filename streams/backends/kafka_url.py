@@ -9,7 +9,8 @@ cluster. The options (all optional):
 * ``max_batch_bytes`` — the largest record batch one ``append`` may produce (default
   16 MiB; it must not exceed the broker's ``message.max.bytes``);
 * ``checkpoints`` — a local SQLite file that keeps the projections' checkpoints of this
-  log (read by ``projections.store``; without it the commands fold from the start);
+  log (read by ``streams.backends.checkpoints``; without it the commands fold from the
+  start);
 * ``timeout`` — seconds a request to the broker may take before it fails (default 10).
 
 Security, for real clusters (see :class:`Security`):
@@ -35,17 +36,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import urlsplit
+
+from streams.urls import KAFKA_OPTIONS, parse_log_url, redact
+
+__all__ = ["KafkaTarget", "Security", "parse_kafka_url", "read_password", "redact"]
 
 DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_SECURITY = frozenset(
-    {"tls", "tls_ca", "tls_cert", "tls_key", "sasl", "sasl_user"}
-    | {"sasl_password_env", "sasl_password_file"}
-)
-_OPTIONS = _SECURITY | frozenset(
-    {"partitions", "replication", "client_id", "max_batch_bytes", "checkpoints", "timeout"}
-)
 _TRUE, _FALSE = frozenset({"1", "true", "yes"}), frozenset({"", "0", "false", "no"})
 
 
@@ -98,7 +96,10 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         ValueError: a one-line reason naming the (redacted) URL and what is wrong.
     """
     shown = redact(url)
-    parts = urlsplit(url)
+    # one parser for every log URL; a text without ``://`` is no URL at all, and its split
+    # (no broker) is refused below before any option is read
+    address = parse_log_url(url) if "://" in url else None
+    parts = address.parts() if address is not None else urlsplit(url)
     if parts.scheme != "kafka":
         raise ValueError(f"{shown!r} is not a kafka:// URL")
     if "@" in parts.netloc:
@@ -111,15 +112,16 @@ def parse_kafka_url(url: str) -> KafkaTarget:
     topic = parts.path.strip("/")
     if not topic or "/" in topic:
         raise ValueError(f"{shown!r} must name exactly one topic (kafka://host:port/topic)")
-    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    assert address is not None  # a broker was named, so the text had ``://``
+    options = dict(address.options())
     if "sasl_password" in options:
         raise ValueError(
             f"{shown!r}: a password never goes in the URL; "
             "use sasl_password_env=VARIABLE or sasl_password_file=PATH"
         )
-    unknown = sorted(set(options) - _OPTIONS)
+    unknown = sorted(set(options) - KAFKA_OPTIONS)
     if unknown:
-        known = ", ".join(sorted(_OPTIONS))
+        known = ", ".join(sorted(KAFKA_OPTIONS))
         raise ValueError(f"{shown!r}: unknown option {unknown[0]!r} (known: {known})")
     if options.get("partitions", "1") != "1":
         raise ValueError(
@@ -201,28 +203,6 @@ def read_password(security: Security) -> str | None:
     if not lines or not lines[0]:
         raise ValueError(f"sasl_password_file: {security.password_file} is empty")
     return lines[0]
-
-
-def redact(url: str) -> str:
-    """``url`` with every query value and any user info blanked: safe to print."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    host = parts.netloc.rsplit("@", 1)[-1]
-    if "@" in parts.netloc:
-        host = "***@" + host
-    query = "&".join(
-        f"{key}=" + ("***" if value and key not in _OPTIONS else value)
-        for key, value in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, host, parts.path, query, ""))
-
-
-def checkpoint_path(url: str) -> str | None:
-    """The ``checkpoints`` file a ``kafka://`` URL names, or None (no URL check here)."""
-    query = urlsplit(url).query
-    return dict(parse_qsl(query)).get("checkpoints") or None
 
 
 def _positive(shown: str, options: dict[str, str], key: str, default: int) -> int:

@@ -26,8 +26,9 @@ ADAPTERS: dict[str, tuple[str, ...]] = {
     "kubernetes_asyncio": ("controller/drive/kube/",),
     "kubernetes": ("controller/drive/kube/",),
     "aiokafka": ("streams/backends/kafka",),  # kafka.py and its kafka_*.py modules
-    "aiosqlite": ("streams/backends/sqlite.py", "projections/store.py"),
-    "sqlite3": ("streams/backends/sqlite.py", "projections/store.py"),
+    # sqlite.py (the log) and sqlite_checkpoints.py (the checkpoint store)
+    "aiosqlite": ("streams/backends/sqlite",),
+    "sqlite3": ("streams/backends/sqlite",),
 }
 
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from controller.cli.live_cmd import run_live
+from controller.cli.run_cmd import run_live
 from controller.drive.settings import load_settings
 from controller.drive.sources.recorder import RecorderOptions
 from controller.policy.loader import load_policy

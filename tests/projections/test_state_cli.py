@@ -175,8 +175,9 @@ def test_cli_on_an_empty_memory_log() -> None:
 
 async def _plant(url: str, cut: int, state: bytes | None = None) -> None:
     """Save a World checkpoint of the log's first ``cut`` records (or ``state``) in it."""
-    from projections.store import WORLD_CHECKPOINT, open_log_store
+    from projections.store import WORLD_CHECKPOINT
     from streams.backends import open_log
+    from streams.backends.checkpoints import open_log_store
 
     async with await open_log(url) as log:
         w = World().fold(await log.read_all(0, cut))
@@ -207,7 +208,8 @@ def test_a_resumed_state_equals_a_refold(tmp_path: Path, cut: int, offset: int |
 
 @needs_sqlite
 def test_state_really_resumes_from_a_usable_checkpoint(tmp_path: Path) -> None:
-    from projections.store import open_log_store, resume_world
+    from projections.store import resume_world
+    from streams.backends.checkpoints import open_log_store
 
     url = write_log(tmp_path / "t.db")
     asyncio.run(_plant(url, 6))

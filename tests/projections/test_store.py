@@ -11,17 +11,11 @@ import pytest
 from projections.base import CheckpointError, Projection
 from projections.cluster import ClusterState
 from projections.history import History
-from projections.store import (
-    Checkpoint,
-    CheckpointStore,
-    MemoryCheckpointStore,
-    SQLiteCheckpointStore,
-    open_store,
-    resume,
-    run_projection,
-)
+from projections.store import resume, run_projection
 from projections.world import World
+from streams.backends.checkpoints import MemoryCheckpointStore
 from streams.backends.memory import MemoryLog
+from streams.backends.sqlite_checkpoints import SQLiteCheckpointStore
 from streams.events import Event, make_event
 from tests.builders import (
     at,
@@ -294,99 +288,12 @@ def test_dumps_are_deterministic_and_round_trip(kind: str) -> None:
     assert restored.dump() == first
 
 
-@pytest.mark.parametrize("url", ["memory://", "sqlite:///{tmp}/cp.db", "{tmp}/plain.db"])
-async def test_open_store(url: str, tmp_path: Path) -> None:
-    store: CheckpointStore = await open_store(
-        url.format(tmp=tmp_path).replace("///", "////", 1)
-        if url.startswith("sqlite")
-        else url.format(tmp=tmp_path)
-    )
-    async with store:
-        await store.save("x", 3, b"abc")
-        await store.save("x", 4, b"def")
-        assert await store.load("x") == Checkpoint("x", 4, b"def")
-        await store.delete("x")
-        assert await store.load("x") is None
-
-
-async def test_open_store_rejects_other_schemes() -> None:
-    with pytest.raises(ValueError, match="unsupported"):
-        await open_store("kafka://host/topic")
-
-
-# -- the checkpoint store contract ----------------------------------------------------
-
-
-class CheckpointStoreContract:
-    """Every :class:`~projections.store.CheckpointStore` must pass these; a backend's
-    test class provides ``opener`` (the same storage on every call) and ``persistent``."""
-
-    persistent = True
-
-    @pytest.fixture
-    def opener(self) -> Callable[[], Any]:
-        raise NotImplementedError
-
-    async def test_an_unknown_name_has_no_checkpoint(self, opener: Callable[[], Any]) -> None:
-        async with await opener() as store:
-            assert await store.load("nope") is None
-            await store.delete("nope")  # forgetting nothing is fine
-            assert await store.load("nope") is None
-
-    async def test_save_load_overwrite_delete(self, opener: Callable[[], Any]) -> None:
-        async with await opener() as store:
-            await store.save("a", 3, b"three")
-            await store.save("b", 9, b"\x00\xffbytes")
-            assert await store.load("a") == Checkpoint("a", 3, b"three")
-            await store.save("a", 5, b"five")  # position and state replaced together
-            assert await store.load("a") == Checkpoint("a", 5, b"five")
-            assert await store.load("b") == Checkpoint("b", 9, b"\x00\xffbytes")
-            await store.delete("a")
-            assert await store.load("a") is None
-            assert await store.load("b") == Checkpoint("b", 9, b"\x00\xffbytes")
-
-    async def test_a_saved_state_is_a_copy(self, opener: Callable[[], Any]) -> None:
-        state = bytearray(b"abc")
-        async with await opener() as store:
-            await store.save("a", 1, bytes(state))
-            state[0] = ord("z")
-            assert (await store.load("a")).state == b"abc"
-
-    async def test_closing_and_reopening(self, opener: Callable[[], Any]) -> None:
-        store = await opener()
-        await store.save("a", 7, b"seven")
-        await store.close()
-        if not self.persistent:
-            return
-        async with await opener() as again:
-            assert await again.load("a") == Checkpoint("a", 7, b"seven")
-
-
-class TestMemoryCheckpointStore(CheckpointStoreContract):
-    persistent = False
-
-    @pytest.fixture
-    def opener(self) -> Callable[[], Any]:
-        async def open_memory() -> CheckpointStore:
-            return MemoryCheckpointStore()
-
-        return open_memory
-
-
-class TestSQLiteCheckpointStore(CheckpointStoreContract):
-    @pytest.fixture
-    def opener(self, tmp_path: Path) -> Callable[[], Any]:
-        async def open_file() -> CheckpointStore:
-            return await SQLiteCheckpointStore.open(tmp_path / "cp.db")
-
-        return open_file
-
-
 # -- the World checkpoint kept with a log ----------------------------------------------
 
 
 async def test_checkpoint_world_resumes_and_equals_a_refold(tmp_path: Path) -> None:
-    from projections.store import WORLD_CHECKPOINT, checkpoint_world, open_log_store
+    from projections.store import WORLD_CHECKPOINT, checkpoint_world
+    from streams.backends.checkpoints import open_log_store
     from streams.backends.sqlite import SQLiteLog
 
     records = scenario()
@@ -406,17 +313,3 @@ async def test_checkpoint_world_resumes_and_equals_a_refold(tmp_path: Path) -> N
 
 def await_all(records: list[Event]) -> list[Event]:
     return [e.with_offset(i) for i, e in enumerate(records)]
-
-
-@pytest.mark.parametrize("url", ["memory://", "sqlite://"])
-async def test_logs_without_a_file_have_no_store(url: str) -> None:
-    from projections.store import open_log_store
-
-    assert await open_log_store(url, create=True) is None
-
-
-async def test_a_missing_file_gets_no_store_when_reading(tmp_path: Path) -> None:
-    from projections.store import open_log_store
-
-    assert await open_log_store(str(tmp_path / "none.db"), create=False) is None
-    assert not (tmp_path / "none.db").exists()

@@ -106,7 +106,7 @@ def test_replay_from_a_resumed_world_equals_a_refold() -> None:
 
 
 def test_cli_replay_from(tmp_path: Path) -> None:
-    from controller.cli.common import save_checkpoint
+    from controller.compose.simulated import save_checkpoint
 
     events = simulated_log()
     db = tmp_path / "log.db"

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from projections.store import WORLD_CHECKPOINT, checkpoint_world, open_log_store, resume_world
+from projections.store import WORLD_CHECKPOINT, checkpoint_world, resume_world
+from streams.backends.checkpoints import open_log_store
 from streams.backends.kafka import KafkaLog
 from streams.backends.kafka_url import parse_kafka_url
 from streams.codec import decode

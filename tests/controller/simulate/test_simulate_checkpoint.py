@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import controller.cli.common as common
+import controller.compose.simulated as composed
 from controller.cli import app
 from controller.cli.reading import reader
-from projections.store import WORLD_CHECKPOINT, CheckpointStore, checkpoint_world, open_log_store
+from projections.store import WORLD_CHECKPOINT, checkpoint_world
 from projections.world import World
+from streams.backends.checkpoints import CheckpointStore, open_log_store
 from streams.log import EventLog
 
 SOURCES = Path(__file__).resolve().parents[2] / "replay" / "golden" / "sources"
@@ -58,7 +59,7 @@ def refolds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(1)
         return await checkpoint_world(log, store)
 
-    monkeypatch.setattr(common, "checkpoint_world", counted)
+    monkeypatch.setattr(composed, "checkpoint_world", counted)
     return calls
 
 
