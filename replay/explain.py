@@ -18,15 +18,18 @@ import yaml
 
 from projections.parsing import milli, units
 from replay.units import amount, cores, gib, humanize, number, percent, seconds
-from streams.events import DECISION_TYPES, EFFECT_TYPES, Event, format_time
+from streams.events import DECISION_TYPES, EFFECT_TYPES, JSON, Event, format_time
 from streams.payloads import (
     REASON_CODES,
+    EvidenceDict,
     TaintPayload,
     as_decision,
     as_effect,
     as_evict,
+    as_node_sample,
     as_taint,
     as_trigger,
+    as_watch,
     pressure_evidence,
     taint_evidence,
     tdm_evidence,
@@ -41,7 +44,7 @@ class Answer:
     headline: str
     cause: str
     outcome: str
-    evidence: dict[str, Any]
+    evidence: EvidenceDict
 
     def text(self) -> str:
         """The answer as a person reads it: sentences first, then the evidence as YAML."""
@@ -54,7 +57,7 @@ class Answer:
             f"  evidence:\n{indented}"
         ).rstrip("\n")
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSON:
         """The answer for scripts: the sentences, the record's ids and the raw evidence."""
         d = as_decision(self.decision)
         return {
@@ -310,8 +313,9 @@ def describe_cause(event: Event | None) -> str:
         what = kinds.get(str(t.get("kind")), f"trigger {t.get('kind')}")
         return f"{what} (trigger {t.get('trigger')} at {at}, record {event.id})"
     if event.type == "metrics.node":
-        usage = event.data.get("usage") or {}
-        name = (event.data.get("metadata") or {}).get("name")
+        sample = as_node_sample(event)
+        usage = sample.get("usage") or {}
+        name = (sample.get("metadata") or {}).get("name")
         return f"a metrics sample of node {name} at {at}: {_usage_words(usage)}"
     return f"{event.type} {event.id} at {at}"
 
@@ -341,9 +345,14 @@ def describe_outcome(decision: Event, effect: Event | None, gone: Event | None) 
     return text
 
 
-def _pod_key(event: Event) -> str:
-    obj = event.data.get("object") or {}
-    meta = obj.get("metadata") or {}
+def _deleted_pod(event: Event) -> str | None:
+    """``namespace/name`` of the pod a ``k8s.watch`` DELETED record removes, else None."""
+    if event.type != "k8s.watch":
+        return None
+    watch = as_watch(event)
+    if watch.get("event") != "DELETED" or watch.get("resource") != "pods":
+        return None
+    meta = (watch.get("object") or {}).get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -369,10 +378,7 @@ def answers(events: Iterable[Event], pod: str) -> list[Answer]:
                 (
                     e
                     for e in records[index + 1 :]
-                    if e.type == "k8s.watch"
-                    and e.data.get("event") == "DELETED"
-                    and e.data.get("resource") == "pods"
-                    and _pod_key(e) == key
+                    if e.type == "k8s.watch" and _deleted_pod(e) == key
                 ),
                 None,
             )

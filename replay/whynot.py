@@ -35,7 +35,7 @@ from controller.policy.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
 from streams.events import DECISION_TYPES, Event, format_time
-from streams.payloads import as_decision, as_trigger
+from streams.payloads import as_decision, as_node_sample, as_trigger
 
 _TDM_KINDS = frozenset({"window-end", "evict-period"})
 
@@ -147,7 +147,7 @@ def _cooling(
     world: World, sample: Event, pod: str, policy: Policy, said: set[tuple[str, str]]
 ) -> list[str]:
     eviction = policy.eviction
-    name = (sample.data.get("metadata") or {}).get("name")
+    name = (as_node_sample(sample).get("metadata") or {}).get("name")
     key = _task_key(world, pod)
     if eviction is None or key is None or not isinstance(name, str):
         return []
