@@ -22,6 +22,7 @@ from streams.events import DECISION_TYPES, EFFECT_TYPES, JSON, Event, format_tim
 from streams.payloads import (
     REASON_CODES,
     EvidenceDict,
+    PressureEvidence,
     TaintPayload,
     as_decision,
     as_effect,
@@ -33,6 +34,7 @@ from streams.payloads import (
     pressure_evidence,
     taint_evidence,
     tdm_evidence,
+    untaint_evidence,
 )
 
 
@@ -167,22 +169,23 @@ def _low_node_utilization(event: Event, cause: Event | None) -> str:
     )
 
 
-def _pressure_round(ev: Mapping[str, Any], pod: str) -> str:
-    plan = list(cast(Mapping[str, Any], ev.get("round") or {}).get("plan") or [])
-    victim = cast(Mapping[str, Any], ev.get("victim") or {})
+def _pressure_round(ev: PressureEvidence, pod: str) -> str:
+    held = ev.get("round")
+    plan = list(held.get("plan") or []) if held else []
+    victim: Mapping[str, object] = ev.get("victim") or {}
     place = f"number {plan.index(pod) + 1} of {len(plan)} in the plan" if pod in plan else ""
     who = f"{victim.get('qos', '?')}, priority {victim.get('priority', '?')}"
     return f"{place} ({who})" if place else f"({who})"
 
 
-def _streak(ev: Mapping[str, Any]) -> str:
+def _streak(ev: PressureEvidence) -> str:
     streak = ev.get("streak")
     return f" for {len(streak)} checks in a row" if isinstance(streak, list) else ""
 
 
 def _reactive(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], pressure_evidence(d))
+    ev = pressure_evidence(d)
     resource = str(ev.get("resource") or "?")
     reason = d["reason"]
     what = "memory use" if resource == "memory" else "CPU use"
@@ -202,8 +205,8 @@ def _reactive(event: Event, cause: Event | None) -> str:
 
 def _predicted(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], pressure_evidence(d))
-    p = cast(Mapping[str, Any], ev.get("prediction") or {})
+    ev = pressure_evidence(d)
+    p = ev.get("prediction") or {}
     resource = str(ev.get("resource") or "cpu")
     what = "memory use" if resource == "memory" else "CPU use"
     window = seconds(float(p.get("prediction_window") or 0))
@@ -246,7 +249,7 @@ def _taint(event: Event, cause: Event | None) -> str:
     taint = d["taint"]
     name = f"{taint.get('key')}:{taint.get('effect')}"
     if d["kind"] == "untaint":
-        ev = cast(Mapping[str, Any], d.get("evidence") or {})
+        ev = untaint_evidence(d)
         return (
             f"{d['node']}'s taint {name} was removed at {_at(event)}: it was put on at "
             f"{ev.get('tainted_at')} while pods were evicted, held until {ev.get('until')}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from projections.parsing import milli, units
 from replay.audit import target_of
@@ -25,6 +24,7 @@ from streams.payloads import (
     as_effect,
     as_node_sample,
     as_pod_sample,
+    as_taint,
     as_trigger,
     as_watch,
 )
@@ -95,7 +95,7 @@ def _pod_usage(data: PodSample) -> str:
 def _decision(event: Event) -> str:
     d = as_decision(event)
     if d.get("kind") in ("taint", "untaint"):
-        taint = cast(Mapping[str, Any], d.get("taint") or {})
+        taint = as_taint(event).get("taint") or {}
         what = f"{d.get('kind')} {d.get('node')} {taint.get('key')}:{taint.get('effect')}"
     else:
         verb = "to" if d.get("kind") == "bind" else "from"

@@ -226,6 +226,7 @@ class PressureEvidence(TypedDict, total=False):
 
     pressure: float
     threshold: float
+    streak: list[float]
     level: float
     resource: str
     usage: float
@@ -468,3 +469,8 @@ def tdm_evidence(payload: EvictPayload) -> TdmEvidence:
 def taint_evidence(payload: TaintPayload) -> TaintEvidence:
     """The evidence of a pressure ``decision.taint``."""
     return cast(TaintEvidence, payload.get("evidence") or {})
+
+
+def untaint_evidence(payload: TaintPayload) -> UntaintEvidence:
+    """The evidence of a pressure ``decision.untaint``."""
+    return cast(UntaintEvidence, payload.get("evidence") or {})
