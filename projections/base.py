@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from streams.events import Event
+from streams.events import JSON, Event
 from streams.gcpause import paused_gc as paused_gc
 
 Handler = Callable[[Any, Event], None]
@@ -108,7 +108,7 @@ class BaseProjection(abc.ABC):
         """Replace the state with a ``dump()``."""
 
 
-def encode_state(name: str, position: int, body: dict[str, Any], *, fmt: int = 1) -> bytes:
+def encode_state(name: str, position: int, body: JSON, *, fmt: int = 1) -> bytes:
     """Canonical checkpoint bytes: sorted keys, exact floats, RFC 3339 times."""
     return orjson.dumps(
         {"projection": name, "format": fmt, "position": position, "state": body},
@@ -116,7 +116,7 @@ def encode_state(name: str, position: int, body: dict[str, Any], *, fmt: int = 1
     )
 
 
-def decode_state(name: str, state: bytes, *, fmt: int = 1) -> tuple[int, dict[str, Any]]:
+def decode_state(name: str, state: bytes, *, fmt: int = 1) -> tuple[int, JSON]:
     """``(position, body)`` of a checkpoint written by :func:`encode_state` for ``name``."""
     try:
         envelope = orjson.loads(state)

@@ -17,6 +17,7 @@ from datetime import datetime
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from streams.codec import decode, encode
 from streams.events import Event, format_time, parse_time
+from streams.payloads import as_effect
 
 __all__ = ["EffectsState", "Pending"]
 
@@ -56,7 +57,7 @@ class EffectsState(BaseProjection):
 
     @handles("effect.applied", "effect.failed", "effect.skipped")
     def _on_effect(self, event: Event) -> None:
-        decision = event.data.get("decision") or event.cause
+        decision = as_effect(event).get("decision") or event.cause
         if not isinstance(decision, str) or decision in self.outcomes:
             return
         self.outcomes[decision] = event.type

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from datetime import datetime
-from typing import Any
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.parsing import time_or_none
 from streams.events import Event, format_time
 from streams.payloads import (
     EvictPayload,
+    Taint,
     TaintPayload,
     as_decision,
     as_effect,
@@ -76,7 +76,7 @@ class History(BaseProjection):
         self.evictions_by_namespace: dict[str, list[datetime]] = {}
         self.evictions: list[datetime] = []
         self.last_decision_by_source: dict[str, datetime] = {}
-        self.taints: dict[str, dict[str, dict[str, Any]]] = {}  # node -> key -> taint
+        self.taints: dict[str, dict[str, Taint]] = {}  # node -> key -> taint
         self.last_fired: dict[str, datetime] = {}
         self.failed: set[str] = set()
 
@@ -113,7 +113,7 @@ class History(BaseProjection):
         times = self.evictions_by_node.get(node)
         return times[-1] if times else None
 
-    def held_taints(self, node: str) -> list[dict[str, Any]]:
+    def held_taints(self, node: str) -> list[Taint]:
         """Taints the controller decided to put on ``node`` and has not removed, by key."""
         held = self.taints.get(node, {})
         return [held[key] for key in sorted(held)]
@@ -160,7 +160,7 @@ class History(BaseProjection):
             return
         key = str(taint.get("key") or "")
         if kind == "decision.taint":
-            self.taints.setdefault(node, {})[key] = dict(taint)
+            self.taints.setdefault(node, {})[key] = taint.copy()
         else:
             held = self.taints.get(node)
             if held is not None:

@@ -29,11 +29,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from projections.parsing import milli, units
 from projections.pressure import SOURCE, PressureState
 from streams.events import Event
-from streams.payloads import as_effect, as_evict, pressure_evidence
+from streams.payloads import (
+    EvictPayload,
+    as_effect,
+    as_evict,
+    as_node_sample,
+    as_watch,
+    pressure_evidence,
+)
 
 KOORDLET_REASONS = {
     "cpu-pressure": "cpu_pressure",
@@ -75,8 +83,10 @@ class EvictionMetrics:
     def apply(self, event: Event) -> None:
         self.state.apply(event)
         kind = event.type
-        if kind == "decision.evict" and event.data.get("source") == SOURCE:
-            self._eviction(event)
+        if kind == "decision.evict":
+            data = as_evict(event)
+            if data.get("source") == SOURCE:
+                self._eviction(event, data)
         elif kind == "effect.applied":
             at = self._decided.pop(str(as_effect(event).get("decision") or event.cause), None)
             if at is not None:
@@ -84,16 +94,22 @@ class EvictionMetrics:
                 self.latencies.append((event.at - at).total_seconds())
         elif kind in ("effect.failed", "effect.skipped"):
             self._decided.pop(str(as_effect(event).get("decision") or event.cause), None)
-        elif kind == "k8s.watch" and event.data.get("event") == "DELETED":
-            uid = str(((event.data.get("object") or {}).get("metadata") or {}).get("uid"))
+        elif kind == "k8s.watch":
+            # the payload typed without a call per record (a TypedDict is the dict itself)
+            if TYPE_CHECKING:
+                watch = as_watch(event)
+            else:
+                watch = event.data
+            if watch.get("event") != "DELETED":
+                return
+            uid = str(((watch.get("object") or {}).get("metadata") or {}).get("uid"))
             held = self._victim_usage.pop(uid, None)
             if held is not None and held[0] in self._predictions:
                 self._predictions[held[0]].gone += held[1]
         elif kind == "metrics.node" and self._predictions:
             self._judge(event)
 
-    def _eviction(self, event: Event) -> None:
-        data = as_evict(event)
+    def _eviction(self, event: Event, data: EvictPayload) -> None:
         reason = str(data.get("reason") or "")
         key = (KOORDLET_REASONS.get(reason, reason.replace("-", "_")), reason)
         self.totals[key] = self.totals.get(key, 0) + 1
@@ -124,8 +140,12 @@ class EvictionMetrics:
             self._victim_usage[uid] = (round_id, cpu if resource == "cpu" else memory)
 
     def _judge(self, sample: Event) -> None:
-        node = (sample.data.get("metadata") or {}).get("name")
-        usage = sample.data.get("usage") or {}
+        if TYPE_CHECKING:
+            data = as_node_sample(sample)
+        else:
+            data = sample.data
+        node = (data.get("metadata") or {}).get("name")
+        usage = data.get("usage") or {}
         for round_id in sorted(self._predictions):
             held = self._predictions[round_id]
             if held.node != node:

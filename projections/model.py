@@ -12,10 +12,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+
+from streams.payloads import RawObject
 
 MIN_RESOURCE = 0.1
-JSON = dict[str, Any]
+JSON = RawObject  # a Kubernetes object as raw JSON
 
 
 class Resource:

@@ -22,10 +22,11 @@ A later nomination of the same preemptor replaces the earlier one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from streams.events import Event
+from streams.payloads import as_bind, as_evict, as_watch
 
 
 class Nominations(BaseProjection):
@@ -46,7 +47,7 @@ class Nominations(BaseProjection):
 
     @handles("decision.evict")
     def _on_evict(self, event: Event) -> None:
-        evidence = event.data.get("evidence")
+        evidence = as_evict(event).get("evidence")
         if not isinstance(evidence, dict):
             return
         preemptor = evidence.get("preemptor")
@@ -58,13 +59,18 @@ class Nominations(BaseProjection):
     @handles("decision.bind")
     def _on_bind(self, event: Event) -> None:
         if self.nodes:
-            self.release(f"{event.data.get('namespace')}/{event.data.get('pod')}")
+            data = as_bind(event)
+            self.release(f"{data.get('namespace')}/{data.get('pod')}")
 
     @handles("k8s.watch")
     def _on_watch(self, event: Event) -> None:
         if not self.nodes:
             return
-        data = event.data
+        # the payload typed without a call per record (a TypedDict is the dict itself)
+        if TYPE_CHECKING:
+            data = as_watch(event)
+        else:
+            data = event.data
         obj: Any = data.get("object")
         if not isinstance(obj, dict):
             return

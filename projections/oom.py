@@ -29,10 +29,11 @@ same name), starts over. ``initContainerStatuses`` are not read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
-from streams.events import Event
+from streams.events import JSON, Event
+from streams.payloads import as_watch
 
 OOM_KILLED = "OOMKilled"
 #: how many termination reasons are kept per pod
@@ -63,7 +64,7 @@ class PodTerminations:
             count += 1
         return count
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return {
             "uid": self.uid,
             "node": self.node,
@@ -142,7 +143,11 @@ class OOMState(BaseProjection):
 
     @handles("k8s.watch")
     def _watch(self, event: Event) -> None:
-        data = event.data
+        # the payload typed without a call per record (a TypedDict is the dict itself)
+        if TYPE_CHECKING:
+            data = as_watch(event)
+        else:
+            data = event.data
         if data.get("resource") != "pods":
             return
         obj = data.get("object") or _EMPTY

@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from streams.events import Event
+from streams.payloads import RawObject, as_watch
 
 __all__ = ["Budget", "PDBState", "disruptions_allowed", "selector_matches"]
 
@@ -39,7 +40,7 @@ class Budget:
 
     namespace: str
     name: str
-    selector: dict[str, Any] | None = None
+    selector: RawObject | None = None  # a LabelSelector as the API object holds it
     min_available: IntOrPercent | None = None
     max_unavailable: IntOrPercent | None = None
     status_allowed: int | None = None
@@ -132,7 +133,11 @@ class PDBState(BaseProjection):
 
     @handles("k8s.watch")
     def _on_watch(self, event: Event) -> None:
-        data = event.data
+        # the payload typed without a call per record (a TypedDict is the dict itself)
+        if TYPE_CHECKING:
+            data = as_watch(event)
+        else:
+            data = event.data
         if data.get("resource") == "poddisruptionbudgets":
             self.note(data.get("event"), data.get("object"))
 

@@ -56,7 +56,7 @@ QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 QOS_LABEL = "koordinator.sh/qosClass"
 
 #: shared empty values (read-only by contract, like every map a task holds)
-_EMPTY: dict[str, Any] = {}
+_EMPTY: JSON = {}
 _NONE: list[JSON] = []
 _LABELS: dict[Any, Any] = {}
 _ANNOTATIONS: dict[Any, Any] = {}

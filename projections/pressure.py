@@ -32,7 +32,7 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import Resource
@@ -44,8 +44,10 @@ from streams.payloads import (
     TriggerKind,
     as_effect,
     as_evict,
+    as_node_sample,
     as_taint,
     as_trigger,
+    as_watch,
     pressure_evidence,
     taint_evidence,
 )
@@ -263,7 +265,11 @@ class PressureState(BaseProjection):
 
     @handles("k8s.watch")
     def _watch(self, event: Event) -> None:
-        data = event.data
+        # the payload typed without a call per record (a TypedDict is the dict itself)
+        if TYPE_CHECKING:
+            data = as_watch(event)
+        else:
+            data = event.data
         if data.get("resource") == "pods" and data.get("event") == "DELETED":
             uid = ((data.get("object") or {}).get("metadata") or {}).get("uid")
             if uid:
@@ -281,11 +287,15 @@ class PressureState(BaseProjection):
 
     @handles("metrics.node")
     def _sample(self, event: Event) -> None:
-        node = (event.data.get("metadata") or {}).get("name")
+        if TYPE_CHECKING:
+            sample = as_node_sample(event)
+        else:
+            sample = event.data
+        node = (sample.get("metadata") or {}).get("name")
         resources = self.awaiting.get(node) if isinstance(node, str) else None
         if not resources or not isinstance(node, str):
             return
-        usage = event.data.get("usage") or {}
+        usage = sample.get("usage") or {}
         for resource in sorted(resources):
             held = self.cooldowns.get((node, resource))
             if held is None or event.at < held.until:

@@ -32,12 +32,19 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.parsing import sample_cpu, sample_memory
 from projections.usage_window import RunningWindow
-from streams.events import Event
+from streams.events import JSON, Event
+from streams.payloads import (
+    NodeSample,
+    PodSample,
+    as_node_sample,
+    as_pod_sample,
+    as_watch,
+)
 
 DEFAULT_HORIZON = timedelta(hours=2)
 DEFAULT_MAX_SAMPLES = 1440
@@ -204,7 +211,7 @@ class Series:
 
     # ---- checkpoint ------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return {
             "t": self.times,
             "cpu": self.cpu,
@@ -224,13 +231,13 @@ class Series:
         return series
 
 
-def node_usage(data: Mapping[str, Any]) -> tuple[float, float]:
+def node_usage(data: NodeSample) -> tuple[float, float]:
     """``(cpu milli, memory bytes)`` of a NodeMetrics payload (missing → 0)."""
     usage = data.get("usage") or {}
     return sample_cpu(usage.get("cpu", 0)), sample_memory(usage.get("memory", 0))
 
 
-def pod_usage(data: Mapping[str, Any]) -> tuple[float, float]:
+def pod_usage(data: PodSample) -> tuple[float, float]:
     """``(cpu milli, memory bytes)`` of a PodMetrics payload: the sum over its containers."""
     cpu = mem = 0.0
     for container in data.get("containers") or ():
@@ -273,29 +280,42 @@ class UsageState(BaseProjection):
 
     @handles("metrics.node")
     def _node_sample(self, event: Event) -> None:
-        name = (event.data.get("metadata") or {}).get("name")
+        # the payload typed without a call per record (a TypedDict is the dict itself)
+        if TYPE_CHECKING:
+            sample = as_node_sample(event)
+        else:
+            sample = event.data
+        name = (sample.get("metadata") or {}).get("name")
         if not isinstance(name, str) or not name:
             return
-        cpu, mem = node_usage(event.data)
+        cpu, mem = node_usage(sample)
         self._add(self.nodes, name, event.at, cpu, mem)
 
     @handles("metrics.pod")
     def _pod_sample(self, event: Event) -> None:
-        meta = event.data.get("metadata") or {}
+        if TYPE_CHECKING:
+            sample = as_pod_sample(event)
+        else:
+            sample = event.data
+        meta = sample.get("metadata") or {}
         name, namespace = meta.get("name"), meta.get("namespace")
         if not isinstance(name, str) or not isinstance(namespace, str) or not name:
             return
-        cpu, mem = pod_usage(event.data)
+        cpu, mem = pod_usage(sample)
         self._add(self.pods, f"{namespace}/{name}", event.at, cpu, mem)
         if self.pods_since is None:
             self.pods_since = to_seconds(event.at)
 
     @handles("k8s.watch")
     def _watch(self, event: Event) -> None:
-        if event.data.get("event") != "DELETED":
+        if TYPE_CHECKING:
+            data = as_watch(event)
+        else:
+            data = event.data
+        if data.get("event") != "DELETED":
             return
-        meta = (event.data.get("object") or {}).get("metadata") or {}
-        resource = event.data.get("resource")
+        meta = (data.get("object") or {}).get("metadata") or {}
+        resource = data.get("resource")
         if resource == "pods":
             self.pods.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
         elif resource == "nodes":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from projections.base import (
     BaseProjection,
@@ -35,7 +35,7 @@ from projections.pressure import PressureState
 from projections.usage import UsageState
 from streams.codec import decode
 from streams.events import Event
-from streams.payloads import as_config
+from streams.payloads import RawConfig, as_config
 
 #: one member's part in folding one event type: (member, its fold of the event, direct).
 #: A *direct* member is a :class:`BaseProjection` with the stock ``apply``: the World calls
@@ -113,7 +113,7 @@ class World:
         self.nominations = nominations if nominations is not None else Nominations()
         #: PodDisruptionBudgets (victim choice asks controller.policy.framework.disruption)
         self.pdbs = pdbs if pdbs is not None else PDBState()
-        self.config: dict[str, Any] | None = None
+        self.config: RawConfig | None = None
         self.position = 0
         self.extra: dict[str, Projection] = {}
         for projection in extra:

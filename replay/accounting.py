@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from controller.policy.decide import is_decision_source
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
+from streams.payloads import as_effect
 
 T = TypeVar("T")
 
@@ -65,7 +66,7 @@ class Ledger:
                 self._check_decision(event)
             self._decisions.add(event.id)
         elif type_ in EFFECT_TYPES:
-            decision = event.data.get("decision")
+            decision = as_effect(event).get("decision")
             if checked and decision not in self._decisions:
                 self._add(event, f"its decision {decision!r} is not on the log before it")
         elif remember and is_decision_source(event):

@@ -14,7 +14,14 @@ from datetime import datetime
 from typing import Any
 
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event, format_time
-from streams.payloads import as_decision, as_effect, as_trigger
+from streams.payloads import (
+    as_decision,
+    as_effect,
+    as_node_sample,
+    as_pod_sample,
+    as_trigger,
+    as_watch,
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,6 @@ def _short(value: Any) -> str:
 
 
 def _describe(event: Event) -> str:
-    d = event.data
     if event.type == "trigger.fired":
         trigger = as_trigger(event)
         zone = f" zone={trigger['zone']}" if trigger.get("zone") else ""
@@ -64,30 +70,37 @@ def _describe(event: Event) -> str:
             f" at {format_time(event.at)}"
         )
     if event.type.startswith("metrics."):
-        name = (d.get("metadata") or {}).get("name")
-        return f"{event.type} sample of {name} at {format_time(event.at)}: {d.get('usage')}"
+        usage: object = None  # a pod sample's usage is per container, none at the top
+        if event.type == "metrics.node":
+            sample = as_node_sample(event)
+            meta, usage = sample.get("metadata") or {}, sample.get("usage")
+        else:
+            meta = as_pod_sample(event).get("metadata") or {}
+        name = meta.get("name")
+        return f"{event.type} sample of {name} at {format_time(event.at)}: {usage}"
     return f"{event.type} {event.id} at {format_time(event.at)}"
 
 
 def target_of(event: Event) -> tuple[str, str]:
     """(pod key or "", node name or "") an event is about."""
-    d = event.data
     if event.type in DECISION_TYPES:
+        d = as_decision(event)
         pod = f"{d.get('namespace')}/{d.get('pod')}" if d.get("pod") else ""
         return pod, str(d.get("node") or "")
     if event.type == "k8s.watch":
-        obj = d.get("object") or {}
+        w = as_watch(event)
+        obj = w.get("object") or {}
         meta = obj.get("metadata") or {}
-        if d.get("resource") == "pods":
+        if w.get("resource") == "pods":
             return f"{meta.get('namespace')}/{meta.get('name')}", str(
                 (obj.get("spec") or {}).get("nodeName") or ""
             )
-        if d.get("resource") == "nodes":
+        if w.get("resource") == "nodes":
             return "", str(meta.get("name") or "")
-    if event.type in ("metrics.node", "metrics.pod"):
-        meta = d.get("metadata") or {}
-        if event.type == "metrics.node":
-            return "", str(meta.get("name") or "")
+    if event.type == "metrics.node":
+        return "", str((as_node_sample(event).get("metadata") or {}).get("name") or "")
+    if event.type == "metrics.pod":
+        meta = as_pod_sample(event).get("metadata") or {}
         return f"{meta.get('namespace')}/{meta.get('name')}", ""
     if event.type in EFFECT_TYPES:
         target = str(as_effect(event).get("target") or "")

@@ -18,18 +18,23 @@ import yaml
 
 from projections.parsing import milli, units
 from replay.units import amount, cores, gib, humanize, number, percent, seconds
-from streams.events import DECISION_TYPES, EFFECT_TYPES, Event, format_time
+from streams.events import DECISION_TYPES, EFFECT_TYPES, JSON, Event, format_time
 from streams.payloads import (
     REASON_CODES,
+    EvidenceDict,
+    PressureEvidence,
     TaintPayload,
     as_decision,
     as_effect,
     as_evict,
+    as_node_sample,
     as_taint,
     as_trigger,
+    as_watch,
     pressure_evidence,
     taint_evidence,
     tdm_evidence,
+    untaint_evidence,
 )
 
 
@@ -41,7 +46,7 @@ class Answer:
     headline: str
     cause: str
     outcome: str
-    evidence: dict[str, Any]
+    evidence: EvidenceDict
 
     def text(self) -> str:
         """The answer as a person reads it: sentences first, then the evidence as YAML."""
@@ -54,7 +59,7 @@ class Answer:
             f"  evidence:\n{indented}"
         ).rstrip("\n")
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSON:
         """The answer for scripts: the sentences, the record's ids and the raw evidence."""
         d = as_decision(self.decision)
         return {
@@ -164,22 +169,23 @@ def _low_node_utilization(event: Event, cause: Event | None) -> str:
     )
 
 
-def _pressure_round(ev: Mapping[str, Any], pod: str) -> str:
-    plan = list(cast(Mapping[str, Any], ev.get("round") or {}).get("plan") or [])
-    victim = cast(Mapping[str, Any], ev.get("victim") or {})
+def _pressure_round(ev: PressureEvidence, pod: str) -> str:
+    held = ev.get("round")
+    plan = list(held.get("plan") or []) if held else []
+    victim: Mapping[str, object] = ev.get("victim") or {}
     place = f"number {plan.index(pod) + 1} of {len(plan)} in the plan" if pod in plan else ""
     who = f"{victim.get('qos', '?')}, priority {victim.get('priority', '?')}"
     return f"{place} ({who})" if place else f"({who})"
 
 
-def _streak(ev: Mapping[str, Any]) -> str:
+def _streak(ev: PressureEvidence) -> str:
     streak = ev.get("streak")
     return f" for {len(streak)} checks in a row" if isinstance(streak, list) else ""
 
 
 def _reactive(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], pressure_evidence(d))
+    ev = pressure_evidence(d)
     resource = str(ev.get("resource") or "?")
     reason = d["reason"]
     what = "memory use" if resource == "memory" else "CPU use"
@@ -199,8 +205,8 @@ def _reactive(event: Event, cause: Event | None) -> str:
 
 def _predicted(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], pressure_evidence(d))
-    p = cast(Mapping[str, Any], ev.get("prediction") or {})
+    ev = pressure_evidence(d)
+    p = ev.get("prediction") or {}
     resource = str(ev.get("resource") or "cpu")
     what = "memory use" if resource == "memory" else "CPU use"
     window = seconds(float(p.get("prediction_window") or 0))
@@ -243,7 +249,7 @@ def _taint(event: Event, cause: Event | None) -> str:
     taint = d["taint"]
     name = f"{taint.get('key')}:{taint.get('effect')}"
     if d["kind"] == "untaint":
-        ev = cast(Mapping[str, Any], d.get("evidence") or {})
+        ev = untaint_evidence(d)
         return (
             f"{d['node']}'s taint {name} was removed at {_at(event)}: it was put on at "
             f"{ev.get('tainted_at')} while pods were evicted, held until {ev.get('until')}"
@@ -310,8 +316,9 @@ def describe_cause(event: Event | None) -> str:
         what = kinds.get(str(t.get("kind")), f"trigger {t.get('kind')}")
         return f"{what} (trigger {t.get('trigger')} at {at}, record {event.id})"
     if event.type == "metrics.node":
-        usage = event.data.get("usage") or {}
-        name = (event.data.get("metadata") or {}).get("name")
+        sample = as_node_sample(event)
+        usage = sample.get("usage") or {}
+        name = (sample.get("metadata") or {}).get("name")
         return f"a metrics sample of node {name} at {at}: {_usage_words(usage)}"
     return f"{event.type} {event.id} at {at}"
 
@@ -341,9 +348,14 @@ def describe_outcome(decision: Event, effect: Event | None, gone: Event | None) 
     return text
 
 
-def _pod_key(event: Event) -> str:
-    obj = event.data.get("object") or {}
-    meta = obj.get("metadata") or {}
+def _deleted_pod(event: Event) -> str | None:
+    """``namespace/name`` of the pod a ``k8s.watch`` DELETED record removes, else None."""
+    if event.type != "k8s.watch":
+        return None
+    watch = as_watch(event)
+    if watch.get("event") != "DELETED" or watch.get("resource") != "pods":
+        return None
+    meta = (watch.get("object") or {}).get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -369,10 +381,7 @@ def answers(events: Iterable[Event], pod: str) -> list[Answer]:
                 (
                     e
                     for e in records[index + 1 :]
-                    if e.type == "k8s.watch"
-                    and e.data.get("event") == "DELETED"
-                    and e.data.get("resource") == "pods"
-                    and _pod_key(e) == key
+                    if e.type == "k8s.watch" and _deleted_pod(e) == key
                 ),
                 None,
             )

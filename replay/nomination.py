@@ -18,8 +18,8 @@ from typing import Any, cast
 
 from replay.explain import Answer, describe_cause
 from replay.units import humanize
-from streams.events import Event, format_time
-from streams.payloads import as_decision
+from streams.events import JSON, Event, format_time
+from streams.payloads import as_decision, as_watch
 
 __all__ = ["nomination_answers"]
 
@@ -30,7 +30,7 @@ def _matches(key: str, pod: str) -> bool:
 
 def _pod_of(event: Event) -> tuple[str, str]:
     """``(ns/name, spec.nodeName)`` of a pods watch record."""
-    obj = event.data.get("object") or {}
+    obj = as_watch(event).get("object") or {}
     meta = obj.get("metadata") or {}
     node = (obj.get("spec") or {}).get("nodeName") or ""
     return f"{meta.get('namespace')}/{meta.get('name')}", str(node)
@@ -46,7 +46,8 @@ def _outcome(records: list[Event], start: int, preemptor: str, node: str) -> str
                 same = "there" if where == node else f"on {where}, not on {node}"
                 return f"bound {same} at {format_time(event.at)} (decision {event.id})"
         elif event.type == "k8s.watch":
-            resource, kind = event.data.get("resource"), event.data.get("event")
+            watch = as_watch(event)
+            resource, kind = watch.get("resource"), watch.get("event")
             if resource == "pods":
                 key, bound = _pod_of(event)
                 if key != preemptor:
@@ -56,7 +57,7 @@ def _outcome(records: list[Event], start: int, preemptor: str, node: str) -> str
                 if bound:
                     return f"released at {format_time(event.at)}: the pod runs on {bound}"
             elif resource == "nodes" and kind == "DELETED":
-                name = ((event.data.get("object") or {}).get("metadata") or {}).get("name")
+                name = ((watch.get("object") or {}).get("metadata") or {}).get("name")
                 if name == node:
                     return f"released at {format_time(event.at)}: node {node} was deleted"
     return "still standing at the end of the log (the preemptor has not bound)"
@@ -82,7 +83,7 @@ def nomination_answers(events: Iterable[Event], pod: str) -> list[Answer]:
         first = records[indexes[0]]
         victims = [_victim(records[i]) for i in indexes]
         evidence = cast(Mapping[str, Any], as_decision(first).get("evidence") or {})
-        shown: dict[str, Any] = {
+        shown: JSON = {
             "nominated": node,
             "victims": victims,
             **{k: evidence[k] for k in ("priority", "phase", "mode") if k in evidence},

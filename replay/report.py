@@ -25,7 +25,7 @@ from controller.policy.loader import load_policy
 from projections.parsing import milli, units
 from replay.explain import answer_for
 from streams.events import DECISION_TYPES, Event, format_time
-from streams.payloads import as_decision, as_trigger
+from streams.payloads import as_config, as_decision, as_node_sample, as_trigger, as_watch
 
 WIDTH, HEIGHT, PAD = 960, 220, 40
 COLOURS = {"evict": "#d62728", "bind": "#2ca02c", "taint": "#ff7f0e", "untaint": "#9467bd"}
@@ -72,23 +72,27 @@ def collect(
     for event in events:
         if (since and event.at < since) or (until and event.at > until):
             if event.type == "config.applied":
-                config = event.data.get("config")
+                config = as_config(event).get("config")
             continue
         first = first or event.at
         last = event.at
         if event.type == "config.applied":
-            config = event.data.get("config")
-        elif event.type == "k8s.watch" and event.data.get("resource") == "nodes":
-            obj = event.data.get("object") or {}
+            config = as_config(event).get("config")
+        elif event.type == "k8s.watch":
+            watch = as_watch(event)
+            if watch.get("resource") != "nodes":
+                continue
+            obj = watch.get("object") or {}
             meta = obj.get("metadata") or {}
             cap = (obj.get("status") or {}).get("capacity") or {}
             node = nodes.setdefault(str(meta.get("name")), NodeSeries(str(meta.get("name"))))
             node.zone = str((meta.get("labels") or {}).get("volcano.sh/revocable-zone") or "")
             node.cpu_cap, node.mem_cap = milli(cap.get("cpu") or 0), units(cap.get("memory") or 0)
         elif event.type == "metrics.node":
-            name = str((event.data.get("metadata") or {}).get("name"))
+            sample = as_node_sample(event)
+            name = str((sample.get("metadata") or {}).get("name"))
             sampled = nodes.get(name)
-            usage = event.data.get("usage") or {}
+            usage = sample.get("usage") or {}
             if sampled is not None and sampled.cpu_cap and sampled.mem_cap:
                 cpu, mem = milli(usage.get("cpu") or 0), units(usage.get("memory") or 0)
                 sampled.rows.append(

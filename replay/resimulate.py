@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from replay.whatif import WhatIf, compare
-from streams.events import DECISION_TYPES, Event, format_time
+from streams.events import DECISION_TYPES, JSON, Event, format_time
 
 INPUT_TYPES = frozenset({"k8s.watch", "metrics.node", "metrics.pod"})
 """Record types that can be inputs (when they carry no ``cause``)."""
@@ -55,7 +54,7 @@ def horizon(events: list[Event]) -> datetime | None:
     return max((e.at for e in events), default=None)
 
 
-def decision_dicts(events: Iterable[Event]) -> list[dict[str, Any]]:
+def decision_dicts(events: Iterable[Event]) -> list[JSON]:
     """Decision records as the decision output's dicts (``at`` plus the payload)."""
     return [
         {"at": format_time(e.at), **e.data}

@@ -21,7 +21,7 @@ from replay.report import Day, collect
 from replay.units import humanize
 from replay.whynot import WhyNot, decided_by_cause
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
-from streams.payloads import as_decision
+from streams.payloads import as_decision, as_watch
 
 
 def _decision_pod(event: Event) -> str | None:
@@ -32,7 +32,7 @@ def _decision_pod(event: Event) -> str | None:
 
 
 def _watched_pod(event: Event) -> str:
-    meta = (event.data.get("object") or {}).get("metadata") or {}
+    meta = (as_watch(event).get("object") or {}).get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -65,14 +65,12 @@ class WhyFold:
             self._by_id[event.id] = event
         if event.type in EFFECT_TYPES and event.cause in self._ids:
             self._effects[event.cause] = event
-        if (
-            event.type == "k8s.watch"
-            and event.data.get("event") == "DELETED"
-            and event.data.get("resource") == "pods"
-        ):
-            key = _watched_pod(event)
-            if key in self._evicted:
-                self._deleted.setdefault(key, []).append(event)
+        if event.type == "k8s.watch":
+            watch = as_watch(event)
+            if watch.get("event") == "DELETED" and watch.get("resource") == "pods":
+                key = _watched_pod(event)
+                if key in self._evicted:
+                    self._deleted.setdefault(key, []).append(event)
         self.whynot.feed(event)
 
     def answers(self) -> list[Answer]:

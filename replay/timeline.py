@@ -12,13 +12,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from projections.parsing import milli, units
 from replay.audit import target_of
 from replay.units import cores, gib, number, percent
-from streams.events import DECISION_TYPES, Event, format_time
-from streams.payloads import as_decision, as_trigger
+from streams.events import DECISION_TYPES, EFFECT_TYPES, Event, format_time
+from streams.payloads import (
+    PodSample,
+    Quantity,
+    as_decision,
+    as_effect,
+    as_node_sample,
+    as_pod_sample,
+    as_taint,
+    as_trigger,
+    as_watch,
+)
 
 
 @dataclass
@@ -33,9 +42,12 @@ class _Fold:
     nodes: dict[str, _Node] = field(default_factory=dict)
 
     def learn(self, event: Event) -> None:
-        if event.type != "k8s.watch" or event.data.get("resource") != "nodes":
+        if event.type != "k8s.watch":
             return
-        obj = event.data.get("object") or {}
+        watch = as_watch(event)
+        if watch.get("resource") != "nodes":
+            return
+        obj = watch.get("object") or {}
         meta = obj.get("metadata") or {}
         cap = (obj.get("status") or {}).get("capacity") or {}
         try:
@@ -53,7 +65,9 @@ def _matches(key: str, pod: str) -> bool:
     return bool(key) and (key == pod or key.split("/", 1)[-1] == pod)
 
 
-def _usage(usage: dict[str, Any], node: _Node | None) -> tuple[str, float | None, float | None]:
+def _usage(
+    usage: Mapping[str, Quantity], node: _Node | None
+) -> tuple[str, float | None, float | None]:
     try:
         cpu = milli(usage.get("cpu") or 0)
         memory = units(usage.get("memory") or 0)
@@ -66,7 +80,7 @@ def _usage(usage: dict[str, Any], node: _Node | None) -> tuple[str, float | None
     return text, cpu_p, mem_p
 
 
-def _pod_usage(data: dict[str, Any]) -> str:
+def _pod_usage(data: PodSample) -> str:
     cpu = memory = 0.0
     try:
         for container in data.get("containers") or []:
@@ -81,7 +95,7 @@ def _pod_usage(data: dict[str, Any]) -> str:
 def _decision(event: Event) -> str:
     d = as_decision(event)
     if d.get("kind") in ("taint", "untaint"):
-        taint = cast(Mapping[str, Any], d.get("taint") or {})
+        taint = as_taint(event).get("taint") or {}
         what = f"{d.get('kind')} {d.get('node')} {taint.get('key')}:{taint.get('effect')}"
     else:
         verb = "to" if d.get("kind") == "bind" else "from"
@@ -121,8 +135,8 @@ def timeline_lines(
         if event.type.startswith("metrics.") and not metrics:
             continue
         line = Line(event, "")
-        d = event.data
         if event.type == "k8s.watch":
+            d = as_watch(event)
             obj = d.get("object") or {}
             phase = (obj.get("status") or {}).get("phase", "")
             deleting = " deleting" if (obj.get("metadata") or {}).get("deletionTimestamp") else ""
@@ -135,16 +149,18 @@ def timeline_lines(
             line.text = "decision " + _decision(event)
         elif event.type == "metrics.node":
             line.text, line.cpu, line.memory = _usage(
-                d.get("usage") or {}, fold.nodes.get(node_name)
+                as_node_sample(event).get("usage") or {}, fold.nodes.get(node_name)
             )
             line.text = "node sample " + line.text
         elif event.type == "metrics.pod":
-            line.text = "pod sample " + _pod_usage(d)
+            line.text = "pod sample " + _pod_usage(as_pod_sample(event))
         elif event.type == "trigger.fired":
             t = as_trigger(event)
             line.text = f"trigger {t.get('kind')} of zone {t.get('zone')} ({t.get('trigger')})"
-        else:
-            line.text = f"{event.type} {d.get('error') or ''}".rstrip()
+        elif event.type in EFFECT_TYPES:
+            line.text = f"{event.type} {as_effect(event).get('error') or ''}".rstrip()
+        else:  # config.applied, log.sealed: their type says it
+            line.text = event.type
         out.append(line)
     return out
 

@@ -15,15 +15,15 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from replay.verify import ReplayReport
+from streams.events import JSON
 
 Action = tuple[str, str, str, str, str]
 """What a decision does, without its evidence: (at, kind, target, node, reason)."""
 
 
-def action(decision: dict[str, Any]) -> Action:
+def action(decision: JSON) -> Action:
     """The evidence-free identity of a decision (its JSON line, parsed)."""
     target = (
         f"{decision.get('namespace')}/{decision.get('pod')}"
@@ -91,7 +91,7 @@ class WhatIf:
             out.append(f"    {value:32} {before:5} → {after:<5} ({after - before:+d})")
         return out
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSON:
         """The summary for scripts."""
         keys = ("at", "kind", "target", "node", "reason")
         return {
@@ -107,7 +107,7 @@ class WhatIf:
         }
 
 
-def compare(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]) -> WhatIf:
+def compare(before: Iterable[JSON], after: Iterable[JSON]) -> WhatIf:
     """Two decision streams (decision payloads with ``at``), compared.
 
     A decision of ``after`` whose action also is in ``before`` but whose whole payload is

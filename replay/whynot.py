@@ -35,7 +35,13 @@ from controller.policy.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
 from streams.events import DECISION_TYPES, Event, format_time
-from streams.payloads import as_decision, as_trigger
+from streams.payloads import (
+    as_decision,
+    as_evict,
+    as_node_sample,
+    as_trigger,
+    pressure_evidence,
+)
 
 _TDM_KINDS = frozenset({"window-end", "evict-period"})
 
@@ -147,7 +153,7 @@ def _cooling(
     world: World, sample: Event, pod: str, policy: Policy, said: set[tuple[str, str]]
 ) -> list[str]:
     eviction = policy.eviction
-    name = (sample.data.get("metadata") or {}).get("name")
+    name = (as_node_sample(sample).get("metadata") or {}).get("name")
     key = _task_key(world, pod)
     if eviction is None or key is None or not isinstance(name, str):
         return []
@@ -181,16 +187,17 @@ def _cooling(
 
 def _planned_not_evicted(sample: Event, decided: list[Event], pod: str) -> list[str]:
     out = []
-    for d in (as_decision(e) for e in decided if e.type == "decision.evict"):
-        ev = cast(Mapping[str, Any], d.get("evidence") or {})
-        plan = list(cast(Mapping[str, Any], ev.get("round") or {}).get("plan") or [])
+    for d in (as_evict(e) for e in decided if e.type == "decision.evict"):
+        ev = pressure_evidence(d)
+        held = ev.get("round")
+        plan = list(held.get("plan") or []) if held else []
         hits = [p for p in plan if _match(p, pod)]
         if not hits or any(
             _match(f"{e.get('namespace')}/{e.get('pod')}", pod)
             for e in (as_decision(x) for x in decided)
         ):
             continue
-        limits = cast(Mapping[str, Any], ev.get("limits") or {})
+        limits: Mapping[str, object] = ev.get("limits") or {}
         out.append(
             f"{hits[0]} was in the plan of pressure round {ev.get('round', {}).get('id')} at "
             f"{format_time(sample.at)} but not in this batch (at most "

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streams.events import Event
+from streams.payloads import as_seal
 from streams.seal import (
     RUN_PREFIX,
     digest,
@@ -132,7 +133,7 @@ class ChainChecker:
                 f"its link does not match the record at offset {previous.offset} (a record "
                 "was deleted, inserted, moved or altered here)",
             )
-        elif is_seal(event) and event.data.get("head") != event.prev:
+        elif is_seal(event) and as_seal(event).get("head") != event.prev:
             report.broken = (event.offset, "the seal names another record than the one before it")
         else:
             self._main = event
@@ -161,7 +162,7 @@ class ChainChecker:
         elif link == group[0] and not is_seal(event):
             group[1].append(digest(event))
         elif link == group_anchor(*group):
-            if is_seal(event) and event.data.get("head") != link:
+            if is_seal(event) and as_seal(event).get("head") != link:
                 report.broken = (event.offset, f"writer {writer}'s seal names another record")
             self._groups[writer] = (link, [digest(event)])
         else:

@@ -16,12 +16,16 @@ every evidence key another module *reads back* is declared in an evidence TypedD
 :class:`TdmEvidence` (the zone the decision history keys on), :class:`TaintEvidence`
 and :class:`UntaintEvidence`.
 
-Kubernetes payloads (``k8s.watch``, ``metrics.*``) stay raw JSON: tide never builds
-models of API objects.
+Kubernetes payloads (``k8s.watch``, ``metrics.*``) are declared by their envelopes only:
+:class:`WatchPayload` (resource, event, object), :class:`NodeSample` and
+:class:`PodSample` name the fields tide reads, and the API object itself stays a
+:data:`RawObject` (open JSON as the API server returns it, like kopf's ``RawBody``):
+tide never builds models of API objects. Nothing else in tide annotates a bare
+``dict[str, Any]``; ``tests/architecture/test_payload_types.py`` counts what remains.
 """
 
 from collections.abc import Mapping
-from typing import Literal, NotRequired, TypedDict, cast, get_args
+from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from streams.events import JSON, Event
 
@@ -74,6 +78,17 @@ TAINT_EFFECTS: frozenset[str] = frozenset(get_args(TaintEffect))
 
 Evidence = Mapping[str, object]
 """A decision's evidence: open JSON; the keys others read are declared below."""
+
+EvidenceDict = dict[str, Any]
+"""A decision's evidence as its writer builds it (open JSON, filled key by key)."""
+
+RawObject = dict[str, Any]
+"""A Kubernetes API object as the API server returns it (open JSON, read with ``.get``;
+kopf's ``RawBody``). tide reads a few fields of it and never builds a model."""
+
+RawConfig = dict[str, Any]
+"""A scheduler configuration as read from YAML/JSON, before
+:mod:`controller.policy.framework.config` checks it (open: it is the user's document)."""
 
 
 # -- decisions -----------------------------------------------------------------------------
@@ -211,6 +226,7 @@ class PressureEvidence(TypedDict, total=False):
 
     pressure: float
     threshold: float
+    streak: list[float]
     level: float
     resource: str
     usage: float
@@ -246,6 +262,63 @@ class UntaintEvidence(TypedDict):
 
     tainted_at: str
     until: str
+
+
+# -- Kubernetes payloads: the envelopes tide reads around raw objects ----------------------
+
+WatchResource = Literal["nodes", "pods", "podgroups", "queues", "poddisruptionbudgets"]
+"""The resources tide watches (``streams.validation`` checks an imported record's)."""
+
+WatchEventKind = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+"""A watch event's type, as the API server names it."""
+
+WATCH_RESOURCE_NAMES: frozenset[str] = frozenset(get_args(WatchResource))
+WATCH_EVENT_KINDS: frozenset[str] = frozenset(get_args(WatchEventKind))
+
+Quantity = str | int | float
+"""A Kubernetes quantity as a sample carries it (``"6400m"``, ``"53687091Ki"``, a number)."""
+
+
+class ObjectMeta(TypedDict, total=False):
+    """The ``metadata`` fields tide reads of an object or a sample (any may be absent)."""
+
+    name: str
+    namespace: str
+    uid: str
+    resourceVersion: str
+
+
+class WatchPayload(TypedDict):
+    """``k8s.watch``: ``event`` happened to ``object``, one of ``resource``."""
+
+    resource: WatchResource
+    event: WatchEventKind
+    object: RawObject
+
+
+class NodeSample(TypedDict):
+    """``metrics.node``: a NodeMetrics object (``metrics.k8s.io``): the node's ``usage``."""
+
+    metadata: ObjectMeta
+    usage: dict[str, Quantity]
+    timestamp: NotRequired[str]
+    window: NotRequired[str]
+
+
+class ContainerUsage(TypedDict):
+    """One container of a PodMetrics object."""
+
+    name: NotRequired[str]
+    usage: dict[str, Quantity]
+
+
+class PodSample(TypedDict):
+    """``metrics.pod``: a PodMetrics object: its ``containers``' usage (summed per pod)."""
+
+    metadata: ObjectMeta
+    containers: list[ContainerUsage]
+    timestamp: NotRequired[str]
+    window: NotRequired[str]
 
 
 # -- triggers, effects, configuration -------------------------------------------------------
@@ -333,6 +406,16 @@ def as_evict(event: Event) -> EvictPayload:
     return cast(EvictPayload, event.data)
 
 
+def as_pod_decision(event: Event) -> PodDecisionPayload:
+    """The payload of a ``decision.evict`` or ``decision.bind`` record."""
+    return cast(PodDecisionPayload, event.data)
+
+
+def as_bind(event: Event) -> BindPayload:
+    """The payload of a ``decision.bind`` record."""
+    return cast(BindPayload, event.data)
+
+
 def as_taint(event: Event) -> TaintPayload:
     """The payload of a ``decision.taint`` or ``decision.untaint`` record."""
     return cast(TaintPayload, event.data)
@@ -353,6 +436,26 @@ def as_config(event: Event) -> ConfigPayload:
     return cast(ConfigPayload, event.data)
 
 
+def as_seal(event: Event) -> SealPayload:
+    """The payload of a ``log.sealed`` record."""
+    return cast(SealPayload, event.data)
+
+
+def as_watch(event: Event) -> WatchPayload:
+    """The payload of a ``k8s.watch`` record (its ``object`` stays a :data:`RawObject`)."""
+    return cast(WatchPayload, event.data)
+
+
+def as_node_sample(event: Event) -> NodeSample:
+    """The payload of a ``metrics.node`` record."""
+    return cast(NodeSample, event.data)
+
+
+def as_pod_sample(event: Event) -> PodSample:
+    """The payload of a ``metrics.pod`` record."""
+    return cast(PodSample, event.data)
+
+
 def pressure_evidence(payload: EvictPayload) -> PressureEvidence:
     """The read-back keys of a pressure eviction's evidence (``{}`` when it has none)."""
     return cast(PressureEvidence, payload.get("evidence") or {})
@@ -366,3 +469,8 @@ def tdm_evidence(payload: EvictPayload) -> TdmEvidence:
 def taint_evidence(payload: TaintPayload) -> TaintEvidence:
     """The evidence of a pressure ``decision.taint``."""
     return cast(TaintEvidence, payload.get("evidence") or {})
+
+
+def untaint_evidence(payload: TaintPayload) -> UntaintEvidence:
+    """The evidence of a pressure ``decision.untaint``."""
+    return cast(UntaintEvidence, payload.get("evidence") or {})

@@ -25,19 +25,22 @@ from typing import Any
 
 import orjson
 
+from streams.payloads import RawObject
+
 #: annotations dropped from every object: large copies of the object itself
 STRIPPED_ANNOTATIONS = (
     "kubectl.kubernetes.io/last-applied-configuration",
     "deployment.kubernetes.io/last-applied-configuration",
     "control-plane.alpha.kubernetes.io/leader",
 )
+
 #: metadata fields dropped from every object
 STRIPPED_METADATA = ("managedFields",)
 #: pod spec lists whose containers have their ``env[].value`` dropped
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 REDACTED = "<redacted>"
 
-JSON = dict[str, Any]
+JSON = RawObject  # a Kubernetes object as raw JSON
 
 
 def strip_object(obj: JSON) -> JSON:

@@ -18,12 +18,18 @@ from typing import Any
 from streams.codec import json_kind as _kind
 from streams.events import JSON, parse_time
 from streams.limits import LimitError, check_time
-from streams.payloads import DECISION_KINDS, REASON_CODES, TAINT_EFFECTS
+from streams.payloads import (
+    DECISION_KINDS,
+    REASON_CODES,
+    TAINT_EFFECTS,
+    WATCH_EVENT_KINDS,
+    WATCH_RESOURCE_NAMES,
+)
 from streams.quantity import quantity_problem
 from streams.shapes import SHAPES, ShapeError, check_shape, name_problem
 
-WATCH_RESOURCES = frozenset({"nodes", "pods", "podgroups", "queues", "poddisruptionbudgets"})
-WATCH_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+WATCH_RESOURCES = WATCH_RESOURCE_NAMES
+WATCH_EVENTS = WATCH_EVENT_KINDS
 #: the reason codes and taint effects a decision may carry (:mod:`streams.payloads`)
 REASONS = REASON_CODES
 

@@ -18,6 +18,7 @@ from controller.policy.pressure import PRESSURE_TRIGGER_KINDS, check_node, on_tr
 from controller.policy.pressure.config import EvictionConfig
 from projections.world import World
 from streams.events import Event
+from streams.payloads import as_trigger
 
 
 def decide(
@@ -28,7 +29,7 @@ def decide(
     ``config`` None runs no sessions, ``eviction`` None no pressure eviction.
     """
     if event.type == "trigger.fired":
-        if event.data.get("kind") in PRESSURE_TRIGGER_KINDS:
+        if as_trigger(event).get("kind") in PRESSURE_TRIGGER_KINDS:
             return on_trigger(world, event, eviction) if eviction is not None else []
         return run_cycle(world, event, config) if config is not None else []
     if event.type == "metrics.node" and eviction is not None:

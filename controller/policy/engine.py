@@ -28,6 +28,7 @@ from controller.policy.framework.plugin import Action, ActionSpec, Plugin, Plugi
 from controller.policy.framework.session import open_session
 from projections.world import PolicyInputs
 from streams.events import Event
+from streams.payloads import as_trigger
 
 __all__ = ["build_cycle", "run_cycle"]
 
@@ -89,7 +90,7 @@ def run_cycle(
     """Run one session for ``trigger`` over ``world``; return the committed decisions."""
     built = build_cycle(config, registry=registry, actions=actions)
     ssn = open_session(world, trigger, tiers=config.tiers, plugins=built.plugins, ctx=built.ctx)
-    kind = trigger.data.get("kind")
+    kind = as_trigger(trigger).get("kind")
     running = [
         action
         for action in built.actions

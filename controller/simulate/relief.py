@@ -25,15 +25,16 @@ hash of the new data). Deterministic: a pure function of the records written so 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from projections.parsing import milli, milli_uncached, units, units_uncached
 from streams.events import Event, make_event
+from streams.payloads import ObjectMeta, as_evict, as_node_sample, as_pod_sample, as_watch
 
 PRESSURE_REASONS = frozenset({"cpu-pressure", "memory-pressure", "oom-risk", "predicted-pressure"})
 
 
-def _key(meta: Mapping[str, Any]) -> str:
+def _key(meta: ObjectMeta | Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
@@ -57,20 +58,32 @@ class UsageRelief:
 
     def observe(self, record: Event) -> None:
         """See one written record (in log order)."""
-        data = record.data
+        # the payloads typed without a call per record (a TypedDict is the dict itself)
         if record.type == "metrics.pod":
+            if TYPE_CHECKING:
+                sample = as_pod_sample(record)
+            else:
+                sample = record.data
             cpu = mem = 0.0
-            for container in data.get("containers") or []:
+            for container in sample.get("containers") or []:
                 usage = container.get("usage") or {}
                 cpu += milli_uncached(usage.get("cpu", "0"))
                 mem += units_uncached(usage.get("memory", "0"))
-            self.used[_key(data.get("metadata") or {})] = (cpu, mem)
-        elif record.type == "decision.evict" and data.get("reason") in PRESSURE_REASONS:
-            self.pending[record.id] = str(data.get("node") or "")
-        elif record.type == "k8s.watch" and data.get("event") == "DELETED":
+            self.used[_key(sample.get("metadata") or {})] = (cpu, mem)
+        elif record.type == "decision.evict":
+            decision = as_evict(record)
+            if decision.get("reason") in PRESSURE_REASONS:
+                self.pending[record.id] = str(decision.get("node") or "")
+        elif record.type == "k8s.watch":
+            if TYPE_CHECKING:
+                watch = as_watch(record)
+            else:
+                watch = record.data
+            if watch.get("event") != "DELETED":
+                return
             node = self.pending.pop(record.cause or "", None)
-            pod = data.get("object") or {}
-            if node is None or data.get("resource") != "pods":
+            pod = watch.get("object") or {}
+            if node is None or watch.get("resource") != "pods":
                 return
             key = _key(pod.get("metadata") or {})
             self.gone.add(key)
@@ -81,14 +94,22 @@ class UsageRelief:
     def prepare(self, record: Event) -> Event | None:
         """The input to write instead of ``record`` (None: drop it)."""
         if record.type == "metrics.pod":
-            return None if _key(record.data.get("metadata") or {}) in self.gone else record
+            if TYPE_CHECKING:
+                pod = as_pod_sample(record)
+            else:
+                pod = record.data
+            return None if _key(pod.get("metadata") or {}) in self.gone else record
         if record.type != "metrics.node":
             return record
-        name = str((record.data.get("metadata") or {}).get("name") or "")
+        if TYPE_CHECKING:
+            sample = as_node_sample(record)
+        else:
+            sample = record.data
+        name = str((sample.get("metadata") or {}).get("name") or "")
         freed = self.freed.get(name)
         if freed is None:
             return record
-        usage = dict(record.data.get("usage") or {})
+        usage = dict(sample.get("usage") or {})
         cpu = max(0.0, milli_uncached(usage.get("cpu", "0")) - freed[0])
         mem = max(0.0, units_uncached(usage.get("memory", "0")) - freed[1])
         usage["cpu"] = f"{round(cpu)}m"

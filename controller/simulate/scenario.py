@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
@@ -36,9 +36,10 @@ from controller.policy.framework.durations import parse_duration
 from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.simulate.generated import generated_problem
 from streams.events import Event, format_time, make_event, parse_time
+from streams.payloads import RawObject
 from streams.quantity import QuantityError, parse_quantity
 
-JSON = dict[str, Any]
+JSON = RawObject  # a Kubernetes object as raw JSON
 _OFFSET = re.compile(r"^\+(.+)$")
 
 
@@ -139,7 +140,9 @@ def _watch(resource: str, obj: JSON, at: datetime) -> Event:
     return make_event("k8s.watch", at, {"resource": resource, "event": "ADDED", "object": obj})
 
 
-def _interpolate(points: list[tuple[datetime, dict[str, Any]]], when: datetime, dim: str) -> Any:
+def _interpolate(
+    points: Sequence[tuple[datetime, Mapping[str, object]]], when: datetime, dim: str
+) -> Any:
     """Piecewise-linear value of ``dim`` at ``when`` (each point may set some dims)."""
     known = [(t, p[dim]) for t, p in points if dim in p]
     if not known:

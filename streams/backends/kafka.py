@@ -45,7 +45,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from streams.backends import kafka_client as client
-from streams.backends.kafka_client import BatchTooLargeError
+from streams.backends.kafka_client import BatchTooLargeError, ClientOptions
 from streams.backends.kafka_codec import (
     Record,
     decode_value,
@@ -66,7 +66,7 @@ class KafkaLog(EventLog):
     """An :class:`~streams.log.EventLog` on one Kafka partition (see the module docstring)."""
 
     def __init__(
-        self, target: KafkaTarget, producer: Any, control: Any, options: dict[str, Any]
+        self, target: KafkaTarget, producer: Any, control: Any, options: ClientOptions
     ) -> None:
         self.target = target
         self.url = target.url

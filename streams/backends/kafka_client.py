@@ -38,14 +38,18 @@ class BatchTooLargeError(LogError):
     retriable = False
 
 
-def client_options(target: KafkaTarget) -> dict[str, Any]:
+ClientOptions = dict[str, Any]
+"""The keyword arguments of an aiokafka client (aiokafka takes them as ``**kwargs``)."""
+
+
+def client_options(target: KafkaTarget) -> ClientOptions:
     """The keyword arguments every aiokafka client of ``target`` shares.
 
     Raises:
         ValueError: the password source or a TLS file cannot be read (naming which).
     """
     security = target.security
-    options: dict[str, Any] = {
+    options: ClientOptions = {
         "bootstrap_servers": target.bootstrap.split(","),
         "client_id": target.client_id,
         "request_timeout_ms": int(target.timeout * 1000),
@@ -77,7 +81,7 @@ def client_options(target: KafkaTarget) -> dict[str, Any]:
     return options
 
 
-def producer(target: KafkaTarget, options: dict[str, Any]) -> Any:
+def producer(target: KafkaTarget, options: ClientOptions) -> Any:
     """The one producer of a log: acks from all replicas, no lingering, batches as big
     as ``max_batch_bytes``."""
     return AIOKafkaProducer(
@@ -89,7 +93,7 @@ def producer(target: KafkaTarget, options: dict[str, Any]) -> Any:
     )
 
 
-def consumer(target: KafkaTarget, options: dict[str, Any]) -> Any:
+def consumer(target: KafkaTarget, options: ClientOptions) -> Any:
     """A consumer without a group (``assign`` + ``seek``) that fetches whole batches."""
     fetch = max(target.max_batch_bytes + OVERHEAD, 4 * 1024 * 1024)
     return AIOKafkaConsumer(
@@ -103,7 +107,7 @@ def consumer(target: KafkaTarget, options: dict[str, Any]) -> Any:
     )
 
 
-async def ensure_topics(target: KafkaTarget, options: dict[str, Any]) -> None:
+async def ensure_topics(target: KafkaTarget, options: ClientOptions) -> None:
     """Create the log's topic and its quarantine (one partition each) if missing."""
     admin = AIOKafkaAdminClient(**options)
     await admin.start()

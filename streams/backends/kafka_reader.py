@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from streams.backends.kafka_client import POLL_MS, consumer, guard, stop
+from streams.backends.kafka_client import POLL_MS, ClientOptions, consumer, guard, stop
 from streams.backends.kafka_url import KafkaTarget
 from streams.log import BackendUnavailableError
 
@@ -26,7 +26,7 @@ Record = Any  # aiokafka's ConsumerRecord
 
 async def records(
     target: KafkaTarget,
-    options: dict[str, Any],
+    options: ClientOptions,
     tp: Any,
     start: int,
     stop_at: int | None,

@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 
-JSON = dict[str, Any]
+from streams.payloads import RawObject
+
+JSON = RawObject  # a Kubernetes object as raw JSON
 
 
 def trimmed(obj: Mapping[str, Any]) -> Mapping[str, Any]:

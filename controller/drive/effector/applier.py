@@ -31,6 +31,7 @@ from typing import Protocol
 
 from projections.effects import EffectsState
 from streams.events import Event, parse_time
+from streams.payloads import as_evict
 
 __all__ = ["Applier", "LiveEffector"]
 
@@ -145,7 +146,7 @@ class Applier:
 
 
 def _evict_at(decision: Event) -> datetime | None:
-    value = decision.data.get("evict_at")
+    value = as_evict(decision).get("evict_at")
     if not isinstance(value, str) or not value:
         return None
     try:

@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from projections.pdb import Budget, PDBState, disruptions_allowed
+from streams.payloads import RawObject
 
 __all__ = ["BudgetGuard"]
 
-JSON = dict[str, Any]
+JSON = RawObject  # a Kubernetes object as raw JSON
 
 
 def _labels(pod: Mapping[str, Any]) -> dict[str, str]:

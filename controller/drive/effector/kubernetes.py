@@ -38,7 +38,7 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from controller.drive.effector.limits import EvictionLimits, LimitGuard
 from controller.drive.kube.client import KubeClient
@@ -51,10 +51,20 @@ from controller.drive.kube.errors import (
 )
 from controller.drive.kube.retry import Backoff
 from streams.events import Event, format_time, make_event
+from streams.payloads import (
+    DecisionKind,
+    EffectPayload,
+    RawObject,
+    as_decision,
+    as_evict,
+    as_json,
+    as_pod_decision,
+    as_taint,
+)
 
 __all__ = ["EffectorOptions", "KubernetesEffector", "outcome_event", "outcome_id"]
 
-JSON = dict[str, Any]
+JSON = RawObject  # a Kubernetes object as raw JSON
 T = TypeVar("T")
 _APPLIED, _FAILED, _SKIPPED = "effect.applied", "effect.failed", "effect.skipped"
 
@@ -91,16 +101,21 @@ def outcome_id(decision_id: str) -> str:
 
 def outcome_event(decision: Event, type_: str, at: datetime, error: str | None = None) -> Event:
     """The outcome record ``type_`` of ``decision`` at ``at`` (``error`` unless applied)."""
-    data = decision.data
-    kind = str(data.get("kind") or decision.type.removeprefix("decision."))
+    # a decision record's type names its kind (validated when it was written)
+    kind = str(as_decision(decision).get("kind") or decision.type.removeprefix("decision."))
     if decision.type in ("decision.evict", "decision.bind"):
-        target = f"{data.get('namespace')}/{data.get('pod')}"
+        pod = as_pod_decision(decision)
+        target = f"{pod.get('namespace')}/{pod.get('pod')}"
     else:
-        target = str(data.get("node"))
-    payload: JSON = {"decision": decision.id, "kind": kind, "target": target}
+        target = str(as_taint(decision).get("node"))
+    payload: EffectPayload = {
+        "decision": decision.id,
+        "kind": cast(DecisionKind, kind),
+        "target": target,
+    }
     if error is not None:
         payload["error"] = error
-    return make_event(type_, at, payload, cause=decision.id, id=outcome_id(decision.id))
+    return make_event(type_, at, as_json(payload), cause=decision.id, id=outcome_id(decision.id))
 
 
 class _Refused(Exception):
@@ -177,7 +192,7 @@ class KubernetesEffector:
     # ---- evict ------------------------------------------------------------------------
 
     async def _evict(self, decision: Event) -> None:
-        data = decision.data
+        data = as_evict(decision)
         namespace, name = str(data.get("namespace")), str(data.get("pod"))
         node = str(data.get("node") or "")
         refusal = self.guard.refusal(node=node, namespace=namespace, now=self.now())
@@ -198,7 +213,7 @@ class KubernetesEffector:
         await self._nominate(decision)
 
     async def _nominate(self, decision: Event) -> None:
-        evidence = decision.data.get("evidence")
+        evidence = as_evict(decision).get("evidence")
         if not isinstance(evidence, dict):
             return
         preemptor, node = evidence.get("preemptor"), evidence.get("nominated")
@@ -223,7 +238,7 @@ class KubernetesEffector:
     # ---- bind -------------------------------------------------------------------------
 
     async def _bind(self, decision: Event) -> None:
-        data = decision.data
+        data = as_pod_decision(decision)
         namespace, name, node = str(data.get("namespace")), str(data.get("pod")), str(data["node"])
         client = self._client()
         uid = str(data.get("uid") or "") or None
@@ -247,8 +262,9 @@ class KubernetesEffector:
     # ---- taint / untaint --------------------------------------------------------------
 
     async def _taint(self, decision: Event) -> None:
-        name = str(decision.data.get("node"))
-        taint = decision.data.get("taint")
+        data = as_taint(decision)
+        name = str(data.get("node"))
+        taint: object = data.get("taint")
         if not isinstance(taint, dict):
             raise _Refused(_FAILED, f"{decision.type} names no taint")
         adding = decision.type == "decision.taint"
@@ -290,9 +306,9 @@ class KubernetesEffector:
     # ---- reconciliation ---------------------------------------------------------------
 
     async def _done(self, decision: Event) -> bool:
-        data = decision.data
         client = self._client()
         if decision.type in ("decision.evict", "decision.bind"):
+            data = as_pod_decision(decision)
             namespace, name = str(data.get("namespace")), str(data.get("pod"))
             try:
                 pod = await self._call(
@@ -307,9 +323,10 @@ class KubernetesEffector:
             if decision.type == "decision.evict":
                 return bool(meta.get("deletionTimestamp")) or bool(uid and meta.get("uid") != uid)
             return bool((pod.get("spec") or {}).get("nodeName") == data.get("node"))
-        node = await self._call(lambda: client.get(f"/api/v1/nodes/{data.get('node')}"))
+        change = as_taint(decision)
+        node = await self._call(lambda: client.get(f"/api/v1/nodes/{change.get('node')}"))
         taints = (node.get("spec") or {}).get("taints") or []
-        present = any(_same_taint(t, data.get("taint") or {}) for t in taints)
+        present = any(_same_taint(t, change.get("taint") or {}) for t in taints)
         return present if decision.type == "decision.taint" else not present
 
     # ---- Events -----------------------------------------------------------------------
@@ -317,9 +334,12 @@ class KubernetesEffector:
     async def _describe(self, decision: Event) -> None:
         if not self.options.events:
             return
-        data = decision.data
+        data = as_decision(decision)
+        uid = None
         if decision.type in ("decision.evict", "decision.bind"):
-            namespace, name, kind = str(data.get("namespace")), str(data.get("pod")), "Pod"
+            pod = as_pod_decision(decision)
+            namespace, name, kind = str(pod.get("namespace")), str(pod.get("pod")), "Pod"
+            uid = pod.get("uid")
         else:
             namespace, name, kind = "default", str(data.get("node")), "Node"
         reason = str(data.get("reason") or decision.type)
@@ -342,8 +362,8 @@ class KubernetesEffector:
         }
         if kind == "Pod":
             body["involvedObject"]["namespace"] = namespace
-            if data.get("uid"):
-                body["involvedObject"]["uid"] = data["uid"]
+            if uid:
+                body["involvedObject"]["uid"] = uid
         client = self._client()
         try:
             await client.create_event(namespace, body)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from streams.events import Event
+from streams.payloads import as_effect, as_evict
 
 __all__ = ["EvictionLimits", "LimitGuard"]
 
@@ -50,10 +51,10 @@ class LimitGuard:
     def seen(self, record: Event) -> None:
         """Fold one record of the log: an ``effect.applied`` eviction counts at its time."""
         if record.type == "decision.evict":
-            data = record.data
+            data = as_evict(record)
             self._decided[record.id] = (str(data.get("node") or ""), str(data.get("namespace")))
         elif record.type in ("effect.applied", "effect.failed", "effect.skipped"):
-            decision = str(record.data.get("decision"))
+            decision = str(as_effect(record).get("decision"))
             where = self._decided.pop(decision, None)
             if where is None or record.type != "effect.applied" or decision in self._counted:
                 return

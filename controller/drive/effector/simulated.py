@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from controller.drive.effector.apiserver import ApiServerState, object_bytes
 from controller.drive.effector.budgets import BudgetGuard
@@ -70,7 +70,17 @@ from controller.drive.effector.simulated_objects import (
     with_taints,
 )
 from streams.events import Event, make_event, parse_time
-from streams.payloads import DecisionKind, EffectPayload, as_json
+from streams.payloads import (
+    DecisionKind,
+    EffectPayload,
+    as_bind,
+    as_decision,
+    as_evict,
+    as_json,
+    as_pod_decision,
+    as_taint,
+    as_watch,
+)
 
 DEFAULT_GRACE = timedelta(seconds=30)
 DEFAULT_STARTUP_DELAY = timedelta(seconds=5)
@@ -108,7 +118,11 @@ class SimulatedCluster:
 
     def _observe(self, record: Event, payload: bytes | None) -> None:
         if record.type == "k8s.watch":
-            data = record.data
+            # the payload typed without a call per record (a TypedDict is the dict itself)
+            if TYPE_CHECKING:
+                data = as_watch(record)
+            else:
+                data = record.data
             resource, kind, obj = data.get("resource"), data.get("event"), data.get("object")
             raw = object_bytes(data, payload) if payload is not None else None
             self.state.observe(resource, kind, obj, raw)
@@ -159,7 +173,7 @@ class SimulatedCluster:
             )
             return [_failed(decision, target, error)], []
         self.budgets.grant(target, pod)
-        evict_at = _time(decision.data.get("evict_at"))
+        evict_at = _time(as_evict(decision).get("evict_at"))
         if evict_at is not None and evict_at > decision.at:
             noticed = with_notice(pod, evict_at)
             notice = _watch(decision, decision.at, "pods", "MODIFIED", noticed)
@@ -188,7 +202,7 @@ class SimulatedCluster:
         pod, target, error = _find_pod(decision, pods)
         if pod is None:
             return [_failed(decision, target, error)], []
-        node = str(decision.data.get("node", ""))
+        node = str(as_bind(decision).get("node", ""))
         if node not in nodes:
             return [_failed(decision, target, f"node {node!r} not found")], []
         if metadata(pod).get("deletionTimestamp"):
@@ -209,11 +223,12 @@ class SimulatedCluster:
     # -- taint / untaint ----------------------------------------------------------------
 
     def _taint(self, decision: Event, nodes: Mapping[str, JSON]) -> Answer:
-        name = str(decision.data.get("node", ""))
+        data = as_taint(decision)
+        name = str(data.get("node", ""))
         node = nodes.get(name)
         if node is None:
             return [_failed(decision, name, f"node {name!r} not found")], []
-        taint = decision.data.get("taint")
+        taint: object = data.get("taint")
         if not isinstance(taint, Mapping):
             return [_failed(decision, name, "decision has no taint")], []
         kept = [t for t in taints_of(node) if not same_taint(t, taint)]
@@ -231,7 +246,7 @@ class SimulatedCluster:
 
 def _nomination(decision: Event, pods: Mapping[str, JSON]) -> list[Event]:
     """The preemptor's ``status.nominatedNodeName`` update an eviction implies, if any."""
-    evidence = decision.data.get("evidence")
+    evidence = as_evict(decision).get("evidence")
     if not isinstance(evidence, dict):
         return []
     preemptor, node = evidence.get("preemptor"), evidence.get("nominated")
@@ -249,13 +264,14 @@ def _nomination(decision: Event, pods: Mapping[str, JSON]) -> list[Event]:
 
 
 def _find_pod(decision: Event, pods: Mapping[str, JSON]) -> tuple[JSON | None, str, str]:
-    namespace = str(decision.data.get("namespace", ""))
-    name = str(decision.data.get("pod", ""))
+    data = as_pod_decision(decision)
+    namespace = str(data.get("namespace", ""))
+    name = str(data.get("pod", ""))
     target = f"{namespace}/{name}"
     pod = pods.get(target)
     if pod is None:
         return None, target, f"pod {target} not found"
-    uid = decision.data.get("uid")
+    uid = data.get("uid")
     have = metadata(pod).get("uid")
     if uid and have and uid != have:
         return None, target, f"pod {target} not found (uid {uid} is gone; now {have})"
@@ -276,7 +292,8 @@ def _time(value: Any) -> datetime | None:
 def _kind(decision: Event) -> DecisionKind:
     # a decision record's type names its kind (validated when it was written)
     return cast(
-        DecisionKind, str(decision.data.get("kind") or decision.type.removeprefix("decision."))
+        DecisionKind,
+        str(as_decision(decision).get("kind") or decision.type.removeprefix("decision.")),
     )
 
 

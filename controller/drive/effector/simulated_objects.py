@@ -14,8 +14,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from streams.events import format_time
+from streams.payloads import RawObject
 
-JSON = dict[str, Any]
+JSON = RawObject  # a Kubernetes object as raw JSON
 
 #: annotation written when an eviction is announced ahead of time (graceful eviction)
 NOTICE_ANNOTATION = "tide.io/eviction-notice"

@@ -20,7 +20,6 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import orjson
@@ -30,10 +29,11 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from controller.drive.kube.errors import Gone, ServerError, TransportError, error_for
 from streams.gcpause import paused_gc
+from streams.payloads import RawObject
 
 __all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
 
-JSONObject = dict[str, Any]
+JSONObject = RawObject  # a Kubernetes object as raw JSON
 JSONBody = JSONObject | list[JSONObject]
 #: the page size of a list (the API server's chunking, ``limit`` + ``continue``)
 PAGE = 500

@@ -37,16 +37,16 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from controller.drive.clock import Clock, SystemClock
 from controller.drive.kube.client import KubeClient
 from controller.drive.kube.errors import Conflict, KubeError, NotFound
+from streams.payloads import RawObject
 
 __all__ = ["LeaseElector", "LeaseObservation"]
 
 log = logging.getLogger(__name__)
-JSONObject = dict[str, Any]
+JSONObject = RawObject  # a Kubernetes object as raw JSON
 #: ``controller.drive.loop.leadership.Callback`` (the adapter may not import the loop's package)
 Callback = Callable[[], Awaitable[None]]
 

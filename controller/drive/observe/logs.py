@@ -12,9 +12,11 @@ from __future__ import annotations
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 import orjson
+
+from streams.events import JSON
 
 __all__ = ["JsonFormatter", "configure_logging", "decision_fields"]
 
@@ -34,7 +36,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: the record's time, level, logger, message and extras."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
+        line: JSON = {
             "at": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,

@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from controller.drive.observe.koordlet import MetricsCollector
 from projections.metrics import EvictionMetrics
 from streams.events import Event
-from streams.payloads import DECISION_KINDS, REASON_CODES
+from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision, as_effect
 
 __all__ = ["RESULTS", "WATCHED_RESOURCES", "PrometheusObserver", "build_version"]
 
@@ -104,7 +104,7 @@ class PrometheusObserver:
 
     def decided(self, decision: Event) -> None:
         """Count a decision and fold it into the eviction metrics."""
-        data = decision.data
+        data = as_decision(decision)
         kind = str(data.get("kind") or decision.type.removeprefix("decision."))
         self.decisions.labels(
             kind=kind, reason=str(data.get("reason") or ""), source=str(data.get("source") or "")
@@ -114,7 +114,7 @@ class PrometheusObserver:
     def effect(self, outcome: Event) -> None:
         """Count an outcome and fold it into the eviction metrics."""
         result = outcome.type.removeprefix("effect.")
-        self.effects.labels(kind=str(outcome.data.get("kind") or ""), result=result).inc()
+        self.effects.labels(kind=str(as_effect(outcome).get("kind") or ""), result=result).inc()
         self.evictions.apply(outcome)
 
     def record(self, event: Event) -> None:

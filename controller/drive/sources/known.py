@@ -15,11 +15,12 @@ recorder writes after a list with the list's version): a restart watches on from
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from streams.events import Event
+from streams.payloads import ObjectMeta, RawObject, as_node_sample, as_watch
 
 __all__ = ["Identity", "KnownObjects", "identity_of", "key_of"]
 
@@ -35,14 +36,14 @@ class Identity:
     api_version: str
     kind: str
 
-    def stub(self) -> dict[str, Any]:
+    def stub(self) -> RawObject:
         """The object a relist's DELETED carries: its identity and last version."""
-        meta: dict[str, Any] = {"name": self.name, "resourceVersion": self.resource_version}
+        meta: ObjectMeta = {"name": self.name, "resourceVersion": self.resource_version}
         if self.namespace:
             meta["namespace"] = self.namespace
         if self.uid:
             meta["uid"] = self.uid
-        stub: dict[str, Any] = {"metadata": meta}
+        stub: RawObject = {"metadata": meta}
         if self.api_version:
             stub["apiVersion"] = self.api_version
         if self.kind:
@@ -50,7 +51,7 @@ class Identity:
         return stub
 
 
-def key_of(obj: dict[str, Any]) -> str:
+def key_of(obj: Mapping[str, object]) -> str:
     """``namespace/name`` (``name`` for a cluster-scoped object), "" if it has no name."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
@@ -62,12 +63,12 @@ def key_of(obj: dict[str, Any]) -> str:
     return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
 
 
-def identity_of(obj: dict[str, Any]) -> Identity:
+def identity_of(obj: Mapping[str, object]) -> Identity:
     """The identity of a raw object (fields it lacks are "")."""
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
 
-    def text(source: dict[str, Any], key: str) -> str:
+    def text(source: Mapping[str, object], key: str) -> str:
         value = source.get(key)
         return value if isinstance(value, str) else ""
 
@@ -97,19 +98,27 @@ class KnownObjects:
     def fold(self, events: Iterable[Event]) -> None:
         """Fold records of the log (``k8s.watch`` and ``metrics.*``; others are ignored)."""
         for event in events:
-            data = event.data
+            # the payloads typed without a call per record (a TypedDict is the dict itself)
             if event.type == "k8s.watch":
+                if TYPE_CHECKING:
+                    data = as_watch(event)
+                else:
+                    data = event.data
                 obj = data.get("object")
                 resource = data.get("resource")
                 if isinstance(obj, dict) and isinstance(resource, str):
                     self.note(resource, str(data.get("event")), obj)
             elif event.type in ("metrics.node", "metrics.pod"):
-                stamp = data.get("timestamp")
-                key = key_of(data)
+                if TYPE_CHECKING:  # a pod sample's metadata and timestamp read the same
+                    sample = as_node_sample(event)
+                else:
+                    sample = event.data
+                stamp = sample.get("timestamp")
+                key = key_of(sample)
                 if isinstance(stamp, str) and key:
                     self.samples[event.type, key] = stamp
 
-    def note(self, resource: str, event: str, obj: dict[str, Any]) -> None:
+    def note(self, resource: str, event: str, obj: RawObject) -> None:
         """Fold one watch event."""
         version = identity_of(obj).resource_version
         if version:

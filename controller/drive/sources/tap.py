@@ -23,14 +23,14 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import orjson
 
 from controller.drive.sources.known import KnownObjects, identity_of, key_of
-from streams.events import Event, make_event
+from streams.events import JSON, Event, make_event
 from streams.gcpause import paused_gc
 from streams.log import Quarantined
+from streams.payloads import RawObject
 from streams.redact import redact_raw, strip_watch
 from streams.validation import ValidationError, validate
 
@@ -39,7 +39,7 @@ __all__ = ["Tap", "TapStats", "observed_id", "observed_id_of"]
 Item = Event | Quarantined
 
 
-def observed_id(type_: str, data: dict[str, Any]) -> str:
+def observed_id(type_: str, data: JSON) -> str:
     """The id of an observation: a hash of its type and canonical payload, without the
     time it was recorded (the same object version or sample has one id, whoever saw it)."""
     return observed_id_of(type_, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
@@ -92,13 +92,13 @@ class Tap:
         take = self.encoded.pop
         return [take(event.id, None) for event in events]
 
-    def relisted(self, resource: str, items: Sequence[dict[str, Any]]) -> int:
+    def relisted(self, resource: str, items: Sequence[RawObject]) -> int:
         """Queue the differences between a full list of ``resource`` and the log; returns
         how many records were queued. Order: deletions (by key), then the list's order."""
         with paused_gc():  # a list of a large cluster: many objects, no cycles
             return self._relisted(resource, items)
 
-    def _relisted(self, resource: str, items: Sequence[dict[str, Any]]) -> int:
+    def _relisted(self, resource: str, items: Sequence[RawObject]) -> int:
         self.stats.listed += len(items)
         listed = {key_of(item): item for item in items}
         known = self.known.of(resource)
@@ -124,7 +124,7 @@ class Tap:
         if version and self.known.versions.get(resource) != version:
             self._emit(resource, "BOOKMARK", {"metadata": {"resourceVersion": version}})
 
-    def offer(self, resource: str, event: str, obj: dict[str, Any]) -> bool:
+    def offer(self, resource: str, event: str, obj: RawObject) -> bool:
         """Queue one watch event unless the log already says it; returns whether queued."""
         self.stats.offered += 1
         key = key_of(obj)
@@ -138,7 +138,7 @@ class Tap:
             return False
         return self._emit(resource, event, obj)
 
-    def sample(self, type_: str, sample: dict[str, Any]) -> bool:
+    def sample(self, type_: str, sample: RawObject) -> bool:
         """Queue a metric sample unless its ``timestamp`` did not advance."""
         key = key_of(sample)
         stamp = sample.get("timestamp")
@@ -149,14 +149,14 @@ class Tap:
             self.known.samples[type_, key] = stamp
         return self._queue(type_, sample, f"{type_} {key or '?'}")
 
-    def _emit(self, resource: str, event: str, obj: dict[str, Any]) -> bool:
+    def _emit(self, resource: str, event: str, obj: RawObject) -> bool:
         data = {"resource": resource, "event": event, "object": obj}
         if not self._queue("k8s.watch", data, f"k8s.watch {resource}"):
             return False
         self.known.note(resource, event, obj)
         return True
 
-    def _queue(self, type_: str, data: dict[str, Any], source: str) -> bool:
+    def _queue(self, type_: str, data: JSON, source: str) -> bool:
         try:
             validate(type_, data)
         except ValidationError as exc:

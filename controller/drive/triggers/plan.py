@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.base import BaseTrigger
@@ -47,6 +46,7 @@ from controller.policy.framework.plugin import (
     PluginSpec,
     Schedule,
 )
+from streams.events import JSON
 
 TICK = "tick"
 TICK_NAME = "session-tick"
@@ -95,9 +95,9 @@ class TriggerSpec:
     trigger: BaseTrigger
     rank: int = TICK_RANK
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSON:
         """For audit / ``config.applied``: name, kind, zone and ``repr`` of the trigger."""
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "trigger": repr(self.trigger)}
+        out: JSON = {"name": self.name, "kind": self.kind, "trigger": repr(self.trigger)}
         if self.zone is not None:
             out["zone"] = self.zone
         return out
@@ -151,6 +151,6 @@ def build_triggers(config: TriggerConfig, *, start: datetime) -> list[TriggerSpe
     return sorted(specs, key=lambda spec: spec.name)
 
 
-def describe(specs: Iterable[TriggerSpec]) -> list[dict[str, Any]]:
+def describe(specs: Iterable[TriggerSpec]) -> list[JSON]:
     """:meth:`TriggerSpec.describe` of each spec."""
     return [spec.describe() for spec in specs]

@@ -32,6 +32,7 @@ from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml_text
 from controller.policy.framework.tiers import PluginConf, TierConf, default_flags
 from controller.policy.framework.unwrap import unwrap
 from projections.behaviour import CURRENT, LEGACY, Change, active
+from streams.payloads import RawConfig
 
 PluginRegistry = Mapping[str, PluginSpec]
 ActionRegistry = Mapping[str, ActionSpec]
@@ -66,6 +67,7 @@ CURRENT_BEHAVIOUR = CURRENT
 TIDE_KEYS = frozenset(
     {"timezone", "schedulerName", "sessionTick", "eviction", "preemptableByDefault", BEHAVIOUR}
 )
+
 VOLCANO_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
 
 
@@ -228,7 +230,7 @@ def load_config(
     )
 
 
-def _read(source: Path | str | Mapping[str, Any]) -> dict[str, Any]:
+def _read(source: Path | str | Mapping[str, Any]) -> RawConfig:
     if isinstance(source, Mapping):
         return dict(source)
     is_file = isinstance(source, Path) or os.path.isfile(source)
@@ -244,7 +246,7 @@ def _read(source: Path | str | Mapping[str, Any]) -> dict[str, Any]:
     return _mapping("<configuration>", loaded)
 
 
-def _mapping(key: str, value: Any) -> dict[str, Any]:
+def _mapping(key: str, value: Any) -> RawConfig:
     if not isinstance(value, Mapping):
         raise ConfigError(key, value, "must be a mapping")
     return {str(k): v for k, v in value.items()}

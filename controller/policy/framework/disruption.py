@@ -44,6 +44,7 @@ from typing import Any
 
 from projections.model import TaskInfo, TaskStatus
 from projections.pdb import Budget, disruptions_allowed
+from streams.payloads import EvidenceDict
 
 __all__ = ["Disruptions", "Trial"]
 
@@ -181,14 +182,14 @@ class Disruptions:
 
     def pick(
         self, ordered: Iterable[TaskInfo], limit: int
-    ) -> tuple[list[tuple[TaskInfo, list[dict[str, Any]]]], list[dict[str, str]]]:
+    ) -> tuple[list[tuple[TaskInfo, list[EvidenceDict]]], list[dict[str, str]]]:
         """The first ``limit`` of ``ordered`` that the budgets let go, each taken.
 
         Returns ``(chosen, held)``: each chosen task with its budgets' evidence (as
         :meth:`evidence`, before it was taken), and the tasks passed over before the last
         choice, as ``{"pod": "ns/name", "budget": "ns/name"}``.
         """
-        chosen: list[tuple[TaskInfo, list[dict[str, Any]]]] = []
+        chosen: list[tuple[TaskInfo, list[EvidenceDict]]] = []
         held: list[dict[str, str]] = []
         if limit <= 0:
             return chosen, held
@@ -207,7 +208,7 @@ class Disruptions:
         """A dry run's tally on top of the session's (see :class:`Trial`)."""
         return Trial(self)
 
-    def evidence(self, task: TaskInfo) -> list[dict[str, Any]]:
+    def evidence(self, task: TaskInfo) -> list[EvidenceDict]:
         """The budgets covering ``task`` with what each allows now (for a victim's
         evidence); empty when none covers it."""
         return [{"budget": key, "allowed": self.allowance(key)} for key in self.covering(task)]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from projections.model import JobInfo, NodeInfo, QueueInfo, TaskInfo
+from streams.payloads import EvidenceDict
 
 if TYPE_CHECKING:
     from controller.policy.framework.simulate import Scratch
@@ -90,7 +91,7 @@ class Victim:
 
     task: TaskInfo
     reason: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: EvidenceDict = field(default_factory=dict)
     #: The nominating plugin; filled in by ``Session.victim_tasks`` when left empty.
     source: str = ""
 
@@ -98,7 +99,7 @@ class Victim:
 _new = object.__new__
 
 
-def build_victim(task: TaskInfo, reason: str, evidence: dict[str, Any], source: str) -> Victim:
+def build_victim(task: TaskInfo, reason: str, evidence: EvidenceDict, source: str) -> Victim:
     """``Victim(task, reason, evidence, source)``, built faster (no checks).
 
     A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; this
@@ -208,4 +209,5 @@ ALL_FLAGS: tuple[str, ...] = (
     ALLOCATABLE,
     HYPER_NODE_ORDER,
 )
+
 FLAGS_DEFAULT_OFF = frozenset({CLUSTER_ORDER, HIERARCHY})

@@ -55,6 +55,7 @@ from projections.pressure import PressureState
 from projections.usage import UsageState
 from projections.world import PolicyInputs
 from streams.events import Event
+from streams.payloads import as_trigger
 
 if TYPE_CHECKING:
     from controller.policy.framework.plugin import Plugin, PluginContext
@@ -85,7 +86,7 @@ class Session(Extensions):
         self.oom: OOMState = world.oom
         self.pressure: PressureState = world.pressure
         #: the trigger's kind (``tick``, ``window-end``, ...), or None for a bare trigger
-        kind = trigger.data.get("kind")
+        kind = as_trigger(trigger).get("kind")
         self.trigger_kind: str | None = kind if isinstance(kind, str) else None
         self.view = ClusterView(world.cluster)
         self.nodes = self.view.nodes

@@ -20,7 +20,7 @@ import enum
 import hashlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import orjson
 
@@ -32,6 +32,7 @@ from streams.events import EVENT_TYPES, Event, build_event, format_time
 from streams.payloads import (
     BindPayload,
     EvictPayload,
+    EvidenceDict,
     PodDecisionPayload,
     ReasonCode,
     as_json,
@@ -97,12 +98,10 @@ class Operation(NamedTuple):
     after: TaskInfo
     reason: str = ""
     source: str = ""
-    evidence: dict[str, Any] = {}  # noqa: RUF012 - never mutated; evict/allocate pass their own
+    evidence: EvidenceDict = {}  # noqa: RUF012 - never mutated; evict/allocate pass their own
 
 
-def _evict(
-    task: TaskInfo, reason: ReasonCode, source: str, evidence: dict[str, Any]
-) -> EvictPayload:
+def _evict(task: TaskInfo, reason: ReasonCode, source: str, evidence: EvidenceDict) -> EvictPayload:
     """The payload of the eviction of ``task`` (as staged: its node is the one it leaves)."""
     return {
         "kind": "evict",
@@ -146,7 +145,7 @@ class Statement:
         reason: str,
         *,
         source: str,
-        evidence: dict[str, Any] | None = None,
+        evidence: EvidenceDict | None = None,
     ) -> None:
         """Mark ``task`` Releasing in the session and run deallocate handlers.
 
@@ -255,7 +254,7 @@ class Statement:
         node_name: str,
         *,
         source: str,
-        evidence: dict[str, Any] | None = None,
+        evidence: EvidenceDict | None = None,
         reason: str = "allocate",
     ) -> None:
         """Place ``task`` on ``node_name`` in the session; committed as a bind."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from controller.policy.framework.errors import ConfigError
 from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml_text
+from streams.payloads import RawConfig
 
 #: ConfigMap data key -> where its parsed YAML goes ("" = the top level)
 CONFIGMAP_KEYS: dict[str, str] = {
@@ -38,7 +39,7 @@ def _name(raw: Mapping[str, Any]) -> str:
     return f"{raw.get('kind')} {namespace + '/' if namespace else ''}{meta['name']}"
 
 
-def unwrap(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def unwrap(raw: Mapping[str, Any]) -> tuple[RawConfig, list[str]]:
     """The configuration inside ``raw`` and a note per key read (``raw`` itself if plain).
 
     Raises:
@@ -65,7 +66,7 @@ def unwrap(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             f"a ConfigMap without {' or '.join(repr(k) for k in CONFIGMAP_KEYS)} in its data "
             f"(data keys: {keys})",
         )
-    out: dict[str, Any] = {}
+    out: RawConfig = {}
     notes = []
     for key in found:
         text = data[key]

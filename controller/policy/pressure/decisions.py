@@ -14,7 +14,7 @@ decision rests on (pressure, threshold, target, order, limits) and what
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 from controller.policy.pressure.candidates import Candidate
 from controller.policy.pressure.config import EvictionConfig
@@ -24,6 +24,7 @@ from projections.world import PolicyInputs
 from streams.events import Event, format_time, make_event
 from streams.payloads import (
     EvictPayload,
+    EvidenceDict,
     ReasonCode,
     ReserveEvidence,
     Taint,
@@ -66,7 +67,7 @@ def victim_evidence(
     at: datetime,
     evict_at: datetime,
     config: EvictionConfig,
-) -> dict[str, Any]:
+) -> EvidenceDict:
     """The per-victim part: its numbers, the taint and reservation it extends."""
     task = candidate.task
     victim: VictimEvidence = {
@@ -77,7 +78,7 @@ def victim_evidence(
         "started": format_time(candidate.started) if candidate.started else None,
         "oom_kills": candidate.oom_kills,
     }
-    out: dict[str, Any] = {"victim": victim, "owner": owner_of(world, task.key)}
+    out: EvidenceDict = {"victim": victim, "owner": owner_of(world, task.key)}
     scheduling = config.scheduling
     if scheduling.eviction_taint:
         start = taint_start(world, at=at, evict_at=evict_at)
@@ -100,7 +101,7 @@ def evict_event(
     at: datetime,
     evict_at: datetime,
     cause: str,
-    evidence: dict[str, Any],
+    evidence: EvidenceDict,
 ) -> Event:
     """The ``decision.evict`` of one pressure victim (``reason``: a pressure reason code)."""
     task = candidate.task

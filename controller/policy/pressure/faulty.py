@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from controller.policy.pressure.candidates import FAULTY_QOS, Candidate, evictable
 from controller.policy.pressure.config import EvictionConfig
@@ -36,6 +35,7 @@ from projections.pressure import PressureState
 from projections.usage import Sample, Series
 from projections.world import PolicyInputs
 from streams.events import format_time
+from streams.payloads import EvidenceDict
 
 #: leaks are looked for at a node's first check in each block of this many seconds
 LEAK_CHECK_SECONDS = 300
@@ -45,7 +45,7 @@ LEAK_CHECK_SECONDS = 300
 class Faulty:
     candidate: Candidate
     reason: str
-    evidence: dict[str, Any]
+    evidence: EvidenceDict
 
 
 def leak_check_due(series: Series) -> bool:

@@ -24,7 +24,7 @@ overdue untaint is offered at the log's current time.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from controller.policy.pressure.candidates import Candidate, evictable, take, terminating_usage
 from controller.policy.pressure.config import EvictionConfig
@@ -41,7 +41,14 @@ from controller.policy.pressure.ratecontrol import cooldown_evidence, minute_bud
 from projections.pressure import BATCH_KIND, RATE_WINDOW, UNTAINT_KIND, Round
 from projections.world import PolicyInputs
 from streams.events import Event, format_time
-from streams.payloads import FollowupData, LimitsEvidence, RoundEvidence, TriggerKind, as_trigger
+from streams.payloads import (
+    EvidenceDict,
+    FollowupData,
+    LimitsEvidence,
+    RoundEvidence,
+    TriggerKind,
+    as_trigger,
+)
 
 PRESSURE_TRIGGER_KINDS = frozenset({BATCH_KIND, UNTAINT_KIND})
 
@@ -119,13 +126,13 @@ class FollowupCache:
 
 def due_followups(
     world: PolicyInputs, config: EvictionConfig | None = None
-) -> list[tuple[datetime, str, dict[str, Any]]]:
+) -> list[tuple[datetime, str, FollowupData]]:
     """``(when, kind, data)`` of every follow-up still to fire, in time order.
 
     The untyped shape of :func:`pending_followups`, for callers that splice ``data`` into
     a trigger payload themselves.
     """
-    return [(f.at, f.kind, dict(f.data)) for f in pending_followups(world)]
+    return [(f.at, f.kind, f.data.copy()) for f in pending_followups(world)]
 
 
 def on_trigger(world: PolicyInputs, trigger: Event, config: EvictionConfig) -> list[Event]:
@@ -232,7 +239,7 @@ class _Batches:
             "plan": held.plan,
             "next_at": format_time(self.now + config.graceful.batch_interval) if more else None,
         }
-        evidence: dict[str, Any] = {
+        evidence: EvidenceDict = {
             "pressure": round(pressure, 3),
             "threshold": threshold,
             "level": level,

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.policy.framework.errors import ConfigError
+from streams.payloads import RawConfig
 
 TRANSLATED = {
     "memoryEvictThresholdPercent": ("memoryEvict", "evictThreshold"),
@@ -64,10 +65,10 @@ def _strategy(raw: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], str
     return raw, path
 
 
-def translate(raw: Mapping[str, Any], path: str = "eviction") -> tuple[dict[str, Any], list[str]]:
+def translate(raw: Mapping[str, Any], path: str = "eviction") -> tuple[RawConfig, list[str]]:
     """tide's ``eviction:`` keys for a Koordinator shape, and one note per key read or left."""
     strategy, where = _strategy(raw, path)
-    out: dict[str, Any] = {
+    out: RawConfig = {
         "cpuEvict": {"enabled": False},
         "memoryEvict": {"enabled": True},
         "faultyEvict": {"enabled": False},

@@ -30,7 +30,7 @@ cooldown; a NotReady node is not checked (the eviction API cannot reach its pods
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from controller.policy.pressure.candidates import (
     Candidate,
@@ -61,13 +61,19 @@ from projections.pressure import RATE_WINDOW, PressureState
 from projections.usage import Series, UsageState
 from projections.world import PolicyInputs
 from streams.events import Event, format_time
+from streams.payloads import EvidenceDict, as_node_sample
 
 
 def check_node(world: PolicyInputs, sample: Event, config: EvictionConfig) -> list[Event]:
     """The decisions one ``metrics.node`` sample causes (see the module docstring)."""
     if not config.enabled:
         return []
-    name = (sample.data.get("metadata") or {}).get("name")
+    # the payload typed without a call per sample (a TypedDict is the dict itself)
+    if TYPE_CHECKING:
+        data = as_node_sample(sample)
+    else:
+        data = sample.data
+    name = (data.get("metadata") or {}).get("name")
     node = world.cluster.nodes.get(name) if isinstance(name, str) else None
     if node is None or node.placeholder or not node.ready:
         return []
@@ -165,7 +171,7 @@ class _Check:
             return [round(p, 3) for p in streak]
         return None
 
-    def emit(self, candidate: Candidate, reason: str, evidence: dict[str, Any]) -> None:
+    def emit(self, candidate: Candidate, reason: str, evidence: EvidenceDict) -> None:
         usage = self.usage
         key = candidate.key
         extra = victim_evidence(
@@ -269,7 +275,7 @@ class _Check:
                 }
                 self.reactive("cpu", "cpu-pressure", evidence)
 
-    def reactive(self, resource: str, reason: str, evidence: dict[str, Any]) -> None:
+    def reactive(self, resource: str, reason: str, evidence: EvidenceDict) -> None:
         limits = self.config.resource(resource)
         margin = self.config.release_margin
         level = limits.evict_threshold - margin
@@ -301,9 +307,7 @@ class _Check:
             }
             self.start_round(resource, "predicted-pressure", need, evidence)
 
-    def start_round(
-        self, resource: str, reason: str, need: float, evidence: dict[str, Any]
-    ) -> None:
+    def start_round(self, resource: str, reason: str, need: float, evidence: EvidenceDict) -> None:
         """Choose a round's victims and decide its first batch."""
         node, state, config = self.node.name, self.state, self.config
         limits = config.resource(resource)
@@ -381,7 +385,7 @@ class _Check:
         return [taint, *self.events]
 
 
-def _limits(limits: ResourceEvict, in_window: int) -> dict[str, Any]:
+def _limits(limits: ResourceEvict, in_window: int) -> EvidenceDict:
     return {
         "max_per_batch": limits.max_per_batch,
         "max_per_minute": limits.max_per_minute,

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any
 
 from controller.policy.pressure.config import EvictionConfig
 from projections.usage import Series, from_seconds
 from streams.events import format_time
+from streams.payloads import PredictionEvidence
 
 #: a point older than this many trend windows is a hole in the history, not a baseline
 MAX_BASELINE_AGE = 2.0
@@ -58,7 +58,7 @@ class Prediction:
             return None
         return max(0.0, (threshold - self.current) / self.trend)
 
-    def evidence(self, config: EvictionConfig) -> dict[str, Any]:
+    def evidence(self, config: EvictionConfig) -> PredictionEvidence:
         eta = self.eta(config.predictive.advance_threshold)
         return {
             "current": round(self.current, 3),

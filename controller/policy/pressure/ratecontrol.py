@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from controller.policy.pressure.config import EvictionConfig, ResourceEvict
 from projections.pressure import RATE_WINDOW, RECOVERED, STILL_HIGH, Cooldown, PressureState
 from streams.events import format_time
+from streams.payloads import CooldownEvidence
 
 MIN_FACTOR, MAX_FACTOR, QUIET_PERIODS = 0.25, 4.0, 10
 T = TypeVar("T")
@@ -77,7 +78,7 @@ def cooldown_evidence(
     now: datetime,
     capacity: float,
     config: EvictionConfig,
-) -> dict[str, Any]:
+) -> CooldownEvidence:
     """What the projection folds into the node's cooldown (see :mod:`projections.pressure`)."""
     seconds = limits.cooldown.total_seconds() * factor
     return {

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Any
 
 from controller.policy.actions.preempt.args import NAME, PreemptArgs, parse_args
 from controller.policy.actions.preempt.dryrun import LightDryRun
@@ -54,6 +53,7 @@ from controller.policy.framework.points import FitError
 from controller.policy.framework.session import Session
 from controller.policy.framework.statement import Statement
 from projections.model import JobInfo, TaskInfo, TaskStatus
+from streams.payloads import EvidenceDict
 
 __all__ = ["NAME", "PreemptAction", "PreemptArgs", "build", "parse_args"]
 
@@ -204,7 +204,7 @@ class _Run:
             accept = _within_budgets(ssn, accept)
         tdm = self.tdm and not preemptor.preemptable and not preemptor.revocable_zone
         mode = "topology-aware" if self.args.topology_aware else "normal"
-        evict: dict[str, Any] = {
+        evict: EvidenceDict = {
             "reason": TDM_REASON if tdm else REASON,
             "source": NAME,
             "evidence": {

@@ -21,8 +21,6 @@ their allowance in its evidence (``disruption_budgets``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from controller.policy.actions.preempt.fastpath import TaskRank
 from controller.policy.actions.preempt.victims import (
     Filter,
@@ -39,6 +37,7 @@ from controller.policy.framework.resources import fits
 from controller.policy.framework.session import Session
 from controller.policy.framework.statement import Statement
 from projections.model import NodeInfo, QueueInfo, TaskInfo
+from streams.payloads import EvidenceDict
 
 
 def preemptor_fits(ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo) -> bool:
@@ -62,7 +61,7 @@ def normal_preempt(
     nodes: list[NodeInfo],
     *,
     accept: Filter,
-    evict: dict[str, Any],
+    evict: EvidenceDict,
     rank: TaskRank | None = None,
 ) -> str | None:
     """Try the nodes in score order; the node the preemptor was pipelined on, or None.
@@ -112,7 +111,7 @@ def normal_preempt(
     return None
 
 
-def _within_budgets(disruptions: Disruptions, victim: TaskInfo, evidence: dict[str, Any]) -> bool:
+def _within_budgets(disruptions: Disruptions, victim: TaskInfo, evidence: EvidenceDict) -> bool:
     """Whether the budgets let ``victim`` go now; names them in ``evidence`` if they do."""
     if disruptions.blocking(victim) is not None:
         return False

@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from controller.policy.actions.preempt.args import PreemptArgs
 from controller.policy.actions.preempt.dryrun import LightDryRun, usable
@@ -59,6 +58,7 @@ from controller.policy.framework.session import Session
 from controller.policy.framework.simulate import Scratch
 from controller.policy.framework.statement import Statement
 from projections.model import NodeInfo, QueueInfo, TaskInfo
+from streams.payloads import EvidenceDict
 
 _SHIFT = 2**31
 
@@ -81,7 +81,7 @@ class Candidate:
             min(starts),
         )
 
-    def evidence(self, now: datetime) -> dict[str, Any]:
+    def evidence(self, now: datetime) -> EvidenceDict:
         highest, total, count, start = self.scores(now)
         return {
             "node": self.node,
@@ -237,7 +237,7 @@ def topology_aware_preempt(
     *,
     accept: Filter,
     args: PreemptArgs,
-    evict: dict[str, Any],
+    evict: EvidenceDict,
     rank: TaskRank | None = None,
     light: LightDryRun | None = None,
 ) -> str | None:

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 from controller.policy.plugins.rescheduling.args import LnuParams
 from projections.model import TaskInfo
+from streams.payloads import EvidenceDict
 
 STRATEGY = "lowNodeUtilization"
 NO_LOW = "no node is below thresholds"
@@ -100,7 +101,7 @@ class Choice:
     """One victim and the evidence of its choice."""
 
     task: TaskInfo
-    evidence: dict[str, Any]
+    evidence: EvidenceDict
 
 
 @dataclass(slots=True)
@@ -241,7 +242,7 @@ def select(
     t_cpu, t_mem = target["cpu"], target["memory"]
     room_cpu = sum(t_cpu * n.alloc_cpu / 100.0 - n.cpu for n in low)
     room_mem = sum(t_mem * n.alloc_memory / 100.0 - n.memory for n in low)
-    common: dict[str, Any] = {
+    common: EvidenceDict = {
         "strategy": STRATEGY,
         "thresholds": dict(params.thresholds),
         "target_thresholds": dict(target),

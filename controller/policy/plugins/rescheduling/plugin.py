@@ -41,7 +41,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from operator import attrgetter, countOf
-from typing import Any
 
 from controller.policy.framework.disruption import Disruptions
 from controller.policy.framework.plugin import Interval, PluginContext, Schedule
@@ -59,6 +58,7 @@ from projections.model import JobInfo, NodeInfo, TaskInfo, TaskStatus
 from projections.ownership import DAEMON_SET, MIRROR, is_system
 from projections.queuetotals import QueueTotals
 from projections.usage import Series, UsageState, to_seconds
+from streams.payloads import EvidenceDict
 
 NAME = "rescheduling"
 REASON = "low-node-utilization"
@@ -186,7 +186,7 @@ class ReschedulingPlugin:
         now, period = ssn.now, args.metrics_period
         nodes = ssn.view.node_list  # the session's nodes, by name
         chosen: list[Victim] = []
-        budgets: dict[str, list[dict[str, Any]]] = {}
+        budgets: dict[str, list[EvidenceDict]] = {}
         end, seconds = to_seconds(now), period.total_seconds()
         pod_load = _pod_loads(ssn.usage.pods, end, seconds)
         disruptions = ssn.disruptions if ssn.disruptions.active else None
@@ -278,7 +278,7 @@ def _may_evict(
     disruptions: Disruptions,
     gang: GangCounts,
     task: TaskInfo,
-    budgets: dict[str, list[dict[str, Any]]],
+    budgets: dict[str, list[EvidenceDict]],
 ) -> bool:
     """No PodDisruptionBudget forbids it (counting the round's earlier victims) and its
     gang keeps its minimum; a victim it allows is counted against both, and the budgets

@@ -1,0 +1,204 @@
+"""Payloads are read through their types, and a ``dict[str, Any]`` says what it holds.
+
+Every payload tide writes or reads has a TypedDict in :mod:`streams.payloads`, reached
+through its accessor (``as_evict(event)``, ``as_watch(event)``…), so mypy checks every key
+a reader asks for. This test counts what would undo that, per file, in the packages:
+
+* a bare ``dict[str, Any]`` (an annotation that does not say what the dict is: a
+  Kubernetes object is a :data:`~streams.payloads.RawObject`, a decision's evidence an
+  :data:`~streams.payloads.EvidenceDict`, any other JSON document a
+  :data:`~streams.events.JSON`);
+* a payload read by string key on an untyped ``event.data`` (``x.data["k"]``,
+  ``x.data.get("k")``), or ``event.data`` bound to a name, which the reads then go through.
+  The one exception is the hot paths' typed binding without a call per record::
+
+      if TYPE_CHECKING:
+          data = as_watch(event)
+      else:
+          data = event.data
+
+Only the places in :data:`ALLOWED` (each with its reason) and :data:`PENDING` may hold
+any, and no more than listed, so the number cannot creep back.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("controller", "projections", "replay", "streams")
+
+#: path -> (bare ``dict[str, Any]``, untyped payload reads) allowed there, and why
+ALLOWED: dict[str, tuple[int, int, str]] = {
+    "streams/events.py": (1, 0, "defines JSON, the type of Event.data (any JSON object)"),
+    "streams/payloads.py": (3, 0, "defines EvidenceDict, RawObject and RawConfig"),
+    "streams/backends/kafka_client.py": (
+        1,
+        0,
+        "defines ClientOptions: aiokafka takes its client options as **kwargs",
+    ),
+    "controller/policy/framework/simulate.py": (
+        1,
+        0,
+        "plugin states by plugin name, each of the type its own accessor names (not JSON)",
+    ),
+    "projections/preemptindex.py": (
+        1,
+        0,
+        "a memo of values whose types the callers that derive them choose (not JSON)",
+    ),
+    "controller/drive/sources/recorder.py": (
+        0,
+        1,
+        "compares the last config.applied payload as a whole; it reads no key",
+    ),
+}
+
+#: files other changes of issue 30 are restructuring: typed after they land (at most these)
+PENDING: dict[str, tuple[int, int]] = {
+    "controller/cli/audit_cmd.py": (0, 2),
+    "controller/cli/common.py": (2, 0),
+    "controller/cli/explain_cmd.py": (0, 4),
+    "controller/cli/state_cmd.py": (2, 0),
+    "controller/drive/loop/live.py": (0, 3),
+    "controller/policy/framework/view.py": (1, 0),
+    "controller/policy/step.py": (0, 2),
+    "controller/simulate/demo.py": (0, 6),
+    "projections/cluster.py": (6, 3),
+    "projections/snapshot.py": (9, 0),
+}
+
+
+def _is_bare_dict(node: ast.AST) -> bool:
+    """``dict[str, Any]``."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    if not (isinstance(node.value, ast.Name) and node.value.id == "dict"):
+        return False
+    args = node.slice
+    return (
+        isinstance(args, ast.Tuple)
+        and len(args.elts) == 2
+        and isinstance(args.elts[0], ast.Name)
+        and args.elts[0].id == "str"
+        and isinstance(args.elts[1], ast.Name)
+        and args.elts[1].id == "Any"
+    )
+
+
+def _is_data(node: ast.AST) -> bool:
+    """``<something>.data``."""
+    return isinstance(node, ast.Attribute) and node.attr == "data"
+
+
+def _typed_bindings(tree: ast.AST) -> set[int]:
+    """The ids of ``x = event.data`` in the ``else`` of an ``if TYPE_CHECKING:`` whose
+    branch binds the same name through an accessor (the typed binding without a call)."""
+    ok: set[int] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name)):
+            continue
+        if node.test.id != "TYPE_CHECKING" or len(node.body) != 1 or len(node.orelse) != 1:
+            continue
+        typed, raw = node.body[0], node.orelse[0]
+        if (
+            isinstance(typed, ast.Assign)
+            and isinstance(raw, ast.Assign)
+            and isinstance(typed.value, ast.Call)
+            and isinstance(typed.value.func, ast.Name)
+            and typed.value.func.id.startswith("as_")
+            and ast.dump(typed.targets[0]) == ast.dump(raw.targets[0])
+            and _is_data(raw.value)
+        ):
+            ok.add(id(raw))
+    return ok
+
+
+def count(path: Path) -> tuple[int, int]:
+    """``(bare dict[str, Any], untyped payload reads)`` in the module at ``path``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typed = _typed_bindings(tree)
+    bare = reads = 0
+    for node in ast.walk(tree):
+        if _is_bare_dict(node):
+            bare += 1
+        elif isinstance(node, ast.Subscript) and _is_data(node.value):
+            reads += 1  # x.data["key"]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _is_data(node.func.value)
+        ):
+            reads += 1  # x.data.get("key")
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and _is_data(node.value)
+            and id(node) not in typed
+        ):
+            reads += 1  # data = x.data, then data["key"]
+    return bare, reads
+
+
+def counts() -> dict[str, tuple[int, int]]:
+    """Every module of the packages with a non-zero count."""
+    found: dict[str, tuple[int, int]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            counted = count(path)
+            if counted != (0, 0):
+                found[path.relative_to(ROOT).as_posix()] = counted
+    return found
+
+
+def _unexpected(found: dict[str, tuple[int, int]]) -> dict[str, str]:
+    """The files whose counts are not what :data:`ALLOWED` / :data:`PENDING` say."""
+    wrong: dict[str, str] = {}
+    for path in sorted(set(found) | set(ALLOWED)):
+        n = found.get(path, (0, 0))
+        if path in PENDING:
+            most = PENDING[path]
+            if n[0] > most[0] or n[1] > most[1]:
+                wrong[path] = f"found {n}, at most {most} (pending)"
+            continue
+        allowed = ALLOWED[path][:2] if path in ALLOWED else (0, 0)
+        if n != allowed:  # fewer: take the allowance down too, so it cannot creep back
+            wrong[path] = f"found {n}, allowed {allowed}"
+    return wrong
+
+
+def test_payloads_are_read_through_their_types() -> None:
+    wrong = _unexpected(counts())
+    assert not wrong, (
+        "(bare dict[str, Any], untyped payload reads) per file: use the streams.payloads "
+        "accessors and aliases, or list the place in ALLOWED with its reason: "
+        + "; ".join(f"{path}: {why}" for path, why in wrong.items())
+    )
+
+
+def test_every_allowance_has_a_reason() -> None:
+    for path, (_bare, _reads, reason) in ALLOWED.items():
+        assert (ROOT / path).is_file(), path
+        assert reason, path
+
+
+def test_the_count_sees_each_form(tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING, Any\n"
+        "JSON = dict[str, Any]  # counted: an alias is allowed only where ALLOWED says\n"
+        "def f(event: Any, other: Any) -> dict[str, Any]:\n"
+        "    a = event.data['kind']\n"
+        "    b = event.data.get('kind')\n"
+        "    raw = other.data\n"
+        "    if TYPE_CHECKING:\n"
+        "        data = as_watch(event)\n"
+        "    else:\n"
+        "        data = event.data  # not counted: typed, without a call\n"
+        "    whole = encode(event.data)  # not counted: the payload as a whole\n"
+        "    return {}\n"
+    )
+    assert count(path) == (2, 3)
