@@ -58,11 +58,11 @@ ALLOWED: dict[str, tuple[int, int, str]] = {
 #: files other changes of issue 30 are restructuring: typed after they land (at most these)
 PENDING: dict[str, tuple[int, int]] = {
     "controller/cli/audit_cmd.py": (0, 2),
-    "controller/cli/common.py": (2, 0),
+    "controller/cli/common.py": (3, 0),
     "controller/cli/explain_cmd.py": (0, 4),
     "controller/cli/state_cmd.py": (2, 0),
     "controller/drive/loop/live.py": (0, 3),
-    "controller/policy/framework/view.py": (1, 0),
+    "controller/policy/framework/view_clones.py": (1, 0),
     "controller/policy/step.py": (0, 2),
     "controller/simulate/demo.py": (0, 6),
     "projections/cluster.py": (6, 3),
