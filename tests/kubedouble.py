@@ -15,7 +15,8 @@ test can count the calls made for one object.
 It FAILS LOUDLY: a request it has no route for is answered 500 and kept in
 ``unexpected``; :meth:`ApiDouble.check` (called by the fixture at teardown) raises if
 there is any. Every request is kept in ``requests`` with the RBAC verb it needs, so a test
-can prove what a ClusterRole must grant.
+can prove what a ClusterRole must grant. With ``auth`` set it authenticates as the real one
+does, before anything else (:class:`Authentication`: bearer tokens that expire, 401).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import asyncio
 import contextlib
 import copy
 import itertools
+import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +127,67 @@ CONTINUE_EXPIRED = (
 )
 
 
+# ---- authentication ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Presented:
+    """The bearer token one request carried ("" for none) and whether it was accepted."""
+
+    at: float
+    method: str
+    path: str
+    token: str
+    accepted: bool
+
+
+@dataclass
+class Authentication:
+    """kube-apiserver's bearer-token authentication: a request whose token is missing,
+    unknown or expired is answered 401 with the apiserver's ``Status`` (staging/src/k8s.io/
+    apiserver/pkg/endpoints/filters/authentication.go ``Unauthorized``), before any routing
+    or authorization. ``tokens`` maps each accepted token to its expiry (``now()`` seconds;
+    ``math.inf``: never); ``ledger``, when set, is a file of ``TOKEN EXPIRY`` lines an exec
+    plugin appends to as it hands a token out, read as the token authenticator would look a
+    token up. Every request's token is kept in ``presented``."""
+
+    tokens: dict[str, float] = field(default_factory=dict)
+    ledger: Path | None = None
+    now: Callable[[], float] = time.time
+    presented: list[Presented] = field(default_factory=list)
+
+    def accept(self, token: str, *, until: float = math.inf) -> None:
+        """Accept ``token`` until ``until``."""
+        self.tokens[token] = until
+
+    def revoke(self, token: str) -> None:
+        """Stop accepting ``token`` (it expired, or was rotated out)."""
+        self.tokens[token] = -math.inf
+
+    def expiry(self, token: str) -> float | None:
+        """Until when ``token`` is accepted (None: unknown)."""
+        if token in self.tokens:
+            return self.tokens[token]
+        if self.ledger is not None and self.ledger.exists():
+            for line in self.ledger.read_text().splitlines():
+                issued, _, until = line.partition(" ")
+                if issued == token:
+                    return float(until)
+        return None
+
+    def refuse(self, request: web.Request) -> web.Response | None:
+        """The 401 for ``request``, or None when its token is good."""
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        expiry = self.expiry(token) if token else None
+        now = self.now()
+        good = expiry is not None and now < expiry
+        self.presented.append(Presented(now, request.method, request.path, token, good))
+        if good:
+            return None
+        return _status(401, "Unauthorized", "Unauthorized", metadata={})
+
+
 def _status(code: int, reason: str, message: str, **extra: Any) -> web.Response:
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
     body |= {"reason": reason, "message": message, **extra}
@@ -150,6 +215,8 @@ class ApiDouble:
     mutations: list[tuple[str, str, int]] = field(default_factory=list)
     #: core/v1 Events created, as sent
     events: list[JSONObject] = field(default_factory=list)
+    #: bearer-token authentication (None: every request is anonymous and allowed)
+    auth: Authentication | None = None
 
     def __post_init__(self) -> None:
         self._uids = itertools.count(1)
@@ -194,13 +261,16 @@ class ApiDouble:
                 "the API double got unexpected requests: " + "; ".join(self.unexpected)
             )
 
-    def write_kubeconfig(self, path: Path, *, context: str = "double") -> Path:
-        """A kubeconfig whose context ``context`` points at the double."""
+    def write_kubeconfig(
+        self, path: Path, *, context: str = "double", user: JSONObject | None = None
+    ) -> Path:
+        """A kubeconfig whose context ``context`` points at the double, as ``user`` (a
+        kubeconfig ``users[].user``; a static token by default)."""
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "double", "cluster": {"server": self.url}}],
-            "users": [{"name": "tide", "user": {"token": "double-token"}}],
+            "users": [{"name": "tide", "user": user or {"token": "double-token"}}],
             "contexts": [{"name": context, "context": {"cluster": "double", "user": "tide"}}],
             "current-context": context,
         }
@@ -270,6 +340,8 @@ class ApiDouble:
     # ---- serving ----------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.auth is not None and (refused := self.auth.refuse(request)) is not None:
+            return refused
         route = _parse(request.path)
         verb = _verb(request, route)
         if route is None or verb is None:
