@@ -341,6 +341,8 @@ class ApiDouble:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if self.auth is not None and (refused := self.auth.refuse(request)) is not None:
+            if _verb(request, _parse(request.path)) is None:  # 401 first, and still loud
+                self._unexpected(request, "no such route, and unauthenticated")
             return refused
         route = _parse(request.path)
         verb = _verb(request, route)

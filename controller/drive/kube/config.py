@@ -79,7 +79,7 @@ async def load_cluster(
             client_configuration=configuration,
             persist_config=False,
         )
-    except ConfigException as exc:
+    except (ConfigException, OSError) as exc:  # OSError: the exec plugin cannot be started
         where = str(kubeconfig) if kubeconfig is not None else "kubeconfig"
         raise KubeConfigError(f"{where}: {exc}") from None
     return configuration, _exec_credential(loader, configuration, clock)

@@ -131,11 +131,11 @@ class BearerToken(ABC):
             CredentialError: no new token could be obtained.
         """
         async with self._lock:
-            if token != self._token:  # another request replaced it meanwhile
-                return self._token is not None
-            if self._after_401:
+            if self._token is not None and token != self._token:
+                return True  # another request replaced it meanwhile
+            if token == self._token and self._after_401:
                 return False
-            self._token = None
+            self._token = None  # never sent again, even if no new one comes
             await self._renew()
             self._after_401 = True
             return self._token != token

@@ -8,17 +8,19 @@ checks; only the plugin runs for real.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config
 
 from controller.drive.clock import VirtualClock
-from controller.drive.kube.client import KubeClient, load_cluster
+from controller.drive.kube.client import KubeClient, KubeConfigError, load_cluster
 from controller.drive.kube.credentials import CredentialError, ExecCredential, TokenFile
 from controller.drive.kube.errors import Forbidden
 from tests.controller.drive.kube.execplugin import ExecPlugin
@@ -109,6 +111,34 @@ async def test_a_401_with_a_fresh_exec_token_is_forbidden(
     assert (caught.value.status, caught.value.message) == (401, "Unauthorized")
     assert plugin.runs == 2  # at load, then once after the 401; the retry's 401 is final
     assert sent(auth) == [("exec-1", False), ("exec-2", False)]
+
+
+async def test_requests_at_once_run_the_plugin_once(
+    double: ApiDouble, tmp_path: Path, clock: VirtualClock
+) -> None:
+    """Every source lists and watches at the same time: an expiry, or a 401 they all get,
+    runs the plugin once, not once per request."""
+    plugin = ExecPlugin(tmp_path, life=60, base=BASE)
+    auth = authenticate(double, clock, plugin.ledger)
+    async with await exec_client(double, tmp_path, clock, plugin) as kube:
+        at(clock, 55)
+        await asyncio.gather(*(kube.list(NODES) for _ in range(5)))
+        assert plugin.runs == 2
+        auth.revoke("exec-2")
+        await asyncio.gather(*(kube.list(NODES) for _ in range(5)))
+    assert plugin.runs == 3
+    assert sent(auth)[:5] == [("exec-2", True)] * 5
+    assert sorted(sent(auth)[5:]) == [("exec-2", False)] * 5 + [("exec-3", True)] * 5
+
+
+async def test_a_plugin_that_cannot_start_is_a_one_line_config_error(
+    double: ApiDouble, tmp_path: Path
+) -> None:
+    plugin = ExecPlugin(tmp_path, life=60)
+    plugin.script.unlink()
+    kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig", user=plugin.user())
+    with pytest.raises(KubeConfigError, match="credential-plugin"):
+        await KubeClient.connect(kubeconfig, "double")
 
 
 async def test_a_plugin_failing_later_is_a_retriable_credential_error(
@@ -255,3 +285,54 @@ async def test_kubernetes_asyncio_reads_the_token_file_again_only_by_the_minute(
     key = await configuration.get_api_key_with_prefix("BearerToken")
     assert key == "Bearer sa-1\n"  # the rotated-out token, and its newline, for up to a minute
     assert timedelta(minutes=1) == incluster_config.TOKEN_REFRESH_PERIOD
+
+
+async def test_a_static_kubeconfig_token_is_sent_and_its_401_is_final(
+    double: ApiDouble, tmp_path: Path, clock: VirtualClock
+) -> None:
+    """A token written in the kubeconfig never changes: nothing to renew, no second try."""
+    auth = authenticate(double, clock, None)
+    auth.accept("double-token")
+    kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig")
+    async with await KubeClient.connect(kubeconfig, "double", clock=clock) as kube:
+        assert kube.credentials is None
+        await kube.list(NODES)
+        auth.revoke("double-token")
+        with pytest.raises(Forbidden):
+            await kube.list(NODES)
+    assert sent(auth) == [("double-token", True), ("double-token", False)]
+
+
+# ---- the double's authentication itself ----------------------------------------------------
+
+UNAUTHORIZED = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "Unauthorized",
+    "reason": "Unauthorized",
+    "code": 401,
+}
+
+
+async def test_the_double_answers_401_for_a_missing_unknown_or_expired_token(
+    double: ApiDouble, clock: VirtualClock
+) -> None:
+    auth = authenticate(double, clock, None)
+    auth.accept("good", until=BASE + 10)
+    auth.accept("old", until=BASE - 1)
+    answers = []
+    async with aiohttp.ClientSession() as session:
+        for header in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Bearer old"}):
+            async with session.get(double.url + NODES, headers=header) as answer:
+                answers.append((answer.status, await answer.json()))
+        async with session.get(double.url + NODES, headers={"Authorization": "Bearer good"}) as ok:
+            assert ok.status == 200
+        async with session.get(double.url + "/healthz") as bogus:  # no route, no token
+            assert bogus.status == 401
+    assert answers == [(401, UNAUTHORIZED)] * 3
+    assert sent(auth) == [("", False), ("nope", False), ("old", False), ("good", True), ("", False)]
+    assert [r.path for r in double.requests] == [NODES]  # a refused request is never authorized
+    assert double.unexpected == ["GET /healthz (no such route, and unauthenticated)"]
+    double.unexpected.clear()
