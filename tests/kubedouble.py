@@ -25,9 +25,6 @@ import asyncio
 import contextlib
 import copy
 import itertools
-import math
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +32,8 @@ from typing import Any
 import orjson
 import yaml
 from aiohttp import web
+
+from tests.kubeauth import Authentication
 
 JSONObject = dict[str, Any]
 
@@ -125,67 +124,6 @@ CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can"
     " start a new list without the continue parameter."
 )
-
-
-# ---- authentication ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Presented:
-    """The bearer token one request carried ("" for none) and whether it was accepted."""
-
-    at: float
-    method: str
-    path: str
-    token: str
-    accepted: bool
-
-
-@dataclass
-class Authentication:
-    """kube-apiserver's bearer-token authentication: a request whose token is missing,
-    unknown or expired is answered 401 with the apiserver's ``Status`` (staging/src/k8s.io/
-    apiserver/pkg/endpoints/filters/authentication.go ``Unauthorized``), before any routing
-    or authorization. ``tokens`` maps each accepted token to its expiry (``now()`` seconds;
-    ``math.inf``: never); ``ledger``, when set, is a file of ``TOKEN EXPIRY`` lines an exec
-    plugin appends to as it hands a token out, read as the token authenticator would look a
-    token up. Every request's token is kept in ``presented``."""
-
-    tokens: dict[str, float] = field(default_factory=dict)
-    ledger: Path | None = None
-    now: Callable[[], float] = time.time
-    presented: list[Presented] = field(default_factory=list)
-
-    def accept(self, token: str, *, until: float = math.inf) -> None:
-        """Accept ``token`` until ``until``."""
-        self.tokens[token] = until
-
-    def revoke(self, token: str) -> None:
-        """Stop accepting ``token`` (it expired, or was rotated out)."""
-        self.tokens[token] = -math.inf
-
-    def expiry(self, token: str) -> float | None:
-        """Until when ``token`` is accepted (None: unknown)."""
-        if token in self.tokens:
-            return self.tokens[token]
-        if self.ledger is not None and self.ledger.exists():
-            for line in self.ledger.read_text().splitlines():
-                issued, _, until = line.partition(" ")
-                if issued == token:
-                    return float(until)
-        return None
-
-    def refuse(self, request: web.Request) -> web.Response | None:
-        """The 401 for ``request``, or None when its token is good."""
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" else ""
-        expiry = self.expiry(token) if token else None
-        now = self.now()
-        good = expiry is not None and now < expiry
-        self.presented.append(Presented(now, request.method, request.path, token, good))
-        if good:
-            return None
-        return _status(401, "Unauthorized", "Unauthorized", metadata={})
 
 
 def _status(code: int, reason: str, message: str, **extra: Any) -> web.Response:

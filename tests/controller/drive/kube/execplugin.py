@@ -5,7 +5,7 @@ Why a real program: tide must run the plugin the way kubectl does (a subprocess,
 Run *n* prints the token ``PREFIX-n`` with an ``expirationTimestamp`` ``LIFE`` seconds after
 its run (or, with ``BASE`` set, at ``BASE + n * LIFE``: for a test on a fake clock) and
 first appends ``TOKEN EXPIRY`` to the ledger, which the API double's
-:class:`~tests.kubedouble.Authentication` reads: one line per run.
+:class:`~tests.kubeauth.Authentication` reads: one line per run.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from controller.drive.kube.client import KubeClient, KubeConfigError, load_clust
 from controller.drive.kube.credentials import CredentialError, ExecCredential, TokenFile
 from controller.drive.kube.errors import Forbidden
 from tests.controller.drive.kube.execplugin import ExecPlugin
-from tests.kubedouble import ApiDouble, Authentication
+from tests.kubeauth import Authentication
+from tests.kubedouble import ApiDouble
 
 #: the fake clock's start (seconds since the epoch)
 BASE = 1_800_000_000.0

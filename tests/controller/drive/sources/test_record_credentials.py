@@ -13,7 +13,8 @@ from tests.builders import build_pod
 from tests.controller.drive.kube.execplugin import ExecPlugin
 from tests.controller.drive.sources.helpers import converge
 from tests.controller.drive.sources.test_record_e2e import Tide, cluster
-from tests.kubedouble import ApiDouble, Authentication
+from tests.kubeauth import Authentication
+from tests.kubedouble import ApiDouble
 
 #: the life of each token (tide runs the plugin again half of it before it ends)
 LIFE = 3.0
