@@ -9,11 +9,10 @@ for what it is good at — kubeconfig and in-cluster configuration, TLS, running
 plugin — through ``ApiClient.call_api``; bearer tokens that expire (an exec plugin's, the
 in-cluster service account's) are obtained again when due and after a 401 by
 :mod:`controller.drive.kube.credentials`, and a request refused with 401 is sent once more
-with the new token. The watch stream is read line by line here,
-so that a 410 Gone reaches the caller as :class:`~controller.drive.kube.errors.Gone` (the
-library's ``Watch`` retries once with the same stale version and never relists). This
-module and its package are the only importers of ``kubernetes_asyncio`` (held by
-import-linter).
+with the new token. The watch stream is read line by line here, so that a 410 Gone
+reaches the caller as :class:`~controller.drive.kube.errors.Gone` (the library's ``Watch``
+retries once with the same stale version and never relists). This module and its package
+are the only importers of ``kubernetes_asyncio`` (held by import-linter).
 """
 
 from __future__ import annotations

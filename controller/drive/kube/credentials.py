@@ -93,8 +93,6 @@ class BearerToken(ABC):
         self._good_until: datetime | None = None
         #: the cached token was obtained because of a 401: another 401 is final
         self._after_401 = False
-        #: how many tokens were obtained (the first one included)
-        self.obtained = 0
 
     @abstractmethod
     async def _obtain(self) -> tuple[str, datetime | None, datetime | None]:
@@ -151,7 +149,6 @@ class BearerToken(ABC):
     async def _renew(self) -> None:
         self._token, self._due, self._good_until = await self._obtain()
         self._after_401 = False
-        self.obtained += 1
 
     async def _renew_keeping(self) -> None:
         """A periodic renewal: a failure keeps the cached token while it is good."""

@@ -146,13 +146,16 @@ async def test_a_plugin_failing_later_is_a_retriable_credential_error(
     double: ApiDouble, tmp_path: Path, clock: VirtualClock
 ) -> None:
     plugin = ExecPlugin(tmp_path, life=60, base=BASE)
-    authenticate(double, clock, plugin.ledger)
+    auth = authenticate(double, clock, plugin.ledger)
     async with await exec_client(double, tmp_path, clock, plugin) as kube:
         plugin.script.write_text("#!/bin/sh\necho 'identity provider unreachable' >&2\nexit 1\n")
+        at(clock, 55)  # due, but still good: kept
+        await kube.list(NODES)
         at(clock, 61)  # exec-1 has expired: there is no token to send
         with pytest.raises(CredentialError, match="identity provider unreachable") as caught:
             await kube.list(NODES)
     assert caught.value.retriable
+    assert sent(auth) == [("exec-1", True)]
 
 
 async def test_kubernetes_asyncio_runs_an_exec_plugin_once_and_never_again(
