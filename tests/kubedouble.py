@@ -15,7 +15,8 @@ test can count the calls made for one object.
 It FAILS LOUDLY: a request it has no route for is answered 500 and kept in
 ``unexpected``; :meth:`ApiDouble.check` (called by the fixture at teardown) raises if
 there is any. Every request is kept in ``requests`` with the RBAC verb it needs, so a test
-can prove what a ClusterRole must grant.
+can prove what a ClusterRole must grant. With ``auth`` set it authenticates as the real one
+does, before anything else (:class:`Authentication`: bearer tokens that expire, 401).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from typing import Any
 import orjson
 import yaml
 from aiohttp import web
+
+from tests.kubeauth import Authentication
 
 JSONObject = dict[str, Any]
 
@@ -150,6 +153,8 @@ class ApiDouble:
     mutations: list[tuple[str, str, int]] = field(default_factory=list)
     #: core/v1 Events created, as sent
     events: list[JSONObject] = field(default_factory=list)
+    #: bearer-token authentication (None: every request is anonymous and allowed)
+    auth: Authentication | None = None
 
     def __post_init__(self) -> None:
         self._uids = itertools.count(1)
@@ -194,13 +199,16 @@ class ApiDouble:
                 "the API double got unexpected requests: " + "; ".join(self.unexpected)
             )
 
-    def write_kubeconfig(self, path: Path, *, context: str = "double") -> Path:
-        """A kubeconfig whose context ``context`` points at the double."""
+    def write_kubeconfig(
+        self, path: Path, *, context: str = "double", user: JSONObject | None = None
+    ) -> Path:
+        """A kubeconfig whose context ``context`` points at the double, as ``user`` (a
+        kubeconfig ``users[].user``; a static token by default)."""
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "double", "cluster": {"server": self.url}}],
-            "users": [{"name": "tide", "user": {"token": "double-token"}}],
+            "users": [{"name": "tide", "user": user or {"token": "double-token"}}],
             "contexts": [{"name": context, "context": {"cluster": "double", "user": "tide"}}],
             "current-context": context,
         }
@@ -270,6 +278,10 @@ class ApiDouble:
     # ---- serving ----------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.auth is not None and (refused := self.auth.refuse(request)) is not None:
+            if _verb(request, _parse(request.path)) is None:  # 401 first, and still loud
+                self._unexpected(request, "no such route, and unauthenticated")
+            return refused
         route = _parse(request.path)
         verb = _verb(request, route)
         if route is None or verb is None:

@@ -5,33 +5,42 @@ They run on kubernetes-asyncio's connection.
 Why raw: tide writes the API's JSON to the log as it came, and building the generated
 models (``V1Pod``) costs ~10× the decode time on a large cluster, so every call passes
 ``_preload_content=False`` and parses the body with orjson. kubernetes-asyncio is used
-for what it is good at — kubeconfig and in-cluster configuration, TLS, bearer tokens and
-their refresh — through ``ApiClient.call_api``; the watch stream is read line by line here,
-so that a 410 Gone reaches the caller as :class:`~controller.drive.kube.errors.Gone` (the
-library's ``Watch`` retries once with the same stale version and never relists). This
-module and its package are the only importers of ``kubernetes_asyncio`` (held by
-import-linter).
+for what it is good at — kubeconfig and in-cluster configuration, TLS, running an exec
+plugin — through ``ApiClient.call_api``; bearer tokens that expire (an exec plugin's, the
+in-cluster service account's) are obtained again when due and after a 401 by
+:mod:`controller.drive.kube.credentials`, and a request refused with 401 is sent once more
+with the new token. The watch stream is read line by line here, so that a 410 Gone
+reaches the caller as :class:`~controller.drive.kube.errors.Gone` (the library's ``Watch``
+retries once with the same stale version and never relists). This module and its package
+are the only importers of ``kubernetes_asyncio`` (held by import-linter).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config.config_exception import ConfigException
 
+from controller.drive.clock import Clock
+from controller.drive.kube.config import KubeConfigError, load_cluster, load_configuration
+from controller.drive.kube.credentials import BearerToken
 from controller.drive.kube.errors import Gone, ServerError, TransportError, error_for
 from streams.gcpause import paused_gc
 from streams.payloads import RawObject
 
-__all__ = ["KubeClient", "KubeConfigError", "ListResult", "WatchEvent", "load_configuration"]
+__all__ = [
+    "KubeClient",
+    "KubeConfigError",
+    "ListResult",
+    "WatchEvent",
+    "load_cluster",
+    "load_configuration",
+]
 
 JSONObject = RawObject  # a Kubernetes object as raw JSON
 JSONBody = JSONObject | list[JSONObject]
@@ -39,40 +48,6 @@ JSONBody = JSONObject | list[JSONObject]
 PAGE = 500
 _TRANSPORT = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 _LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-
-
-class KubeConfigError(Exception):
-    """No usable cluster configuration (the message names the file or the environment)."""
-
-
-async def load_configuration(kubeconfig: Path | None, context: str | None) -> Configuration:
-    """The client configuration of a cluster.
-
-    An explicit ``kubeconfig`` (or ``context``) reads that file (or ``$KUBECONFIG`` /
-    ``~/.kube/config``); with neither, a process inside a pod (``KUBERNETES_SERVICE_HOST``
-    set, no ``$KUBECONFIG``) uses its service account, anything else the default kubeconfig.
-
-    Raises:
-        KubeConfigError: the file is missing or invalid, or the context is unknown.
-    """
-    configuration = Configuration()
-    in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and "KUBECONFIG" not in os.environ
-    try:
-        if kubeconfig is None and context is None and in_cluster:
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            if kubeconfig is not None and not kubeconfig.is_file():
-                raise KubeConfigError(f"{kubeconfig}: no such kubeconfig file")
-            await kube_config.load_kube_config(
-                config_file=str(kubeconfig) if kubeconfig is not None else None,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-    except ConfigException as exc:
-        where = str(kubeconfig) if kubeconfig is not None else "kubeconfig"
-        raise KubeConfigError(f"{where}: {exc}") from None
-    return configuration
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,23 +84,42 @@ class KubeClient:
     Args:
         api: kubernetes-asyncio's ``ApiClient`` (closed by :meth:`close`).
         request_timeout: seconds a list or get may take before it is a transport error.
+        credentials: the bearer token that expires, sent on every request and obtained
+            again after a 401 (None: the configuration's own, or none).
     """
 
-    def __init__(self, api: ApiClient, *, request_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        request_timeout: float = 60.0,
+        credentials: BearerToken | None = None,
+    ) -> None:
         self._api = api
         self._timeout = request_timeout
+        self.credentials = credentials
 
     @classmethod
     async def connect(
-        cls, kubeconfig: Path | None = None, context: str | None = None
+        cls,
+        kubeconfig: Path | None = None,
+        context: str | None = None,
+        *,
+        clock: Clock | None = None,
     ) -> KubeClient:
-        """A client of the cluster :func:`load_configuration` finds."""
-        return cls(ApiClient(await load_configuration(kubeconfig, context)))
+        """A client of the cluster :func:`load_cluster` finds (``clock``: the time its
+        credentials expire on; the wall clock unless a test passes its own)."""
+        configuration, credentials = await load_cluster(kubeconfig, context, clock=clock)
+        return cls(ApiClient(configuration), credentials=credentials)
 
     @classmethod
-    def for_host(cls, host: str, *, request_timeout: float = 60.0) -> KubeClient:
-        """A client of an unauthenticated API at ``host`` (``http://127.0.0.1:PORT``)."""
-        return cls(ApiClient(Configuration(host=host)), request_timeout=request_timeout)
+    def for_host(
+        cls, host: str, *, request_timeout: float = 60.0, credentials: BearerToken | None = None
+    ) -> KubeClient:
+        """A client of the API at ``host`` (``http://127.0.0.1:PORT``), unauthenticated
+        unless ``credentials`` are given."""
+        api = ApiClient(Configuration(host=host))
+        return cls(api, request_timeout=request_timeout, credentials=credentials)
 
     @property
     def host(self) -> str:
@@ -328,19 +322,38 @@ class KubeClient:
         headers = {"Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        try:
-            response: aiohttp.ClientResponse = await self._api.call_api(
-                path,
-                method,
-                query_params=list(query),
-                header_params=headers,
-                body=payload,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-        except _TRANSPORT as exc:
-            raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
+
+        async def call(token: str | None) -> aiohttp.ClientResponse:
+            # the token, when there is one, in place of the configuration's
+            auth = None
+            if token is not None:
+                auth = {"in": "header", "key": "authorization", "value": f"Bearer {token}"}
+            try:
+                answer: aiohttp.ClientResponse = await self._api.call_api(
+                    path,
+                    method,
+                    query_params=list(query),
+                    header_params=dict(headers),
+                    body=payload,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=timeout,
+                    _request_auth=auth,  # type: ignore[arg-type]  # a dict, stubbed as str
+                )
+            except _TRANSPORT as exc:
+                raise TransportError(what, 0, str(exc) or type(exc).__name__) from None
+            return answer
+
+        credentials = self.credentials
+        token = await credentials.token() if credentials is not None else None
+        response = await call(token)
+        if credentials is not None and token is not None:
+            if response.status == 401 and await credentials.rejected(token):
+                await _drain(response)  # expired or rotated: once more, with the new one
+                token = await credentials.token()
+                response = await call(token)
+            if response.status != 401:
+                credentials.accepted(token)
         if 200 <= response.status < 300:
             return response
         try:
@@ -358,6 +371,16 @@ class KubeClient:
             causes=causes,
             retry_after=retry_after(response.headers.get("Retry-After")),
         )
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    """Read and release an answer that will not be used (the connection is reused)."""
+    try:
+        await response.read()
+    except _TRANSPORT:
+        pass
+    finally:
+        response.release()
 
 
 async def _json(response: aiohttp.ClientResponse, what: str) -> JSONObject:
