@@ -16,6 +16,12 @@ It FAILS LOUDLY: a request it has no route for is answered 500 and kept in
 ``unexpected``; :meth:`ApiDouble.check` (called by the fixture at teardown) raises if
 there is any. Every request is kept in ``requests`` with the RBAC verb it needs, so a test
 can prove what a ClusterRole must grant.
+
+RBAC: given ``rbac`` (:class:`tests.kuberbac.Rbac`: the roles and bindings of the manifests a
+test deploys and the identity its clients connect as), every request is authorized as the
+real RBAC authorizer does, and one no rule grants answers 403 with the apiserver's
+``Status``; it is kept in ``forbidden``, and :meth:`ApiDouble.check` raises on it too (a
+test that provokes a denial on purpose empties the list).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from typing import Any
 import orjson
 import yaml
 from aiohttp import web
+
+from tests.kuberbac import Attributes, Rbac, forbidden_status
 
 JSONObject = dict[str, Any]
 
@@ -150,6 +158,10 @@ class ApiDouble:
     mutations: list[tuple[str, str, int]] = field(default_factory=list)
     #: core/v1 Events created, as sent
     events: list[JSONObject] = field(default_factory=list)
+    #: the RBAC the requests are authorized against (None: every request is allowed)
+    rbac: Rbac | None = None
+    #: every request answered 403 by ``rbac``: the Status message
+    forbidden: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._uids = itertools.count(1)
@@ -193,6 +205,8 @@ class ApiDouble:
             raise AssertionError(
                 "the API double got unexpected requests: " + "; ".join(self.unexpected)
             )
+        if self.forbidden:
+            raise AssertionError("the deployed RBAC forbade: " + "; ".join(self.forbidden))
 
     def write_kubeconfig(self, path: Path, *, context: str = "double") -> Path:
         """A kubeconfig whose context ``context`` points at the double."""
@@ -287,6 +301,9 @@ class ApiDouble:
         ):
             self.faults.fail -= 1
             return self._fault()
+        denied = self._authorize(request, route, verb)
+        if denied is not None:
+            return denied
         if route.group == "metrics.k8s.io":
             return self._metrics(request, route, verb)
         if route.plural == "events" and route.group == "" and verb == "create":
@@ -304,6 +321,28 @@ class ApiDouble:
                 return await self._watch(request, route.plural)
             return self._list(request, kind)
         return await self._object(request, route, verb)
+
+    # ---- RBAC (tests/kuberbac.py) ------------------------------------------------------
+
+    def _authorize(self, request: web.Request, route: Route, verb: str) -> web.Response | None:
+        """None when ``rbac`` grants the request (or there is none), else the 403."""
+        if self.rbac is None:
+            return None
+        asked = Attributes(
+            user=self.rbac.identity(request.headers.get("Authorization", "")),
+            verb=verb,
+            group=route.group,
+            version=route.version,
+            resource=route.plural,
+            subresource=route.subresource or "",
+            namespace=route.namespace or "",
+            name=route.name or "",
+        )
+        if self.rbac.allows(asked):
+            return None
+        body = forbidden_status(asked)
+        self.forbidden.append(body["message"])
+        return web.json_response(body, status=403, headers={"X-Content-Type-Options": "nosniff"})
 
     def _fault(self) -> web.Response:
         code, wait = self.faults.fail_status, self.faults.retry_after
