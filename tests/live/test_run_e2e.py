@@ -145,6 +145,9 @@ async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path
     for kind, count in decided.items():
         assert total(samples, "tide_decisions_total", kind=kind) == count, kind
     assert total(samples, "tide_decisions_total", reason="tdm-window-closed") == 2
+    # every series that moved was exported before (at 0): none carries an empty source
+    decisions = [dict(k) for name, k in samples if name == "tide_decisions_total"]
+    assert decisions and all(labels["source"] for labels in decisions)
     assert total(samples, "tide_effects_total", kind="evict", result="applied") == 3
     assert total(samples, "tide_effects_total", result="failed") == 0
     assert samples[("tide_leader", ())] == 1
