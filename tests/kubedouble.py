@@ -17,6 +17,12 @@ It FAILS LOUDLY: a request it has no route for is answered 500 and kept in
 there is any. Every request is kept in ``requests`` with the RBAC verb it needs, so a test
 can prove what a ClusterRole must grant. With ``auth`` set it authenticates as the real one
 does, before anything else (:class:`Authentication`: bearer tokens that expire, 401).
+
+RBAC: given ``rbac`` (:class:`tests.kuberbac.Rbac`: the roles and bindings of the manifests a
+test deploys and the identity its clients connect as), every request is authorized as the
+real RBAC authorizer does, and one no rule grants answers 403 with the apiserver's
+``Status``; it is kept in ``forbidden``, and :meth:`ApiDouble.check` raises on it too (a
+test that provokes a denial on purpose empties the list).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import yaml
 from aiohttp import web
 
 from tests.kubeauth import Authentication
+from tests.kuberbac import Attributes, Rbac, forbidden_status
 
 JSONObject = dict[str, Any]
 
@@ -155,6 +162,10 @@ class ApiDouble:
     events: list[JSONObject] = field(default_factory=list)
     #: bearer-token authentication (None: every request is anonymous and allowed)
     auth: Authentication | None = None
+    #: the RBAC the requests are authorized against (None: every request is allowed)
+    rbac: Rbac | None = None
+    #: every request answered 403 by ``rbac``: the Status message
+    forbidden: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._uids = itertools.count(1)
@@ -198,6 +209,8 @@ class ApiDouble:
             raise AssertionError(
                 "the API double got unexpected requests: " + "; ".join(self.unexpected)
             )
+        if self.forbidden:
+            raise AssertionError("the deployed RBAC forbade: " + "; ".join(self.forbidden))
 
     def write_kubeconfig(
         self, path: Path, *, context: str = "double", user: JSONObject | None = None
@@ -299,6 +312,9 @@ class ApiDouble:
         ):
             self.faults.fail -= 1
             return self._fault()
+        denied = self._authorize(request, route, verb)
+        if denied is not None:
+            return denied
         if route.group == "metrics.k8s.io":
             return self._metrics(request, route, verb)
         if route.plural == "events" and route.group == "" and verb == "create":
@@ -316,6 +332,28 @@ class ApiDouble:
                 return await self._watch(request, route.plural)
             return self._list(request, kind)
         return await self._object(request, route, verb)
+
+    # ---- RBAC (tests/kuberbac.py) ------------------------------------------------------
+
+    def _authorize(self, request: web.Request, route: Route, verb: str) -> web.Response | None:
+        """None when ``rbac`` grants the request (or there is none), else the 403."""
+        if self.rbac is None:
+            return None
+        asked = Attributes(
+            user=self.rbac.identity(request.headers.get("Authorization", "")),
+            verb=verb,
+            group=route.group,
+            version=route.version,
+            resource=route.plural,
+            subresource=route.subresource or "",
+            namespace=route.namespace or "",
+            name=route.name or "",
+        )
+        if self.rbac.allows(asked):
+            return None
+        body = forbidden_status(asked)
+        self.forbidden.append(body["message"])
+        return web.json_response(body, status=403, headers={"X-Content-Type-Options": "nosniff"})
 
     def _fault(self) -> web.Response:
         code, wait = self.faults.fail_status, self.faults.retry_after

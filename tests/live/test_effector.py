@@ -4,6 +4,7 @@ without a second call, guard rails, dry run."""
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from controller.drive.effector.applier import Applier
 from controller.drive.effector.kubernetes import EffectorOptions, KubernetesEffector
 from controller.drive.effector.limits import EvictionLimits
 from controller.drive.kube.client import JSONObject, KubeClient
+from controller.drive.observe.metrics import PrometheusObserver
 from projections.effects import EffectsState
 from streams.events import Event, make_event
 from tests.builders import build_node, build_pod
@@ -380,3 +382,31 @@ async def test_applier_applies_once_and_recovers_only_the_open(
     restored = EffectsState()
     restored.load(effects.dump())
     assert (restored.outcomes, list(restored.pending)) == (effects.outcomes, [])
+
+
+async def test_an_event_the_api_refuses_is_logged_and_counted(
+    double: ApiDouble, client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    setup(double)
+    observer = PrometheusObserver()
+    double.faults.fail, double.faults.fail_status, double.faults.fail_match = 1, 500, "/events"
+    act = KubernetesEffector(
+        client,
+        now=lambda: NOW,
+        options=EffectorOptions(backoff_base=0.01, backoff_cap=0.02),
+        event_failed=observer.event_failed,
+    )
+    decision = evict("a")
+    with caplog.at_level(logging.WARNING, logger="controller.drive.effector.kubernetes"):
+        record = await act.apply(decision)
+    assert record.type == "effect.applied"  # the Event is a courtesy: the effect stands
+    assert double.events == []
+    [line] = [r for r in caplog.records if r.name == "controller.drive.effector.kubernetes"]
+    assert line.levelno == logging.WARNING
+    assert decision.id in line.getMessage() and "500" in line.getMessage()
+    assert line.__dict__["decision"] == decision.id
+    assert observer.registry.get_sample_value("tide_event_errors_total") == 1
+    # the next decision's Event is created: nothing more is counted
+    await act.apply(evict("b"))
+    assert len(double.events) == 1
+    assert observer.registry.get_sample_value("tide_event_errors_total") == 1

@@ -3,7 +3,8 @@ evicts and taints, pending pods are bound; every decision has its outcome, the l
 replays with ``--verify``; ``--dry-run`` on the same scenario changes nothing.
 
 The real run elects itself leader on a Lease and serves ``/metrics``, scraped before it
-stops; the calls the double recorded are the measure of deploy/run's least privilege."""
+stops; it runs under deploy/run's RBAC, which the double enforces (tests/live/conftest.py),
+and the calls the double recorded show the role grants nothing the run path does not call."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from tests.controller.drive.sources.test_deploy_run import Grant, role
 from tests.kubedouble import ApiDouble
+from tests.kuberbac import run_rbac
 from tests.live.scenario import CLOSE_AFTER, Tide, cli, clock_offset, cluster, hot_metrics
 
 #: how long the run lasts after the close: the untaint after taintDuration, margins
@@ -143,6 +145,9 @@ async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path
     for kind, count in decided.items():
         assert total(samples, "tide_decisions_total", kind=kind) == count, kind
     assert total(samples, "tide_decisions_total", reason="tdm-window-closed") == 2
+    # every series that moved was exported before (at 0): none carries an empty source
+    decisions = [dict(k) for name, k in samples if name == "tide_decisions_total"]
+    assert decisions and all(labels["source"] for labels in decisions)
     assert total(samples, "tide_effects_total", kind="evict", result="applied") == 3
     assert total(samples, "tide_effects_total", result="failed") == 0
     assert samples[("tide_leader", ())] == 1
@@ -152,15 +157,18 @@ async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path
     assert total(samples, "koordlet_evicted_pods_total") == len(pressure)
     # the cooldown after the eviction, held at the latest metric sample (observer.record)
     assert total(samples, "koordlet_eviction_cooldown_active", node="hot", resource="cpu") == 1
-    # least privilege: deploy/run's role grants exactly the calls the run made
+    # least privilege: the double enforced deploy/'s and deploy/run's RBAC as the tide-run
+    # account (tests/live/conftest.py), so every call above was granted
+    assert double.forbidden == []
+    # a second check, the other way: the role grants nothing the run path does not call
     used: set[Grant] = {(r.group, r.resource, r.verb) for r in double.requests}
-    # what the run needs beyond tide record's reads (bound to its account too)
-    beyond = used - role("tide-record")
-    # the preemptor's nomination (pods/status patch) is not in this scenario;
-    # tests/live/test_effector.py calls it
-    assert role("tide-run") == beyond | {("", "pods/status", "patch")}
+    beyond = used - role("tide-record")  # tide record's reads are bound to the account too
+    assert beyond <= role("tide-run")
+    # not in this scenario, called by tests/live/test_effector.py under the same role: the
+    # preemptor's nomination (pods/status patch) and the reconcile's read of a pod
+    assert role("tide-run") - beyond == {("", "pods/status", "patch"), ("", "pods", "get")}
 
-    dry = ApiDouble()
+    dry = ApiDouble(rbac=run_rbac())
     await dry.start()
     try:
         dry_events, _ = await scenario_run(dry, tmp_path / "dry", dry_run=True)

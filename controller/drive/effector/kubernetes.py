@@ -28,13 +28,16 @@ or a throttling 429 after the retries, each retry after the server's ``Retry-Aft
 start: already done (terminating or gone, bound there, taint present) → applied, without a
 call; otherwise it is applied now. Every applied effect also gets a core/v1 Event on the
 pod or node (reason code and a one-line why), named after the decision so a retry cannot
-create two.
+create two; an Event the API refuses (other than the 409 of one that exists) leaves the
+outcome applied, and is logged (one warning line naming the decision) and counted
+(``event_failed``, the observer's counter).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -66,6 +69,7 @@ __all__ = ["EffectorOptions", "KubernetesEffector", "outcome_event", "outcome_id
 
 JSON = RawObject  # a Kubernetes object as raw JSON
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _APPLIED, _FAILED, _SKIPPED = "effect.applied", "effect.failed", "effect.skipped"
 
 
@@ -135,6 +139,8 @@ class KubernetesEffector:
         now: the clock's ``now`` (stamps outcomes, feeds the guard rails).
         options: how to act.
         sleep: how to wait between retries (a test passes a fake).
+        event_failed: told of each Event the API refused (the decision and the error):
+            ``tide run`` passes its observer's counter.
     """
 
     def __init__(
@@ -144,6 +150,7 @@ class KubernetesEffector:
         now: Callable[[], datetime],
         options: EffectorOptions = EffectorOptions(),
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        event_failed: Callable[[Event, str], None] | None = None,
     ) -> None:
         if client is None and not options.dry_run:
             raise ValueError("a Kubernetes effector needs a client unless it is a dry run")
@@ -152,6 +159,7 @@ class KubernetesEffector:
         self.options = options
         self.guard = LimitGuard(options.limits)
         self._sleep = sleep
+        self._event_failed = event_failed
 
     # ---- the two entry points --------------------------------------------------------
 
@@ -367,8 +375,17 @@ class KubernetesEffector:
         client = self._client()
         try:
             await client.create_event(namespace, body)
-        except KubeError:
-            return  # an Event is a courtesy; 409 means it exists already
+        except Conflict:
+            return  # named after the decision: a retry's Event exists already
+        except KubeError as exc:  # a courtesy: the effect stands, the operator is told
+            log.warning(
+                "event for decision %s not created: %s",
+                decision.id,
+                exc,
+                extra={"decision": decision.id},
+            )
+            if self._event_failed is not None:
+                self._event_failed(decision, str(exc))
 
     # ---- calls ------------------------------------------------------------------------
 

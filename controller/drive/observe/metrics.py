@@ -2,15 +2,20 @@
 
 Why a registry of its own: ``tide run`` serves exactly these families on ``/metrics``
 (:mod:`controller.drive.observe.http`), and a test or a second observer in one process must not
-collide in ``prometheus_client``'s global registry. Every label value tide knows is
-initialised to 0 (decision kinds and reason codes, effect results, watched collections,
-the koordlet reasons), so a dashboard's ``rate()`` has a series before the first event.
+collide in ``prometheus_client``'s global registry. Every label set tide can increment is
+exported at 0 from the start (and no other), so ``rate()`` and ``increase()`` see a
+series' first increment: a series born at 1 has no earlier sample to rise from, and
+Prometheus reads its first increment as none.
 
 Families:
 
-* ``tide_decisions_total{kind, reason, source}`` — decisions appended; ``source`` (the
-  plugin or action) is an open set, so the zero series carry an empty ``source``;
+* ``tide_decisions_total{kind, reason, source}`` — decisions appended; the label sets at 0
+  are :data:`DECISION_LABELS`, the (kind, reason code, source) of every decision tide
+  writes, taken from each emitter's own constants (``kind="bind",reason="cpu-pressure"``
+  is never exported: nothing writes it);
 * ``tide_effects_total{kind, result}`` — outcomes: ``applied``, ``failed``, ``skipped``;
+* ``tide_event_errors_total`` — core/v1 Events the effector could not create (the effect
+  itself stands; the warning line names the decision);
 * ``tide_session_seconds`` — histogram of one trigger's decide, real time;
 * ``tide_log_append_lag_seconds`` — histogram from a record observed (or a trigger due)
   to its append;
@@ -30,11 +35,43 @@ from importlib import metadata
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.drive.observe.koordlet import MetricsCollector
-from projections.metrics import EvictionMetrics
+from controller.policy.actions import allocate, backfill, preempt
+from controller.policy.plugins import rescheduling, tdm
+from controller.policy.pressure.decisions import TAINT_REASON
+from projections.metrics import KOORDLET_REASONS, EvictionMetrics
+from projections.pressure import SOURCE as PRESSURE
 from streams.events import Event
-from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision, as_effect
+from streams.payloads import DECISION_KINDS, as_decision, as_effect
 
-__all__ = ["RESULTS", "WATCHED_RESOURCES", "PrometheusObserver", "build_version"]
+__all__ = [
+    "DECISION_LABELS",
+    "RESULTS",
+    "WATCHED_RESOURCES",
+    "PrometheusObserver",
+    "build_version",
+]
+
+#: every (kind, reason, source) of a decision tide writes, from the writers' own constants:
+#: the allocate and backfill actions bind; the preempt action evicts (its own reason, or
+#: tdm's when the victim is preemptable); the shuffle action evicts the victims of the tdm
+#: and rescheduling plugins, each with its plugin's reason and name; pressure eviction
+#: evicts with one of its reasons (:data:`projections.metrics.KOORDLET_REASONS`, the codes
+#: the koordlet families count) and taints and untaints the node it relieves
+DECISION_LABELS: tuple[tuple[str, str, str], ...] = tuple(
+    sorted(
+        {
+            ("bind", allocate.REASON, allocate.NAME),
+            ("bind", backfill.REASON, backfill.NAME),
+            ("evict", preempt.REASON, preempt.NAME),
+            ("evict", preempt.TDM_REASON, preempt.NAME),
+            ("evict", tdm.REASON_WINDOW_CLOSED, tdm.NAME),
+            ("evict", rescheduling.REASON, rescheduling.NAME),
+            *(("evict", code, PRESSURE) for code in KOORDLET_REASONS),
+            ("taint", TAINT_REASON, PRESSURE),
+            ("untaint", TAINT_REASON, PRESSURE),
+        }
+    )
+)
 
 #: the outcomes of an effect (the suffix of its ``effect.*`` record type)
 RESULTS = ("applied", "failed", "skipped")
@@ -72,6 +109,11 @@ class PrometheusObserver:
         self.effects = Counter(
             "tide_effects", "Effect outcomes appended to the log.", ["kind", "result"], registry=reg
         )
+        self.event_errors = Counter(
+            "tide_event_errors",
+            "core/v1 Events the effector could not create (the effect itself stands).",
+            registry=reg,
+        )
         self.sessions = Histogram(
             "tide_session_seconds",
             "Real seconds one trigger's session took to decide.",
@@ -94,9 +136,9 @@ class PrometheusObserver:
         self.evictions = EvictionMetrics()
         reg.register(MetricsCollector(self.evictions, zeros=True))
         self.is_ready = False
+        for kind, reason, source in DECISION_LABELS:
+            self.decisions.labels(kind=kind, reason=reason, source=source)
         for kind in sorted(DECISION_KINDS):
-            for reason in sorted(REASON_CODES):
-                self.decisions.labels(kind=kind, reason=reason, source="")
             for result in RESULTS:
                 self.effects.labels(kind=kind, result=result)
         for resource in WATCHED_RESOURCES:
@@ -123,6 +165,11 @@ class PrometheusObserver:
         :meth:`effect` and are ignored here, so feeding every record is safe."""
         if not event.type.startswith(("decision.", "effect.")):
             self.evictions.apply(event)
+
+    def event_failed(self, decision: Event, error: str) -> None:
+        """Count an Event the API refused to create for ``decision`` (the effector's hook)."""
+        del decision, error
+        self.event_errors.inc()
 
     def session(self, seconds: float) -> None:
         """Observe one session's duration."""

@@ -19,11 +19,16 @@ from controller.drive.kube.resources import WATCHED
 from controller.drive.observe import LiveObserver
 from controller.drive.observe.http import MetricsServer, serve
 from controller.drive.observe.logs import configure_logging, decision_fields
-from controller.drive.observe.metrics import WATCHED_RESOURCES, PrometheusObserver, build_version
+from controller.drive.observe.metrics import (
+    DECISION_LABELS,
+    WATCHED_RESOURCES,
+    PrometheusObserver,
+    build_version,
+)
 from projections.metrics import KOORDLET_REASONS, compute_metrics
 from replay.metrics import render
 from streams.events import Event
-from streams.payloads import DECISION_KINDS, REASON_CODES
+from streams.payloads import DECISION_KINDS
 from tests.builders import T0
 from tests.controller.policy.pressure.harness import node_sample, seconds
 from tests.controller.policy.pressure.test_metrics import cpu_round
@@ -73,10 +78,12 @@ async def test_every_known_label_value_starts_at_zero(
     status, text = await get(server, "/metrics")
     assert status == 200
     got = parse(text)
+    for kind, reason, source in DECISION_LABELS:
+        key = (("kind", kind), ("reason", reason), ("source", source))
+        assert got[("tide_decisions_total", key)] == 0
+    decisions = [key for name, key in got if name == "tide_decisions_total"]
+    assert len(decisions) == len(DECISION_LABELS)  # and no other (test_metrics.py)
     for kind in DECISION_KINDS:
-        for reason in REASON_CODES:
-            key = (("kind", kind), ("reason", reason), ("source", ""))
-            assert got[("tide_decisions_total", key)] == 0
         for result in ("applied", "failed", "skipped"):
             assert got[("tide_effects_total", (("kind", kind), ("result", result)))] == 0
     for resource in WATCHED_RESOURCES:

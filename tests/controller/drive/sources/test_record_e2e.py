@@ -1,5 +1,8 @@
 """`tide record` as a subprocess against the API double: end to end, kill -9 restarts,
-and least privilege (the ClusterRole in deploy/ grants exactly what tide used)."""
+and least privilege: every test here runs tide under the RBAC of deploy/ as the recorder's
+account, which the double enforces as the apiserver does (tests/kuberbac.py: a call the
+ClusterRole does not grant answers 403 and fails the test), and the end-to-end test checks
+the other way that the role grants nothing tide did not use."""
 
 from __future__ import annotations
 
@@ -22,11 +25,21 @@ from streams.events import Event
 from tests.builders import build_node, build_pod, build_podgroup, build_queue
 from tests.controller.drive.sources.helpers import converge, double_state, duplicates, log_state
 from tests.kubedouble import ApiDouble
+from tests.kuberbac import record_rbac
 
 ROOT = Path(__file__).resolve().parents[4]
 CONFIG = ROOT / "examples" / "volcano-scheduler.conf.yaml"
 DEPLOY = ROOT / "deploy"
 TIDE = [sys.executable, "-c", "from controller.cli import main; main()"]
+
+
+@pytest.fixture(autouse=True)
+def _under_the_record_role(request: pytest.FixtureRequest) -> None:
+    """The double (when the test uses one) enforces the recorder account's RBAC."""
+    if "double" in request.fixturenames:
+        double = request.getfixturevalue("double")
+        assert isinstance(double, ApiDouble)
+        double.rbac = record_rbac()
 
 
 def free_port() -> int:
@@ -193,7 +206,9 @@ async def test_record_end_to_end_and_least_privilege(double: ApiDouble, tmp_path
     code, _, err = await cli("replay", str(tide.db), "--verify")
     assert code == 0, err
 
-    # least privilege, proven: the role grants exactly the calls tide made
+    # least privilege: the double enforced the role, so every call was granted; and the
+    # other way, the role grants exactly the calls tide made
+    assert double.forbidden == []
     used = {(r.group, r.resource, r.verb) for r in double.requests}
     assert used == granted()
 
