@@ -25,7 +25,7 @@ from controller.drive.kube.client import KubeClient
 from controller.drive.kube.lease import LeaseElector
 from controller.drive.loop.leadership import Leadership
 from controller.drive.loop.live import LiveLoop
-from controller.drive.observe.hooks import LiveObserver
+from controller.drive.observe.hooks import LiveObserver, NoObserver
 from controller.drive.settings import Settings
 from controller.drive.sources.recorder import Recorder, RecorderOptions
 from controller.policy.framework.config import run_behaviour
@@ -103,6 +103,7 @@ def wire_live(
     hears the recorder's warnings.
     """
     clock = parts.clock
+    observer = parts.observer if parts.observer is not None else NoObserver()
     step = Step(config=policy.config, eviction=policy.eviction)
     loop = LiveLoop(
         step,
@@ -111,9 +112,14 @@ def wire_live(
         config=policy.config,
         offset=settings.triggers.clock_offset,
         leadership=parts.leadership,
-        observer=parts.observer,
+        observer=observer,
     )
-    effector = KubernetesEffector(parts.client, now=clock.now, options=effector_options(settings))
+    effector = KubernetesEffector(
+        parts.client,
+        now=clock.now,
+        options=effector_options(settings),
+        event_failed=observer.event_failed,
+    )
     loop.applier = Applier(effector, loop.effects, loop.write, now=clock.now)
     loop.readers.append(effector.guard.seen)
     recorder = Recorder(

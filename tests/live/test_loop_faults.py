@@ -59,6 +59,9 @@ class Heard:
     def record(self, event: Event) -> None:
         self.calls["records"] += 1
 
+    def event_failed(self, decision: Event, error: str) -> None:
+        self.calls["event_failed"] += 1
+
 
 async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) -> None:
     config: dict[str, Any] = copy.deepcopy(CONFIG)

@@ -39,6 +39,9 @@ class LiveObserver(Protocol):
         """Any record was appended (decisions and outcomes too, after ``decided`` /
         ``effect``): the koordlet gauges fold watch events and metric samples."""
 
+    def event_failed(self, decision: Event, error: str) -> None:
+        """The API refused the core/v1 Event describing an applied ``decision``."""
+
 
 class NoObserver:
     """Ignores everything (the default observer)."""
@@ -66,3 +69,6 @@ class NoObserver:
 
     def record(self, event: Event) -> None:
         del event
+
+    def event_failed(self, decision: Event, error: str) -> None:
+        del decision, error

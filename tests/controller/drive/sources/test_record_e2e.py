@@ -25,7 +25,6 @@ from streams.events import Event
 from tests.builders import build_node, build_pod, build_podgroup, build_queue
 from tests.controller.drive.sources.helpers import converge, double_state, duplicates, log_state
 from tests.kubedouble import ApiDouble
-from tests.kuberbac import record_rbac
 
 ROOT = Path(__file__).resolve().parents[4]
 CONFIG = ROOT / "examples" / "volcano-scheduler.conf.yaml"
@@ -33,13 +32,7 @@ DEPLOY = ROOT / "deploy"
 TIDE = [sys.executable, "-c", "from controller.cli import main; main()"]
 
 
-@pytest.fixture(autouse=True)
-def _under_the_record_role(request: pytest.FixtureRequest) -> None:
-    """The double (when the test uses one) enforces the recorder account's RBAC."""
-    if "double" in request.fixturenames:
-        double = request.getfixturevalue("double")
-        assert isinstance(double, ApiDouble)
-        double.rbac = record_rbac()
+pytestmark = pytest.mark.usefixtures("under_the_record_role")
 
 
 def free_port() -> int:

@@ -18,6 +18,8 @@ from tests.controller.drive.sources.test_record_e2e import Tide, cli, cluster
 from tests.kubedouble import ApiDouble
 from tests.streams.tansu import Broker, start_broker
 
+pytestmark = pytest.mark.usefixtures("under_the_record_role")
+
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[Broker]:

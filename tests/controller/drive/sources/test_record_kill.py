@@ -10,12 +10,16 @@ import random
 import signal
 from pathlib import Path
 
+import pytest
+
 from streams.backends import open_log
 from streams.chain import check_chain
 from tests.builders import build_pod
 from tests.controller.drive.sources.helpers import converge, double_state, duplicates, log_state
 from tests.controller.drive.sources.test_record_e2e import Tide, cli, cluster
 from tests.kubedouble import ApiDouble
+
+pytestmark = pytest.mark.usefixtures("under_the_record_role")
 
 KILLS = 30
 SEED = 1630
