@@ -41,7 +41,7 @@ from controller.cli.record_cmd import (
     WatchTimeoutOption,
     recorder_options,
 )
-from controller.compose.live import LiveParts, lease_elector, wire_live
+from controller.compose.live import LiveParts, LiveRun, lease_elector, wire_live
 from controller.drive.clock import ShiftedClock, SystemClock
 from controller.drive.kube.client import KubeClient, KubeConfigError
 from controller.drive.kube.lease import LeaseElector
@@ -101,7 +101,8 @@ async def run_live(
     async with client, await open_log(settings.log.url) as log:
         if leadership is None and settings.leader_election.enabled:
             leadership = lease_elector(client, settings)
-        server = await _serve(observer, settings)
+        readiness = Readiness()
+        server = await _serve(observer, settings, readiness)
         parts = LiveParts(client, log, clock, leadership=leadership, observer=observer)
         wired = wire_live(settings, policy, options=options, parts=parts, source=source, warn=_warn)
         loop = wired.loop
@@ -109,12 +110,14 @@ async def run_live(
             await wired.recorder.prepare(wired.applied)
         except OSError as exc:
             fail(f"--health-address {options.health_address}: {exc}")
+        readiness.run = wired
         if isinstance(leadership, LeaseElector):
             _say(
                 f"leader election on lease {leadership.namespace}/{leadership.name} "
                 f"as {leadership.identity}"
             )
         folded = await loop.prepare()
+        readiness.folded = folded
         _say_running(settings, client=client, log=log, folded=folded, loop=loop)
         try:
             await loop.run(stop, wired.recorder)
@@ -137,13 +140,38 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _serve(observer: LiveObserver | None, settings: Settings) -> MetricsServer | None:
+class Readiness:
+    """What ``/readyz`` names, a line each, filled in as the run is wired and folded."""
+
+    def __init__(self) -> None:
+        self.run: LiveRun | None = None
+        self.folded: int | None = None
+
+    def lines(self) -> list[str]:
+        """The log's fold, then the recorder's sources and metrics, then the lead."""
+        if self.run is None:
+            return ["log: not open yet"]
+        if self.folded is None:
+            return ["log: folding"]
+        _, sources = self.run.recorder.report()
+        lead = "this replica" if self.run.loop.leading else "not this replica (standby)"
+        return [f"log: {self.folded} records folded", *sources, f"leader: {lead}"]
+
+
+async def _serve(
+    observer: LiveObserver | None, settings: Settings, readiness: Readiness
+) -> MetricsServer | None:
     """Serve ``/metrics``, ``/healthz`` and ``/readyz`` of a Prometheus observer."""
     if not isinstance(observer, PrometheusObserver):
         return None
     address = settings.observe.metrics_address
     try:
-        server = await serve(observer, host=address, port=settings.observe.metrics_port)
+        server = await serve(
+            observer,
+            host=address,
+            port=settings.observe.metrics_port,
+            report=readiness.lines,
+        )
     except OSError as exc:
         fail(f"--metrics-address {address} --metrics-port: {exc}")
     _say(f"serving /metrics /healthz /readyz on {server.url}")

@@ -18,6 +18,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import aiohttp
+
 from streams.events import DECISION_TYPES, Event
 from tests.kubedouble import ApiDouble
 from tests.live.scenario import CLOSE_AFTER, ROOT, Tide, clock_offset, cluster, hot_metrics
@@ -76,6 +78,11 @@ async def test_the_readme_promql_reads_what_the_log_holds(
             for expr in readme_examples():
                 answers[expr] = await prometheus.query(expr)
             leader = await value(prometheus, "sum(tide_leader)")
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"{tide.url}/readyz") as answer,
+            ):
+                readyz = (answer.status, (await answer.text()).splitlines())
             read = {
                 (str(row["metric"].get("kind")), str(row["metric"].get("reason"))): float(
                     row["value"][1]
@@ -92,6 +99,10 @@ async def test_the_readme_promql_reads_what_the_log_holds(
             await tide.stop()
     assert {expr: len(rows) for expr, rows in answers.items() if not rows} == {}
     assert leader == 1
+    # /readyz names what it holds, as tide record's does
+    assert readyz[0] == 200 and readyz[1][0] == "ready", readyz
+    assert readyz[1][1].startswith("log: ") and readyz[1][-1] == "leader: this replica", readyz
+    assert any(line.startswith("pods: listed") for line in readyz[1]), readyz
     events = await tide.events()
     # a decision's ``at`` is on the run's shifted clock; the increments Prometheus can see
     # are those written after its first scrape

@@ -3,12 +3,15 @@
 Why aiohttp: it is already on the event loop (kubernetes-asyncio's transport), so the
 endpoint shares the loop it reports on: ``/healthz`` answering at all proves the loop
 runs (a blocked loop answers nothing and the kubelet restarts the pod), ``/readyz`` is
-200 only after the observer was told ``ready(True)`` (initial fold done, watches open).
+200 only after the observer was told ``ready(True)`` (initial fold done, watches open);
+its body names, a line each, what the run's ``report`` says it is waiting for or holds
+(the log's fold, each source's list, the metrics, the lead), as ``tide record``'s does.
 Bind ``127.0.0.1`` by default; the manifest binds ``0.0.0.0`` for Prometheus and the probes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -40,9 +43,14 @@ class MetricsServer:
 
 
 async def serve(
-    observer: PrometheusObserver, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT
+    observer: PrometheusObserver,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    report: Callable[[], list[str]] | None = None,
 ) -> MetricsServer:
-    """Serve ``observer`` on ``host:port`` (port 0: a free one) until closed.
+    """Serve ``observer`` on ``host:port`` (port 0: a free one) until closed; ``report``
+    gives the lines of ``/readyz`` after its first one (``ready`` / ``not ready``).
 
     Raises:
         OSError: the address cannot be bound (in use, not local).
@@ -59,9 +67,11 @@ async def serve(
 
     async def readyz(request: web.Request) -> web.Response:
         del request
-        if observer.is_ready:
-            return web.Response(text="ready\n")
-        return web.Response(status=503, text="not ready\n")
+        lines = ["ready" if observer.is_ready else "not ready"]
+        if report is not None:
+            lines.extend(report())
+        body = "\n".join(lines) + "\n"
+        return web.Response(status=200 if observer.is_ready else 503, text=body)
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)

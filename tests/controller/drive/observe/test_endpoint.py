@@ -193,6 +193,21 @@ async def test_probes(
     assert (await get(server, "/readyz"))[0] == status
 
 
+async def test_readyz_names_what_the_run_reports() -> None:
+    """``/readyz`` names what is not ready (and what is), as ``tide record``'s does."""
+    observer = PrometheusObserver()
+    said = ["log: folding"]
+    server = await serve(observer, port=0, report=lambda: said)
+    try:
+        assert await get(server, "/readyz") == (503, "not ready\nlog: folding\n")
+        said[:] = ["log: 12 records folded", "pods: listed (resourceVersion 7)"]
+        observer.ready(True)
+        status, body = await get(server, "/readyz")
+        assert (status, body.splitlines()) == (200, ["ready", *said])
+    finally:
+        await server.close()
+
+
 async def test_an_address_in_use_is_an_os_error(
     endpoint: tuple[PrometheusObserver, MetricsServer],
 ) -> None:
