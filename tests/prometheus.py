@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,6 +22,8 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+
+from tests.streams.tansu import free_port
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -38,13 +39,6 @@ def require() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return PROMETHEUS
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Prometheus:
