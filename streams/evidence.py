@@ -24,12 +24,12 @@ A reader reaches them through one accessor per evidence (``tdm_evidence(payload)
 :mod:`streams.payloads` re-exports every name, so its importers need not know this module.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
-if TYPE_CHECKING:  # the payloads import this module for Evidence: the types only
+# the payloads import this module for Evidence: their types only, named in quotes below
+# (no ``from __future__ import annotations``: on 3.11 it hides NotRequired from TypedDict)
+if TYPE_CHECKING:
     from streams.payloads import BindPayload, DecisionPayload, EvictPayload, TaintPayload
 
 Evidence = Mapping[str, object]
@@ -311,46 +311,46 @@ class AllocateEvidence(TypedDict, total=False):
 # -- the accessors ---------------------------------------------------------------------------
 
 
-def evidence_of(payload: DecisionPayload) -> Evidence:
+def evidence_of(payload: "DecisionPayload") -> Evidence:
     """A decision's evidence as a whole (``{}`` when it has none), to show, not to read."""
     return payload.get("evidence") or {}
 
 
-def pressure_evidence(payload: EvictPayload) -> PressureEvidence:
+def pressure_evidence(payload: "EvictPayload") -> PressureEvidence:
     """The read-back keys of a pressure eviction's evidence (``{}`` when it has none)."""
     return cast(PressureEvidence, payload.get("evidence") or {})
 
 
-def faulty_oom_evidence(payload: EvictPayload) -> FaultyOomEvidence:
+def faulty_oom_evidence(payload: "EvictPayload") -> FaultyOomEvidence:
     """The evidence of a ``faulty-oom`` eviction (``{}`` when it has none)."""
     return cast(FaultyOomEvidence, payload.get("evidence") or {})
 
 
-def memory_leak_evidence(payload: EvictPayload) -> MemoryLeakEvidence:
+def memory_leak_evidence(payload: "EvictPayload") -> MemoryLeakEvidence:
     """The evidence of a ``faulty-memory-leak`` eviction (``{}`` when it has none)."""
     return cast(MemoryLeakEvidence, payload.get("evidence") or {})
 
 
-def tdm_evidence(payload: EvictPayload) -> TdmEvidence:
+def tdm_evidence(payload: "EvictPayload") -> TdmEvidence:
     """The read-back keys of a TDM eviction's evidence (``{}`` when it has none)."""
     return cast(TdmEvidence, payload.get("evidence") or {})
 
 
-def preempt_evidence(payload: EvictPayload) -> PreemptEvidence:
+def preempt_evidence(payload: "EvictPayload") -> PreemptEvidence:
     """The evidence of a ``preempt`` / ``tdm-preempt`` eviction (``{}`` when it has none)."""
     return cast(PreemptEvidence, payload.get("evidence") or {})
 
 
-def allocate_evidence(payload: BindPayload) -> AllocateEvidence:
+def allocate_evidence(payload: "BindPayload") -> AllocateEvidence:
     """The evidence of an ``allocate`` bind (``{}`` when it has none)."""
     return cast(AllocateEvidence, payload.get("evidence") or {})
 
 
-def taint_evidence(payload: TaintPayload) -> TaintEvidence:
+def taint_evidence(payload: "TaintPayload") -> TaintEvidence:
     """The evidence of a pressure ``decision.taint``."""
     return cast(TaintEvidence, payload.get("evidence") or {})
 
 
-def untaint_evidence(payload: TaintPayload) -> UntaintEvidence:
+def untaint_evidence(payload: "TaintPayload") -> UntaintEvidence:
     """The evidence of a pressure ``decision.untaint``."""
     return cast(UntaintEvidence, payload.get("evidence") or {})
