@@ -58,7 +58,7 @@ records into them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from projections import snapshot
 from projections.accounting import Overlay
@@ -78,6 +78,13 @@ from projections.objects import (
 from projections.ownership import derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
 from streams.events import Event
+from streams.payloads import (
+    PodDecisionPayload,
+    RawObject,
+    as_effect,
+    as_pod_decision,
+    as_watch,
+)
 
 _PENDING = TaskStatus.PENDING
 _RELEASING = TaskStatus.RELEASING
@@ -122,7 +129,11 @@ class ClusterState(ClusterIndex, BaseProjection):
 
     @handles("k8s.watch")
     def _on_watch(self, event: Event) -> None:
-        data = event.data
+        # the payload typed without a call per record (a TypedDict is the dict itself)
+        if TYPE_CHECKING:
+            data = as_watch(event)
+        else:
+            data = event.data
         kind = data.get("event")
         obj = data.get("object")
         if kind not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(obj, dict):
@@ -144,7 +155,7 @@ class ClusterState(ClusterIndex, BaseProjection):
         self.version += 1
         self.sched_version += 1
 
-    def _on_pod(self, kind: str, obj: dict[str, Any]) -> bool:
+    def _on_pod(self, kind: str, obj: RawObject) -> bool:
         if kind == "DELETED":
             meta = obj["metadata"]
             key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
@@ -180,7 +191,7 @@ class ClusterState(ClusterIndex, BaseProjection):
                 job.priority = value
                 self.preempt_index.touch_job(job.id)
 
-    def _on_node(self, kind: str, obj: dict[str, Any]) -> bool | _Unseen:
+    def _on_node(self, kind: str, obj: RawObject) -> bool | _Unseen:
         name = obj["metadata"]["name"]
         node = self.nodes.get(name)
         self.zone_tasks.touch(name)
@@ -213,7 +224,7 @@ class ClusterState(ClusterIndex, BaseProjection):
         self._node_inputs[name] = inputs
         return True if _seen(node) != before_seen else _UNSEEN
 
-    def _on_podgroup(self, kind: str, obj: dict[str, Any]) -> bool:
+    def _on_podgroup(self, kind: str, obj: RawObject) -> bool:
         meta = obj["metadata"]
         job_id = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         job = self.jobs.get(job_id)
@@ -244,7 +255,7 @@ class ClusterState(ClusterIndex, BaseProjection):
                 self.preempt_index.touch(task.node_name)
         return True
 
-    def _on_queue(self, kind: str, obj: dict[str, Any]) -> bool:
+    def _on_queue(self, kind: str, obj: RawObject) -> bool:
         name = obj["metadata"]["name"]
         if kind == "DELETED":
             return self.queues.pop(name, None) is not None
@@ -252,7 +263,7 @@ class ClusterState(ClusterIndex, BaseProjection):
         return True
 
     _watch_handlers: ClassVar[
-        dict[Any, Callable[[ClusterState, str, dict[str, Any]], bool | _Unseen]]
+        dict[str, Callable[[ClusterState, str, RawObject], bool | _Unseen]]
     ] = {
         "pods": _on_pod,
         "nodes": _on_node,
@@ -292,7 +303,7 @@ class ClusterState(ClusterIndex, BaseProjection):
         if overlay is not None:
             self._decisions.pop(overlay.decision, None)
 
-    def _target(self, data: dict[str, Any]) -> TaskInfo | None:
+    def _target(self, data: PodDecisionPayload) -> TaskInfo | None:
         task = self.tasks.get(f"{data.get('namespace')}/{data.get('pod')}")
         uid = data.get("uid")
         if task is None or (uid and task.uid and uid != task.uid):
@@ -301,7 +312,8 @@ class ClusterState(ClusterIndex, BaseProjection):
 
     @handles("decision.evict", "decision.bind")
     def _on_decision(self, event: Event) -> None:
-        task = self._target(event.data)
+        data = as_pod_decision(event)
+        task = self._target(data)
         if task is None:
             return
         previous = self.overlays.get(task.key)
@@ -312,7 +324,7 @@ class ClusterState(ClusterIndex, BaseProjection):
                 return
             overlay = Overlay(event.id, "evict", base_node, base_status, base_node)
         else:
-            node = event.data.get("node")
+            node = data.get("node")
             if base_status != _PENDING or base_node or not isinstance(node, str) or not node:
                 return
             overlay = Overlay(event.id, "bind", node, base_status, base_node)
@@ -328,7 +340,7 @@ class ClusterState(ClusterIndex, BaseProjection):
 
     @handles("effect.failed", "effect.skipped")
     def _on_effect_failed(self, event: Event) -> None:
-        decision = event.data.get("decision") or event.cause
+        decision = as_effect(event).get("decision") or event.cause
         key = self._decisions.get(decision) if isinstance(decision, str) else None
         if key is None:
             return

@@ -33,7 +33,7 @@ from projections.model import (
 from projections.ownership import Rules
 from projections.parsing import time_or_none
 from projections.pods import share_maps
-from streams.events import format_time
+from streams.events import JSON, format_time
 
 T = TypeVar("T")
 _RESOURCES = frozenset(
@@ -54,7 +54,7 @@ _TIMES = frozenset({"creation", "start_time"})
 _SKIP = frozenset({"tasks"})
 
 
-def encode_resource(resource: Resource) -> dict[str, Any]:
+def encode_resource(resource: Resource) -> JSON:
     return {"cpu": resource.milli_cpu, "memory": resource.memory, "scalars": resource.scalars}
 
 
@@ -66,9 +66,9 @@ def decode_resource(data: Any) -> Resource:
     )
 
 
-def encode(obj: Any) -> dict[str, Any]:
+def encode(obj: Any) -> JSON:
     """A model dataclass as a JSON object (``tasks`` indexes left out)."""
-    out: dict[str, Any] = {}
+    out: JSON = {}
     for spec in dataclasses.fields(obj):
         name = spec.name
         if name in _SKIP:
@@ -82,10 +82,10 @@ def encode(obj: Any) -> dict[str, Any]:
     return out
 
 
-def decode(cls: type[T], data: dict[str, Any]) -> T:
+def decode(cls: type[T], data: JSON) -> T:
     """Rebuild a model dataclass from :func:`encode`'s output (unknown keys rejected)."""
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}  # the constructor arguments (decoded values, not JSON)
     for name, value in data.items():
         if name not in names:
             raise CheckpointError(f"{cls.__name__} has no field {name!r}")
@@ -99,14 +99,14 @@ def decode(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
-def encode_task(task: TaskInfo) -> dict[str, Any]:
+def encode_task(task: TaskInfo) -> JSON:
     out = encode(task)
     if task.init_resreq is task.resreq:
         out["init_resreq"] = None  # one object, as Volcano's resReq := initResReq
     return out
 
 
-def decode_task(data: dict[str, Any]) -> TaskInfo:
+def decode_task(data: JSON) -> TaskInfo:
     if data.get("init_resreq") is None:
         data = {**data, "init_resreq": data["resreq"]}
         task = decode(TaskInfo, data)
@@ -117,7 +117,7 @@ def decode_task(data: dict[str, Any]) -> TaskInfo:
     return task
 
 
-def dump_cluster(state: ClusterIndex) -> dict[str, Any]:
+def dump_cluster(state: ClusterIndex) -> JSON:
     """The body of a cluster checkpoint."""
     return {
         "version": state.version,
@@ -140,7 +140,7 @@ def dump_cluster(state: ClusterIndex) -> dict[str, Any]:
     }
 
 
-def load_cluster(target: ClusterIndex, body: dict[str, Any]) -> None:
+def load_cluster(target: ClusterIndex, body: JSON) -> None:
     """Fill a fresh ``target`` from :func:`dump_cluster`'s output (raises CheckpointError)."""
     try:
         target.version = int(body["version"])

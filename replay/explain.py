@@ -12,18 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import yaml
 
 from projections.parsing import milli, units
 from replay.units import amount, cores, gib, humanize, number, percent, seconds
 from streams.events import DECISION_TYPES, EFFECT_TYPES, JSON, Event, format_time
+from streams.evidence import (
+    EvidenceDict,
+    PreemptEvidence,
+    PressureEvidence,
+    TdmBudgetEvidence,
+    allocate_evidence,
+    evidence_of,
+    faulty_oom_evidence,
+    memory_leak_evidence,
+    preempt_evidence,
+    pressure_evidence,
+    taint_evidence,
+    tdm_evidence,
+    untaint_evidence,
+)
 from streams.payloads import (
     REASON_CODES,
-    EvidenceDict,
-    PressureEvidence,
     TaintPayload,
+    as_bind,
     as_decision,
     as_effect,
     as_evict,
@@ -31,10 +45,6 @@ from streams.payloads import (
     as_taint,
     as_trigger,
     as_watch,
-    pressure_evidence,
-    taint_evidence,
-    tdm_evidence,
-    untaint_evidence,
 )
 
 
@@ -91,7 +101,7 @@ def _candidate_words(position: object, candidates: object) -> str:
     return f"it was candidate {position} of {candidates} (lowest priority, newest first)"
 
 
-def _budget_words(budget: Mapping[str, Any]) -> str:
+def _budget_words(budget: TdmBudgetEvidence) -> str:
     form = str(budget.get("form") or "none")
     value = budget.get("value")
     if form == "none":
@@ -103,11 +113,11 @@ def _budget_words(budget: Mapping[str, Any]) -> str:
 
 def _tdm_window_closed(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], tdm_evidence(d))
+    ev = tdm_evidence(d)
     window = str(ev.get("window") or "?")
     end = window.split("-", 1)[-1]
-    budget = cast(Mapping[str, Any], ev.get("budget") or {})
-    order = cast(Mapping[str, Any], ev.get("order") or {})
+    budget = ev.get("budget") or {}
+    order = ev.get("order") or {}
     period = ev.get("evict_period") or "?"
     closed = f" at {end}" if "-" in window else ""
     return (
@@ -119,14 +129,14 @@ def _tdm_window_closed(event: Event, cause: Event | None) -> str:
     )
 
 
-def _preemptor(ev: Mapping[str, Any]) -> str:
+def _preemptor(ev: PreemptEvidence) -> str:
     who = ev.get("preemptor") or ev.get("for")
     return f" for {who}" if who else ""
 
 
 def _tdm_preempt(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], d.get("evidence") or {})
+    ev = preempt_evidence(d)
     zone = ev.get("zone")
     where = f" in revocable zone {zone}" if zone else ""
     return (
@@ -138,7 +148,7 @@ def _tdm_preempt(event: Event, cause: Event | None) -> str:
 
 def _preempt(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], d.get("evidence") or {})
+    ev = preempt_evidence(d)
     return (
         f"{_pod(d)} was evicted from {d['node']} at {_at(event)} to make room{_preemptor(ev)}: "
         "a higher-priority pod could not be placed otherwise"
@@ -150,8 +160,8 @@ def _num(value: object) -> str:
 
 
 def _allocate(event: Event, cause: Event | None) -> str:
-    d = as_decision(event)
-    ev = cast(Mapping[str, Any], d.get("evidence") or {})
+    d = as_bind(event)
+    ev = allocate_evidence(d)
     feasible = ev.get("feasible", "?")
     gradient = "idle" if ev.get("gradient") == "idle" else "soon-to-be-free"
     return (
@@ -222,7 +232,7 @@ def _predicted(event: Event, cause: Event | None) -> str:
 
 def _faulty_oom(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], d.get("evidence") or {})
+    ev = faulty_oom_evidence(d)
     return (
         f"{_pod(d)} was evicted from {d['node']} at {_at(event)} because its last "
         f"{ev.get('oom_count_threshold', '?')} container terminations were all OOMKilled "
@@ -232,9 +242,9 @@ def _faulty_oom(event: Event, cause: Event | None) -> str:
 
 def _faulty_leak(event: Event, cause: Event | None) -> str:
     d = as_evict(event)
-    ev = cast(Mapping[str, Any], d.get("evidence") or {})
-    first = cast(Mapping[str, Any], ev.get("first") or {})
-    last = cast(Mapping[str, Any], ev.get("last") or {})
+    ev = memory_leak_evidence(d)
+    first = ev.get("first") or {}
+    last = ev.get("last") or {}
     return (
         f"{_pod(d)} was evicted from {d['node']} at {_at(event)} because its memory kept "
         f"growing: {gib(float(first.get('memory') or 0))} at {first.get('at')} to "
@@ -385,7 +395,7 @@ def answers(events: Iterable[Event], pod: str) -> list[Answer]:
                 ),
                 None,
             )
-        evidence = cast(Mapping[str, Any], d.get("evidence") or {})
+        evidence = evidence_of(d)
         found.append(
             Answer(
                 decision=event,
@@ -410,7 +420,7 @@ def answer_for(event: Event, records: Iterable[Event]) -> Answer:
         headline=headline(event, cause),
         cause=describe_cause(cause),
         outcome=describe_outcome(event, effect, None),
-        evidence=humanize(cast(Mapping[str, Any], d.get("evidence") or {})),
+        evidence=humanize(evidence_of(d)),
     )
 
 

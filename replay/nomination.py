@@ -13,13 +13,13 @@ away, or still standing at the end of the log — the same events the fold of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Iterable
 
 from replay.explain import Answer, describe_cause
 from replay.units import humanize
 from streams.events import JSON, Event, format_time
-from streams.payloads import as_decision, as_watch
+from streams.evidence import preempt_evidence
+from streams.payloads import as_decision, as_evict, as_watch
 
 __all__ = ["nomination_answers"]
 
@@ -72,7 +72,7 @@ def nomination_answers(events: Iterable[Event], pod: str) -> list[Answer]:
     for index, event in enumerate(records):
         if event.type != "decision.evict":
             continue
-        evidence = cast(Mapping[str, Any], as_decision(event).get("evidence") or {})
+        evidence = preempt_evidence(as_evict(event))
         preemptor, node = evidence.get("preemptor"), evidence.get("nominated")
         if not isinstance(preemptor, str) or not isinstance(node, str) or not node:
             continue
@@ -82,7 +82,7 @@ def nomination_answers(events: Iterable[Event], pod: str) -> list[Answer]:
     for (cause_id, preemptor, node), indexes in groups.items():
         first = records[indexes[0]]
         victims = [_victim(records[i]) for i in indexes]
-        evidence = cast(Mapping[str, Any], as_decision(first).get("evidence") or {})
+        evidence = preempt_evidence(as_evict(first))
         shown: JSON = {
             "nominated": node,
             "victims": victims,

@@ -12,15 +12,15 @@ The results are the same as the eager functions' (tests/replay/test_streamed.py)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, cast
 
 from replay.explain import Answer, describe_cause, describe_outcome, headline
 from replay.report import Day, collect
 from replay.units import humanize
 from replay.whynot import WhyNot, decided_by_cause
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
+from streams.evidence import evidence_of
 from streams.payloads import as_decision, as_watch
 
 
@@ -83,7 +83,7 @@ class WhyFold:
             if d.get("kind") == "evict":
                 later = (e for e in self._deleted.get(key, ()) if e.offset > event.offset)
                 gone = next(later, None)
-            evidence = cast(Mapping[str, Any], d.get("evidence") or {})
+            evidence = evidence_of(d)
             found.append(
                 Answer(
                     decision=event,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
 
 from controller.policy.engine import build_cycle
 from controller.policy.framework.nodes import allocate_check, predicate_nodes
@@ -35,12 +34,12 @@ from controller.policy.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
 from streams.events import DECISION_TYPES, Event, format_time
+from streams.evidence import pressure_evidence, tdm_evidence
 from streams.payloads import (
     as_decision,
     as_evict,
     as_node_sample,
     as_trigger,
-    pressure_evidence,
 )
 
 _TDM_KINDS = frozenset({"window-end", "evict-period"})
@@ -119,24 +118,20 @@ def _task_key(world: World, pod: str) -> str | None:
     return found[0] if found else None
 
 
-def _evidence(d: Mapping[str, Any]) -> Mapping[str, Any]:
-    return cast(Mapping[str, Any], d.get("evidence") or {})
-
-
 def _tdm_passed_over(world: World, trigger: Event, decided: list[Event], pod: str) -> list[str]:
     key = _task_key(world, pod)
     if key is None:
         return []
     task = world.cluster.tasks[key]
-    evicted = [as_decision(d) for d in decided if d.type == "decision.evict"]
+    evicted = [as_evict(d) for d in decided if d.type == "decision.evict"]
     if any(f"{d.get('namespace')}/{d.get('pod')}" == key for d in evicted):
         return []
-    same_job = [d for d in evicted if _evidence(d).get("job") == task.job]
+    same_job = [d for d in evicted if tdm_evidence(d).get("job") == task.job]
     if not same_job:
         return []
-    ev = cast(Mapping[str, Any], same_job[0].get("evidence") or {})
-    budget = cast(Mapping[str, Any], ev.get("budget") or {})
-    order = cast(Mapping[str, Any], ev.get("order") or {})
+    ev = tdm_evidence(same_job[0])
+    budget = ev.get("budget") or {}
+    order = ev.get("order") or {}
     chosen = ", ".join(f"{d.get('namespace')}/{d.get('pod')}" for d in same_job)
     form = budget.get("form") or "none"
     rule = "no budget annotation" if form == "none" else f"budget {form}={budget.get('value')}"

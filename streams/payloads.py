@@ -10,11 +10,9 @@ checks imported records against the same vocabularies, and readers turn an
 writes the same bytes and nothing is copied).
 
 A decision's ``evidence`` stays an open mapping (plugins explain themselves freely), but
-every evidence key another module *reads back* is declared in an evidence TypedDict
-(``total=False``: an imported record may lack any of them, so readers use ``.get``):
-:class:`PressureEvidence` (what :mod:`projections.pressure` and the metrics fold read),
-:class:`TdmEvidence` (the zone the decision history keys on), :class:`TaintEvidence`
-and :class:`UntaintEvidence`.
+every evidence another module *reads back* is declared in an evidence TypedDict, with its
+accessor, in :mod:`streams.evidence` (``PressureEvidence``, ``TdmEvidence``,
+``PreemptEvidence``, ``AllocateEvidence``…); this module re-exports them all.
 
 Kubernetes payloads (``k8s.watch``, ``metrics.*``) are declared by their envelopes only:
 :class:`WatchPayload` (resource, event, object), :class:`NodeSample` and
@@ -24,10 +22,41 @@ tide never builds models of API objects. Nothing else in tide annotates a bare
 ``dict[str, Any]``; ``tests/architecture/test_payload_types.py`` counts what remains.
 """
 
-from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from streams.events import JSON, Event
+from streams.evidence import AllocateEvidence as AllocateEvidence
+from streams.evidence import CooldownEvidence as CooldownEvidence
+from streams.evidence import DisruptionBudgetEvidence as DisruptionBudgetEvidence
+from streams.evidence import Evidence as Evidence
+from streams.evidence import EvidenceDict as EvidenceDict
+from streams.evidence import FaultyOomEvidence as FaultyOomEvidence
+from streams.evidence import HeldEvidence as HeldEvidence
+from streams.evidence import LeakSampleEvidence as LeakSampleEvidence
+from streams.evidence import LimitsEvidence as LimitsEvidence
+from streams.evidence import MemoryLeakEvidence as MemoryLeakEvidence
+from streams.evidence import PredictionEvidence as PredictionEvidence
+from streams.evidence import PreemptCandidateEvidence as PreemptCandidateEvidence
+from streams.evidence import PreemptEvidence as PreemptEvidence
+from streams.evidence import PressureEvidence as PressureEvidence
+from streams.evidence import ReserveEvidence as ReserveEvidence
+from streams.evidence import RoundEvidence as RoundEvidence
+from streams.evidence import SkippedJobEvidence as SkippedJobEvidence
+from streams.evidence import TaintEvidence as TaintEvidence
+from streams.evidence import TdmBudgetEvidence as TdmBudgetEvidence
+from streams.evidence import TdmEvidence as TdmEvidence
+from streams.evidence import TdmOrderEvidence as TdmOrderEvidence
+from streams.evidence import UntaintEvidence as UntaintEvidence
+from streams.evidence import VictimEvidence as VictimEvidence
+from streams.evidence import allocate_evidence as allocate_evidence
+from streams.evidence import evidence_of as evidence_of
+from streams.evidence import faulty_oom_evidence as faulty_oom_evidence
+from streams.evidence import memory_leak_evidence as memory_leak_evidence
+from streams.evidence import preempt_evidence as preempt_evidence
+from streams.evidence import pressure_evidence as pressure_evidence
+from streams.evidence import taint_evidence as taint_evidence
+from streams.evidence import tdm_evidence as tdm_evidence
+from streams.evidence import untaint_evidence as untaint_evidence
 
 # -- vocabularies ------------------------------------------------------------------------
 
@@ -75,12 +104,6 @@ REASON_CODES: frozenset[str] = frozenset(get_args(ReasonCode))
 DECISION_KINDS: frozenset[str] = frozenset(get_args(DecisionKind))
 TRIGGER_KINDS: frozenset[str] = frozenset(get_args(TriggerKind))
 TAINT_EFFECTS: frozenset[str] = frozenset(get_args(TaintEffect))
-
-Evidence = Mapping[str, object]
-"""A decision's evidence: open JSON; the keys others read are declared below."""
-
-EvidenceDict = dict[str, Any]
-"""A decision's evidence as its writer builds it (open JSON, filled key by key)."""
 
 RawObject = dict[str, Any]
 """A Kubernetes API object as the API server returns it (open JSON, read with ``.get``;
@@ -145,123 +168,6 @@ class TaintPayload(TypedDict):
 
 PodDecisionPayload = EvictPayload | BindPayload
 DecisionPayload = EvictPayload | BindPayload | TaintPayload
-
-
-# -- evidence that other modules read back --------------------------------------------------
-
-
-class VictimEvidence(TypedDict):
-    """A pressure victim's own numbers (``cpu_milli`` and ``memory`` are its usage)."""
-
-    qos: str
-    priority: int
-    cpu_milli: float
-    memory: float
-    started: str | None
-    oom_kills: int
-
-
-class ReserveEvidence(TypedDict):
-    """Room held for an LS pod's replacement until ``until`` (BE pods may not use it)."""
-
-    cpu_milli: float
-    memory: float
-    until: str
-
-
-class RoundEvidence(TypedDict):
-    """A pressure round: its plan, this batch, and when the next batch is due (or None)."""
-
-    id: str
-    resource: str
-    batch: int
-    batches: NotRequired[int]
-    plan: list[str]
-    next_at: str | None
-
-
-class CooldownEvidence(TypedDict):
-    """Until when no new round of ``resource`` may start, and what verifies the round."""
-
-    resource: str
-    until: str
-    seconds: float
-    factor: float
-    configured: float
-    threshold: float
-    margin: float
-    capacity: float
-
-
-class LimitsEvidence(TypedDict):
-    """The rate limits a pressure batch was chosen under."""
-
-    max_per_batch: int
-    max_per_minute: int
-    in_window: int
-
-
-class PredictionEvidence(TypedDict, total=False):
-    """A predictive round's forecast (the metrics fold judges it later)."""
-
-    current: float
-    baseline: float
-    baseline_at: str
-    trend_per_minute: float
-    predicted: float
-    prediction_window: float
-    trend_window: float
-    advance_threshold: float
-    target_percent: float
-    eta_seconds: float | None
-
-
-class PressureEvidence(TypedDict, total=False):
-    """The evidence keys of a pressure ``decision.evict`` that other modules read.
-
-    Written by ``controller.policy.pressure``; folded by :mod:`projections.pressure` (``round``,
-    ``cooldown``, ``taint_until``, ``reserve``, ``owner``) and by the metrics fold
-    (``victim``, ``round``, ``resource``, ``capacity``, ``prediction``).
-    """
-
-    pressure: float
-    threshold: float
-    streak: list[float]
-    level: float
-    resource: str
-    usage: float
-    capacity: float
-    target: float
-    round: RoundEvidence
-    cooldown: CooldownEvidence
-    limits: LimitsEvidence
-    victim: VictimEvidence
-    owner: str
-    taint_until: str
-    reserve: ReserveEvidence
-    prediction: PredictionEvidence
-
-
-class TdmEvidence(TypedDict, total=False):
-    """The evidence keys of a TDM eviction that other modules read (zone, window, job)."""
-
-    zone: str
-    window: str
-    job: str
-
-
-class TaintEvidence(TypedDict):
-    """A pressure ``decision.taint``: held until ``until``, for the ``evictions`` listed."""
-
-    until: str
-    evictions: list[str]
-
-
-class UntaintEvidence(TypedDict):
-    """A pressure ``decision.untaint``: the taint held since ``tainted_at`` until ``until``."""
-
-    tainted_at: str
-    until: str
 
 
 # -- Kubernetes payloads: the envelopes tide reads around raw objects ----------------------
@@ -454,23 +360,3 @@ def as_node_sample(event: Event) -> NodeSample:
 def as_pod_sample(event: Event) -> PodSample:
     """The payload of a ``metrics.pod`` record."""
     return cast(PodSample, event.data)
-
-
-def pressure_evidence(payload: EvictPayload) -> PressureEvidence:
-    """The read-back keys of a pressure eviction's evidence (``{}`` when it has none)."""
-    return cast(PressureEvidence, payload.get("evidence") or {})
-
-
-def tdm_evidence(payload: EvictPayload) -> TdmEvidence:
-    """The read-back keys of a TDM eviction's evidence (``{}`` when it has none)."""
-    return cast(TdmEvidence, payload.get("evidence") or {})
-
-
-def taint_evidence(payload: TaintPayload) -> TaintEvidence:
-    """The evidence of a pressure ``decision.taint``."""
-    return cast(TaintEvidence, payload.get("evidence") or {})
-
-
-def untaint_evidence(payload: TaintPayload) -> UntaintEvidence:
-    """The evidence of a pressure ``decision.untaint``."""
-    return cast(UntaintEvidence, payload.get("evidence") or {})

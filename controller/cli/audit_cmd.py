@@ -18,7 +18,7 @@ from replay.audit import select_decisions
 from replay.timeline import timeline, timeline_summary
 from streams.codec import decision_line
 from streams.events import parse_time
-from streams.payloads import DECISION_KINDS, REASON_CODES
+from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
 
@@ -116,7 +116,8 @@ def audit_summary(
     for e in records(log):
         types[e.type] += 1
         if e.type.startswith("decision."):
-            reasons[e.data.get("kind"), e.data.get("reason")] += 1
+            decision = as_decision(e)
+            reasons[decision.get("kind"), decision.get("reason")] += 1
     for name, count in sorted(types.items()):
         typer.echo(f"{name:18} {count}")
     for (kind, reason), count in sorted(reasons.items(), key=lambda kv: (str(kv[0]), kv[1])):

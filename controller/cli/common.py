@@ -10,7 +10,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar, cast
 
 import typer
 
@@ -25,16 +25,18 @@ from projections.store import resume_world
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.checkpoints import open_log_store
-from streams.events import Event
+from streams.events import JSON, Event
 from streams.gcpause import paused_gc
 from streams.log import LogError
+from streams.payloads import ConfigPayload, RawConfig
 from streams.recording import read_recording
 from streams.urls import is_recording_path, parse_log_url
 
 
-def _check_config(data: dict[str, Any]) -> None:
+def _check_config(data: JSON) -> None:
     """A ``config.applied`` is kept only when its configuration loads (as replay will)."""
-    config = data.get("config")
+    # validation ran the config.applied check before this rule: the payload has its shape
+    config = cast(ConfigPayload, data).get("config")
     if isinstance(config, dict):
         load_policy(config)  # ConfigError (a ValueError) names the key and the value
 
@@ -144,7 +146,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     warning is printed once on stderr.
     """
     files = [paths] if isinstance(paths, Path) else list(paths)
-    merged: dict[str, Any] = {}
+    merged: RawConfig = {}
     origin: dict[str, Path] = {}
     for path in files:
         inner = _read_config_file(path)
@@ -163,7 +165,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     return policy
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
+def _read_config_file(path: Path) -> RawConfig:
     """One configuration file's keys (a ConfigMap unwrapped, its notes printed), or exit."""
     try:
         raw = load_yaml(path) or {}

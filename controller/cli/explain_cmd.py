@@ -9,6 +9,7 @@ wrapper; the explanations themselves are built in :mod:`replay.explain` and
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -24,6 +25,7 @@ from replay.whatif import from_report
 from replay.whynot import why_not
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event
+from streams.payloads import as_decision, as_watch
 
 
 def why(events: list[Event], pod: str, *, as_json: bool) -> None:
@@ -45,7 +47,9 @@ def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
     fold = WhyFold(pod, decided)
     # what the nominations need: the decisions, the preemptions' causes, the pod's and
     # the nodes' deletions and bindings (a preemptor's outcome), in log order
-    causes = {e.cause for e in decided if e.cause and "preemptor" in e.data.get("evidence", {})}
+    causes = {
+        e.cause for e in decided if e.cause and "preemptor" in as_decision(e).get("evidence", {})
+    }
     name = pod.rsplit("/", 1)[-1]
     kept: list[Event] = []
     for event in folded(source, "audit why"):
@@ -64,10 +68,15 @@ def _watch_about(event: Event, name: str) -> bool:
     deleted."""
     if event.type != "k8s.watch":
         return False
-    resource = event.data.get("resource")
+    # the payload typed without a call per record (a TypedDict is the dict itself)
+    if TYPE_CHECKING:
+        data = as_watch(event)
+    else:
+        data = event.data
+    resource = data.get("resource")
     if resource == "nodes":
-        return event.data.get("event") == "DELETED"
-    meta = (event.data.get("object") or {}).get("metadata") or {}
+        return data.get("event") == "DELETED"
+    meta = (data.get("object") or {}).get("metadata") or {}
     return resource == "pods" and meta.get("name") == name
 
 

@@ -27,7 +27,7 @@ from projections.store import resume_world
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.checkpoints import open_log_store
-from streams.events import parse_time
+from streams.events import JSON, parse_time
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 
@@ -73,7 +73,7 @@ def _ready_count(job: JobInfo) -> int:
     return sum(1 for task in job.tasks.values() if task.status in _READY)
 
 
-def state_report(world: World) -> dict[str, Any]:
+def state_report(world: World) -> JSON:
     """The state as plain JSON, every list sorted (the ``--json`` document)."""
     cluster = world.cluster
     nodes = [
@@ -167,7 +167,7 @@ def _memory(resource: dict[str, float] | None) -> str:
     return f"{value:g}"
 
 
-def render(report: dict[str, Any], console: Console, *, limit: int = 50) -> None:
+def render(report: JSON, console: Console, *, limit: int = 50) -> None:
     """Print the report as rich tables, at most ``limit`` rows per table."""
 
     def rows(items: list[Any]) -> tuple[list[Any], int]:

@@ -60,6 +60,7 @@ from controller.policy.trigger_events import trigger_event
 from projections.behaviour import QUIET_TICK_SEEN
 from projections.world import World
 from streams.events import Event
+from streams.payloads import as_trigger
 
 #: trigger kinds that are written even when they decide nothing
 ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
@@ -172,7 +173,7 @@ class Step:
         boundary) or the trigger followed by its decisions. The driver writes them as one
         batch and passes them to :meth:`fold`.
         """
-        kind = trigger.data.get("kind")
+        kind = as_trigger(trigger).get("kind")
         is_tick = kind == "tick"
         if kind in ALWAYS_WRITTEN:
             self._last_tick_version = (False, -1)  # the zone changed: the next tick must run

@@ -20,6 +20,7 @@ from controller.policy.loader import load_policy
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import expand, frees_usage
 from streams.events import Event, format_time
+from streams.payloads import as_decision, as_evict, as_taint
 
 
 def _data(name: str) -> str:
@@ -28,13 +29,14 @@ def _data(name: str) -> str:
 
 def describe(decision: Event) -> str:
     """One readable timeline line for a decision."""
-    d = decision.data
+    d = as_decision(decision)
     ev = d.get("evidence") or {}
     when = format_time(decision.at)[11:19]
     if d.get("kind") in ("taint", "untaint"):
-        taint = d.get("taint") or {}
+        t = as_taint(decision)
+        taint = t.get("taint") or {}
         mark = f"{taint.get('key')}:{taint.get('effect')}"
-        return f"{when}  {d['kind']:7} {d.get('node')}  {mark}  ({d.get('reason')})"
+        return f"{when}  {t['kind']:7} {t.get('node')}  {mark}  ({t.get('reason')})"
     pod = f"{d.get('namespace')}/{d.get('pod')}"
     verb = "bind " if d.get("kind") == "bind" else "evict"
     where = "to" if d.get("kind") == "bind" else "from"
@@ -81,15 +83,19 @@ def run_demo(db: Path, *, echo: bool = True, behaviour: int | None = None) -> li
             day = date
             out(f"── {day} ──")
         out("  " + describe(decision))
-    counts = Counter(f"{d.data.get('kind')} {d.data.get('reason')}" for d in result.decisions)
+    counts = Counter(
+        f"{data.get('kind')} {data.get('reason')}"
+        for data in (as_decision(d) for d in result.decisions)
+    )
     out("\nsummary:")
     for key, count in sorted(counts.items()):
         out(f"  {count:4}  {key}")
     out(f"  {len(result.log.events)} records on the log, {result.sessions} sessions run\n")
-    evicted = next((d for d in result.decisions if d.data.get("kind") == "evict"), None)
+    evicted = next((d for d in result.decisions if as_decision(d).get("kind") == "evict"), None)
     out(f"the log is in {db}. Try:")
     if evicted is not None:
-        out(f"  tide audit why {evicted.data['namespace']}/{evicted.data['pod']} --log {db}")
+        pod = as_evict(evicted)
+        out(f"  tide audit why {pod['namespace']}/{pod['pod']} --log {db}")
     out(f"  tide audit decisions --log {db} --reason tdm-window-closed")
     out(f"  tide audit timeline --log {db} --node shared-0")
     out(f"  tide state --log {db} --at 2026-11-21T13:30:00Z")

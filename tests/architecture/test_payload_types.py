@@ -9,7 +9,10 @@ a reader asks for. This test counts what would undo that, per file, in the packa
   :data:`~streams.payloads.EvidenceDict`, any other JSON document a
   :data:`~streams.events.JSON`);
 * a payload read by string key on an untyped ``event.data`` (``x.data["k"]``,
-  ``x.data.get("k")``), or ``event.data`` bound to a name, which the reads then go through.
+  ``x.data.get("k")``), or ``event.data`` bound to a name, which the reads then go through;
+* a ``cast(Mapping[str, Any], …)``: a payload or its evidence made untyped again, so its
+  reads escape mypy (a decision's evidence has its TypedDict and accessor in
+  :mod:`streams.evidence`; shown as a whole it is :func:`~streams.evidence.evidence_of`).
   The one exception is the hot paths' typed binding without a call per record::
 
       if TYPE_CHECKING:
@@ -17,8 +20,8 @@ a reader asks for. This test counts what would undo that, per file, in the packa
       else:
           data = event.data
 
-Only the places in :data:`ALLOWED` (each with its reason) and :data:`PENDING` may hold
-any, and no more than listed, so the number cannot creep back.
+Only the places in :data:`ALLOWED` (each with its reason) may hold any, and exactly as
+many as listed, so the number cannot creep back.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ PACKAGES = ("controller", "projections", "replay", "streams")
 #: path -> (bare ``dict[str, Any]``, untyped payload reads) allowed there, and why
 ALLOWED: dict[str, tuple[int, int, str]] = {
     "streams/events.py": (1, 0, "defines JSON, the type of Event.data (any JSON object)"),
-    "streams/payloads.py": (3, 0, "defines EvidenceDict, RawObject and RawConfig"),
+    "streams/payloads.py": (2, 0, "defines RawObject and RawConfig"),
+    "streams/evidence.py": (1, 0, "defines EvidenceDict"),
     "streams/backends/kafka_client.py": (
         1,
         0,
@@ -53,20 +57,16 @@ ALLOWED: dict[str, tuple[int, int, str]] = {
         1,
         "compares the last config.applied payload as a whole; it reads no key",
     ),
-}
-
-#: files other changes of issue 30 are restructuring: typed after they land (at most these)
-PENDING: dict[str, tuple[int, int]] = {
-    "controller/cli/audit_cmd.py": (0, 2),
-    "controller/cli/common.py": (3, 0),
-    "controller/cli/explain_cmd.py": (0, 4),
-    "controller/cli/state_cmd.py": (2, 0),
-    "controller/drive/loop/live.py": (0, 3),
-    "controller/policy/framework/view_clones.py": (1, 0),
-    "controller/policy/step.py": (0, 2),
-    "controller/simulate/demo.py": (0, 6),
-    "projections/cluster.py": (6, 3),
-    "projections/snapshot.py": (9, 0),
+    "controller/policy/framework/view_clones.py": (
+        1,
+        0,
+        "the globals of the exec'd cloner (exec takes a dict[str, Any]): not a payload",
+    ),
+    "controller/policy/step.py": (
+        0,
+        1,
+        "a pressure Followup's own data, a FollowupData (typed): not an Event's payload",
+    ),
 }
 
 
@@ -85,6 +85,33 @@ def _is_bare_dict(node: ast.AST) -> bool:
         and isinstance(args.elts[1], ast.Name)
         and args.elts[1].id == "Any"
     )
+
+
+def _is_untyped_mapping(node: ast.AST) -> bool:
+    """``Mapping[str, Any]`` (``Mapping`` by name or as an attribute of its module)."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    value = node.value
+    name = value.id if isinstance(value, ast.Name) else getattr(value, "attr", None)
+    args = node.slice
+    return (
+        name == "Mapping"
+        and isinstance(args, ast.Tuple)
+        and len(args.elts) == 2
+        and isinstance(args.elts[0], ast.Name)
+        and args.elts[0].id == "str"
+        and isinstance(args.elts[1], ast.Name)
+        and args.elts[1].id == "Any"
+    )
+
+
+def _is_untyping_cast(node: ast.AST) -> bool:
+    """``cast(Mapping[str, Any], x)`` (or ``typing.cast``)."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name == "cast" and _is_untyped_mapping(node.args[0])
 
 
 def _is_data(node: ast.AST) -> bool:
@@ -140,6 +167,8 @@ def count(path: Path) -> tuple[int, int]:
             and id(node) not in typed
         ):
             reads += 1  # data = x.data, then data["key"]
+        elif _is_untyping_cast(node):
+            reads += 1  # cast(Mapping[str, Any], d.get("evidence") or {})
     return bare, reads
 
 
@@ -155,15 +184,10 @@ def counts() -> dict[str, tuple[int, int]]:
 
 
 def _unexpected(found: dict[str, tuple[int, int]]) -> dict[str, str]:
-    """The files whose counts are not what :data:`ALLOWED` / :data:`PENDING` say."""
+    """The files whose counts are not what :data:`ALLOWED` says."""
     wrong: dict[str, str] = {}
     for path in sorted(set(found) | set(ALLOWED)):
         n = found.get(path, (0, 0))
-        if path in PENDING:
-            most = PENDING[path]
-            if n[0] > most[0] or n[1] > most[1]:
-                wrong[path] = f"found {n}, at most {most} (pending)"
-            continue
         allowed = ALLOWED[path][:2] if path in ALLOWED else (0, 0)
         if n != allowed:  # fewer: take the allowance down too, so it cannot creep back
             wrong[path] = f"found {n}, allowed {allowed}"
@@ -199,6 +223,9 @@ def test_the_count_sees_each_form(tmp_path: Path) -> None:
         "    else:\n"
         "        data = event.data  # not counted: typed, without a call\n"
         "    whole = encode(event.data)  # not counted: the payload as a whole\n"
+        "    ev = cast(Mapping[str, Any], whole.get('evidence'))\n"
+        "    ev2 = typing.cast(abc.Mapping[str, Any], whole)\n"
+        "    typed = cast(TdmEvidence, whole)  # not counted: a declared type\n"
         "    return {}\n"
     )
-    assert count(path) == (2, 3)
+    assert count(path) == (2, 5)

@@ -6,27 +6,41 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+import yaml
 
 from controller.drive.effector.simulated import SimulatedCluster
 from controller.drive.triggers.plan import TICK
 from controller.policy.actions.allocate import REASON as ALLOCATE_REASON
+from controller.policy.loader import load_config
 from controller.policy.plugins.tdm.plugin import REASON_PREEMPT, REASON_WINDOW_CLOSED
 from controller.policy.plugins.tdm.schedule import EVICT_PERIOD_KIND as EVICT_PERIOD
 from controller.policy.plugins.tdm.schedule import RANKS, WINDOW_END, WINDOW_START
 from controller.policy.pressure.decisions import TAINT, TAINT_REASON
 from controller.policy.trigger_events import trigger_data
+from controller.simulate.runner import Simulation
+from controller.simulate.scenario import load_scenario
 from projections.pressure import BATCH_KIND, UNTAINT_KIND
 from streams import payloads as p
 from streams.events import make_event
 from streams.payloads import TAINT_EFFECTS
 from streams.validation import REASONS
+from tests.builders import T0
+from tests.controller.policy.pressure.harness import (
+    Loop,
+    node_event,
+    node_sample,
+    pod_event,
+    seconds,
+)
+from tests.controller.policy.pressure.harness import config as eviction_config
 
 GOLDEN = Path(__file__).resolve().parents[1] / "replay" / "golden"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LOGS = sorted(GOLDEN.glob("*.jsonl"))
 
 #: every reason code the code base writes, by where it is written
@@ -183,12 +197,93 @@ def test_taint_evidence_matches_its_type(type_: str, typed: Any) -> None:
         assert_matches(typed, data["evidence"], where)
 
 
+#: the TDM evidence keys written only when they apply (PodDisruptionBudgets, bad budgets)
+TDM_WHEN_THEY_APPLY = {"disruption_budgets", "skipped_jobs"}
+
+
 def test_tdm_evictions_name_their_zone() -> None:
     found = [d for _, _, t, d in RECORDS if t == "decision.evict" and d["source"] == "tdm"]
     assert found
     for data in found:
         assert isinstance(data["evidence"]["zone"], str)
-        assert set(p.TdmEvidence.__optional_keys__) <= set(data["evidence"])
+        declared = set(p.TdmEvidence.__optional_keys__)
+        assert declared - TDM_WHEN_THEY_APPLY <= set(data["evidence"])
+        assert set(data["evidence"]) <= declared
+
+
+#: reason code -> the evidence TypedDict of its decisions, and its parts' TypedDicts
+EVIDENCE: dict[str, tuple[Any, dict[str, Any]]] = {
+    "tdm-window-closed": (
+        p.TdmEvidence,
+        {"budget": p.TdmBudgetEvidence, "order": p.TdmOrderEvidence},
+    ),
+    "allocate": (p.AllocateEvidence, {}),
+    "faulty-memory-leak": (
+        p.MemoryLeakEvidence,
+        {"first": p.LeakSampleEvidence, "last": p.LeakSampleEvidence, **PRESSURE_PARTS},
+    ),
+}
+
+
+@pytest.mark.parametrize("reason", sorted(EVIDENCE))
+def test_the_evidence_written_matches_its_type(reason: str) -> None:
+    typed, parts = EVIDENCE[reason]
+    found = [(f"{log}:{n}", d) for log, n, _, d in RECORDS if d.get("reason") == reason]
+    assert found
+    for where, data in found:
+        evidence = data["evidence"]
+        assert_matches(typed, evidence, where)
+        for key, part in parts.items():
+            if key in evidence:
+                assert_matches(part, evidence[key], f"{where} evidence.{key}")
+
+
+def test_preempt_evidence_matches_its_type() -> None:
+    # no golden log holds a preemption: the example's (evictions for a pending preemptor)
+    events, _, until = load_scenario(EXAMPLES / "preempt-full-cluster.yaml")
+    raw = yaml.safe_load((EXAMPLES / "preempt-config.yaml").read_text())
+    sim = Simulation(load_config(raw))
+    sim.run(events, until=until)
+    found = [d for d in sim.result.decisions if d.data.get("reason") == "preempt"]
+    assert found
+    for decision in found:
+        assert_matches(p.PreemptEvidence, decision.data["evidence"], decision.id)
+        assert set(p.preempt_evidence(p.as_evict(decision))) >= {"preemptor", "nominated"}
+
+
+def test_faulty_oom_evidence_matches_its_type() -> None:
+    # no golden log holds a faulty-oom eviction: three OOM kills in a row
+    statuses: list[dict[str, Any]] = [
+        {
+            "name": "main",
+            "restartCount": n,
+            "state": {"running": {}},
+            "lastState": {
+                "terminated": {
+                    "reason": "OOMKilled",
+                    "containerID": f"f-{n}",
+                    "finishedAt": f"2026-11-21T19:{n:02}:00Z",
+                }
+            },
+        }
+        for n in (1, 2, 3)
+    ]
+    pods = [
+        pod_event("f", qos="BE", started=T0 - timedelta(hours=2), statuses=[status])
+        for status in statuses
+    ]
+    loop = Loop(eviction_config(predictiveEvict={"enabled": False}))
+    loop.run(
+        [node_event(), *pods, *(node_sample("n1", seconds(1 + i), cpu_cores=10) for i in range(3))]
+    )
+    (evicted,) = loop.evictions()
+    assert evicted.data["reason"] == "faulty-oom"
+    evidence = evicted.data["evidence"]
+    assert_matches(p.FaultyOomEvidence, evidence, evicted.id)
+    for key, typed in PRESSURE_PARTS.items():
+        if key in evidence:
+            assert_matches(typed, evidence[key], f"{evicted.id} evidence.{key}")
+    assert p.faulty_oom_evidence(p.as_evict(evicted)).get("oom_kills") == 3
 
 
 def test_the_literal_aliases_and_the_sets_agree() -> None:

@@ -58,6 +58,7 @@ from streams.chain import append_with_payloads
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.gcpause import FoldedHeap, freeze_folded, paused_gc
 from streams.log import EventLog
+from streams.payloads import as_decision, as_effect, as_trigger
 
 __all__ = ["LiveLoop"]
 
@@ -279,7 +280,7 @@ class LiveLoop:
                 )
             elif record.type in EFFECT_TYPES:
                 self.observer.effect(record)
-                data = record.data
+                data = as_effect(record)
                 logger.log(
                     logging.WARNING if record.type == "effect.failed" else logging.INFO,
                     "%s %s%s",
@@ -374,7 +375,7 @@ class LiveLoop:
                 await self._decide(record)
 
     def _trigger_order(self, trigger: Event) -> tuple[object, ...]:
-        name = str(trigger.data.get("trigger"))
+        name = str(as_trigger(trigger).get("trigger"))
         ranks = {s.name: s.rank for s in self.triggers.triggers.specs} if self.triggers else {}
         return (trigger.at, ranks.get(name, 0), name)
 
@@ -407,10 +408,11 @@ class LiveLoop:
 
 def _about(record: Event) -> str:
     """``evict batch/train-0`` / ``taint hot``: what a decision or outcome is about."""
-    data = record.data
+    if record.type in EFFECT_TYPES:  # an outcome names its target (validation requires it)
+        effect = as_effect(record)
+        return f"{effect.get('kind') or record.type} {effect['target']}"
+    data = as_decision(record)
     kind = str(data.get("kind") or record.type.removeprefix("decision."))
-    if "target" in data:
-        return f"{kind} {data['target']}"
     if "pod" in data:
         return f"{kind} {data.get('namespace')}/{data.get('pod')}"
     return f"{kind} {data.get('node', '')}".rstrip()
