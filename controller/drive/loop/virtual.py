@@ -76,6 +76,15 @@ class EncodedObserver(Protocol):
         payload's own key order (a :class:`Fed` input's)."""
 
 
+@runtime_checkable
+class DueChecker(Protocol):
+    """An effector whose later effects are checked again when due (the simulated cluster:
+    a bound pod deleted before it starts does not start)."""
+
+    def due(self, record: Event) -> Event | None:
+        """The later effect ``record`` when its time comes: the record to write, or None."""
+
+
 L = TypeVar("L", bound=SyncLog)
 
 
@@ -178,6 +187,7 @@ class VirtualLoop(Generic[L]):
         self._observe_encoded = (
             effector.observe_encoded if isinstance(effector, EncodedObserver) else None
         )
+        self._due = effector.due if isinstance(effector, DueChecker) else None
 
     def feed(self, inputs: Iterator[Event | Fed], *, slack: timedelta) -> datetime | None:
         """Take inputs lazily from ``inputs`` (in time order, at most ``slack`` out of
@@ -274,6 +284,11 @@ class VirtualLoop(Generic[L]):
             if next_item == now:
                 _, rank, _, item = heapq.heappop(self._queue)
                 record, payload = item.unpack() if isinstance(item, _Packed) else (item, None)
+                if rank == _EFFECT and self._due is not None:
+                    checked = self._due(record)
+                    if checked is None:
+                        continue
+                    record = checked
                 if rank == _INPUT and self.prepare is not None:
                     prepared = self.prepare(record)
                     if prepared is None:
