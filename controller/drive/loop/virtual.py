@@ -6,8 +6,9 @@ effects due, triggers, follow-ups — then by a sequence number, so a run is a p
 of its inputs and configuration. Each record goes through the step; what the step says to
 write is appended to the log (one batch per trigger with its decisions) and folded back;
 every written decision goes to the effector once, whose immediate outcome is written at
-once and whose later effects join the heap. The clock only moves forward, to each item's
-time.
+once and whose later effects join the heap (an effector that checks them again when due,
+:class:`DueChecker`, may drop or rebuild each then). The clock only moves forward, to each
+item's time.
 
 An input is written first, then folded and decided
 (:meth:`~controller.policy.step.Step.on_input`), its decisions written next: the run's
