@@ -75,6 +75,7 @@ from projections.objects import (
     queue_from,
     reset_placeholder,
 )
+from projections.overcommit import negative
 from projections.ownership import derive, forms_job, rules_of
 from projections.pods import GROUP_NAME, task_from_pod
 from streams.events import Event
@@ -206,6 +207,8 @@ class ClusterState(ClusterIndex, BaseProjection):
                 node.ready, node.placeholder = False, True
             else:
                 del self.nodes[name]
+            if name in self.overcommit.open:
+                self.overcommit.check(node, self.position)  # gone: nothing to compare with
             return True
         inputs = node_inputs(obj)
         if node is not None and self._node_inputs.get(name) == inputs:
@@ -213,7 +216,10 @@ class ClusterState(ClusterIndex, BaseProjection):
             # recomputes (node accounting moves it by sums that may round differently).
             before = node.idle
             node.idle = node.allocatable.clone().sub(node.used)
-            return True if node.idle != before else _UNSEEN
+            if node.idle == before:
+                return _UNSEEN
+            self._room_changed(node)
+            return True
         if node is None:
             node = self.nodes[name] = new_node(name)
             apply_node(node, obj)
@@ -222,7 +228,13 @@ class ClusterState(ClusterIndex, BaseProjection):
         before_seen = _seen(node)
         apply_node(node, obj)
         self._node_inputs[name] = inputs
+        self._room_changed(node)
         return True if _seen(node) != before_seen else _UNSEEN
+
+    def _room_changed(self, node: NodeInfo) -> None:
+        """A Node update moved its room: over (or no longer) its allocatable?"""
+        if node.name in self.overcommit.open or negative(node.idle):
+            self.overcommit.check(node, self.position)
 
     def _on_podgroup(self, kind: str, obj: RawObject) -> bool:
         meta = obj["metadata"]

@@ -22,7 +22,15 @@ from typing import Any
 
 from projections.accounting import Overlay, node_add, node_remove
 from projections.affinitypods import AffinityPods
-from projections.model import COMPLETED_STATUSES, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from projections.model import (
+    COMPLETED_STATUSES,
+    MIN_RESOURCE,
+    JobInfo,
+    NodeInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
 from projections.objects import (
     BUILTIN_PRIORITY_CLASSES,
     apply_implicit,
@@ -30,6 +38,7 @@ from projections.objects import (
     new_node,
     reset_placeholder,
 )
+from projections.overcommit import OvercommitWatch, negative
 from projections.ownership import LEGACY, Rules, derive, derives, forms_job
 from projections.pods import GROUP_NAME
 from projections.preemptindex import PreemptIndex
@@ -37,6 +46,7 @@ from projections.queuetotals import QueueTotals
 from projections.zonetasks import ZoneTasks
 
 _PENDING = TaskStatus.PENDING
+_LEAST = -MIN_RESOURCE  # below this, a dimension of a node's idle is over-committed
 
 
 class ClusterIndex:
@@ -49,6 +59,9 @@ class ClusterIndex:
     ``skipped``, ``rules``.
     No raw API objects are kept: the simulated cluster keeps its own, as an API server would.
     """
+
+    #: the offset of the record being folded (the fold's, :class:`projections.base.BaseProjection`)
+    position: int
 
     def __init__(self) -> None:
         super().__init__()
@@ -77,6 +90,9 @@ class ClusterIndex:
         self.preempt_index = PreemptIndex()
         #: the tasks with a pod (anti-)affinity section, told of every task (affinitypods.py)
         self.affinity_pods = AffinityPods()
+        #: nodes whose requests exceed their allocatable, told where accounting changes
+        #: (overcommit.py; the offset is :attr:`position`, the record being folded)
+        self.overcommit = OvercommitWatch()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -104,6 +120,14 @@ class ClusterIndex:
             node_add(node, task, key)
             self.zone_tasks.touch_task(node.name, key)
             self.preempt_index.touch(node.name)
+            # over only if this task took it there: its cpu, memory or scalars (cheap first)
+            idle = node.idle
+            if (
+                idle.milli_cpu < _LEAST
+                or idle.memory < _LEAST
+                or (task.resreq.scalars and negative(idle))
+            ):
+                self.overcommit.check(node, self.position)
 
     def _unplace(self, task: TaskInfo, key: str) -> None:
         self.pending.pop(key, None)
@@ -112,6 +136,8 @@ class ClusterIndex:
             node_remove(node, task, key)
             self.zone_tasks.touch_task(node.name, key)
             self.preempt_index.touch(node.name)
+            if self.overcommit.open and node.name in self.overcommit.open:
+                self.overcommit.check(node, self.position)
             if node.placeholder and not node.tasks:
                 del self.nodes[node.name]
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from controller.policy.loader import load_policy
 from projections.parsing import milli, units
 from replay.explain import answer_for
+from replay.overcommit import OvercommitFold
 from streams.events import DECISION_TYPES, Event, format_time
 from streams.payloads import as_config, as_decision, as_node_sample, as_trigger, as_watch
 
@@ -53,6 +54,8 @@ class Day:
     thresholds: dict[str, float]
     start: datetime
     end: datetime
+    #: the over-commit invariant's findings (:meth:`replay.overcommit.OvercommitFold.lines`)
+    overcommit: list[str] = field(default_factory=list)
 
 
 def collect(
@@ -69,7 +72,9 @@ def collect(
     decisions: list[Event] = []
     config = None
     first = last = None
+    overcommit = OvercommitFold()
     for event in events:
+        overcommit.apply(event)  # the whole log: a node's room depends on all before
         if (since and event.at < since) or (until and event.at > until):
             if event.type == "config.applied":
                 config = as_config(event).get("config")
@@ -121,7 +126,7 @@ def collect(
         thresholds = {r: eviction.resource(r).evict_threshold for r in ("cpu", "memory")}
     chosen = {n: nodes[n] for n in sorted(nodes) if not only or n in only}
     start = first or datetime(1970, 1, 1, tzinfo=UTC)
-    return Day(chosen, decisions, thresholds, start, last or start)
+    return Day(chosen, decisions, thresholds, start, last or start, overcommit.lines())
 
 
 def series(day: Day, node: str) -> list[list[str]]:
@@ -254,8 +259,20 @@ body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 .threshold{stroke-dasharray:6 4;stroke-width:1}.threshold.cpu{stroke:#1f77b4}
 .threshold.mem{stroke:#17becf}table{border-collapse:collapse;margin:8px 0 24px}
 td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;vertical-align:top}
-.legend span{font-size:16px}
+.legend span{font-size:16px}.over{color:#b00020}
 """
+
+
+def _overcommit(day: Day) -> list[str]:
+    """The over-commit section, only when a node was over its allocatable."""
+    if not day.overcommit:
+        return []
+    head, *rows = day.overcommit
+    items = "".join(f"<li>{html.escape(row.strip())}</li>" for row in rows)
+    return [
+        "<h2 class='over'>Nodes over their allocatable</h2>",
+        f"<p class='over'>{html.escape(head)}</p><ul>{items}</ul>",
+    ]
 
 
 def render(
@@ -273,6 +290,7 @@ def render(
         "binds</b>, <b style='color:#ff7f0e'>taints</b> (hover for why).</p>",
         "<h2>Decisions per reason per hour</h2>",
         _reason_chart(day),
+        *_overcommit(day),
         *extra,
     ]
     for node in day.nodes.values():

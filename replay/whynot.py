@@ -12,27 +12,29 @@ controller saw there. Along one fold it notes, for the pod asked about:
   down from an earlier round (no new round may start during the cooldown), when the pod
   was a candidate there (a live BE pod not evicted before), and each pressure round that planned it
   without evicting it (batch limit, or enough freed);
+* every time it waited (:mod:`replay.waiting`), whether it was later bound, deleted or
+  is still pending: at each written scheduling session while it was Pending, the same
+  predicates question as below, compressed into stretches of time with the same reason;
 * at the end, if the pod is still pending: a scheduling session opened on the final
   state, whose allocate predicates are run over every node (which failed, on how many
   nodes), with the queue and gang minimum of its job.
 
 Cost: one fold of the whole log (the same work as ``tide state``) plus one session at
-the end; nothing is written.
+the end, and one at a written session while the pod waits when what sessions see changed
+since the last one asked; nothing is written.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
-from controller.policy.engine import build_cycle
-from controller.policy.framework.nodes import allocate_check, predicate_nodes
-from controller.policy.framework.session import open_session
 from controller.policy.loader import Policy, load_policy
 from controller.policy.pressure.candidates import PRESSURE_QOS, evictable
 from controller.policy.pressure.inputs import node_numbers
 from projections.world import World
 from replay.units import percent
+from replay.waiting import WaitFold, pending_reason
 from streams.events import DECISION_TYPES, Event, format_time
 from streams.evidence import pressure_evidence, tdm_evidence
 from streams.payloads import (
@@ -90,6 +92,8 @@ class WhyNot:
         self._policy: Policy | None = None
         self._policy_key: int | None = None
         self._cooling_said: set[tuple[str, str]] = set()
+        #: the pod's pending time, explained session by session (replay/waiting.py)
+        self.waits = WaitFold(pod)
 
     def feed(self, event: Event) -> None:
         """Fold one record, noting what it passed over."""
@@ -97,7 +101,9 @@ class WhyNot:
         self.last = event
         if event.type == "trigger.fired" and as_trigger(event).get("kind") in _TDM_KINDS:
             self.out += _tdm_passed_over(world, event, self.decided.get(event.id, []), pod)
+        self.waits.before(world, event)
         world.apply(event)
+        self.waits.after(world, event, self.decided.get(event.id, []))
         if event.type == "metrics.node":
             if self._policy is None or self._policy_key != id(world.config):
                 self._policy = load_policy(world.config or {})
@@ -106,8 +112,9 @@ class WhyNot:
             self.out += _planned_not_evicted(event, self.decided.get(event.id, []), pod)
 
     def finish(self) -> list[str]:
-        """The sentences, ending with why the pod is pending (if it is)."""
-        return self.out + _pending(self.world, self.last, self.pod)
+        """The sentences, then why the pod waited (each wait, stretch by stretch), ending
+        with why it is pending (if it is)."""
+        return self.out + self.waits.lines() + _pending(self.world, self.last, self.pod)
 
 
 def _task_key(world: World, pod: str) -> str | None:
@@ -211,33 +218,6 @@ def _pending(world: World, last: Event | None, pod: str) -> list[str]:
     policy = load_policy(world.config or {})
     if policy.config is None:
         return [f"{key} is pending: no scheduler configuration is in force, so no session runs"]
-    task = cluster.pending[key]
-    trigger = Event(
-        type="trigger.fired",
-        at=last.at,
-        id="audit-why",
-        data={"trigger": "audit-why", "kind": "tick", "scheduled": format_time(last.at)},
-    )
-    built = build_cycle(policy.config)
-    ssn = open_session(
-        world, trigger, tiers=policy.config.tiers, plugins=built.plugins, ctx=built.ctx
-    )
-    try:
-        result = predicate_nodes(ssn, task, allocate_check(ssn), move_cursor=False)
-        job = ssn.jobs.lookup(task.job) if task.job else None
-    finally:
-        ssn.close()
-    reasons = Counter(err.reason for err in result.errors.values())
-    failed = "; ".join(f"{why} on {n} node(s)" for why, n in sorted(reasons.items()))
-    nodes = len(result.errors) + len(result.feasible)
-    text = f"{key} is pending at {format_time(last.at)}: "
-    if result.feasible and not result.errors:
-        text += f"all {nodes} node(s) would fit it now"
-    else:
-        text += f"{len(result.errors)} of {nodes} node(s) fail the predicates ({failed})"
-        if result.feasible:
-            text += f"; {len(result.feasible)} would fit"
-    if job is not None:
-        text += f"; job {job.id} in queue {job.queue} needs at least {job.min_available} pod(s)"
-        text += " placed together (gang minimum)"
-    return [text]
+    return [
+        f"{key} is pending at {format_time(last.at)}: {pending_reason(world, key, last.at, policy)}"
+    ]

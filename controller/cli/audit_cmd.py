@@ -15,6 +15,7 @@ from controller.cli.common import fail
 from controller.cli.reading import decisions, records
 from controller.drive.settings import DEFAULT_LOG
 from replay.audit import select_decisions
+from replay.overcommit import OvercommitFold
 from replay.timeline import timeline, timeline_summary
 from streams.codec import decision_line
 from streams.events import parse_time
@@ -110,11 +111,14 @@ def audit_metrics(
 def audit_summary(
     log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
 ) -> None:
-    """Counts of records and decisions by type and reason."""
+    """Counts of records and decisions by type and reason; any node that was over its
+    allocatable (the over-commit invariant), with when and by how much."""
     types: Counter[str] = Counter()
     reasons: Counter[tuple[Any, Any]] = Counter()
+    overcommit = OvercommitFold()
     for e in records(log):
         types[e.type] += 1
+        overcommit.apply(e)
         if e.type.startswith("decision."):
             decision = as_decision(e)
             reasons[decision.get("kind"), decision.get("reason")] += 1
@@ -122,6 +126,8 @@ def audit_summary(
         typer.echo(f"{name:18} {count}")
     for (kind, reason), count in sorted(reasons.items(), key=lambda kv: (str(kv[0]), kv[1])):
         typer.echo(f"  {kind} {reason}: {count}")
+    for line in overcommit.lines():
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,9 @@ Folds a log (any ``open_log`` URL or ``.db`` path) up to ``--offset N`` (records
 < N) or ``--at TIME`` (every record whose ``at`` ≤ TIME), then prints the nodes (zone,
 Ready, allocatable, idle, task count), the tasks by status, the jobs (min available, ready
 count, budget, queue) and the queues: rich tables by default, or one deterministic JSON
-document (sorted keys and rows) with ``--json``.
+document (sorted keys and rows) with ``--json``. A node whose bound requests exceed its
+allocatable is named with its excess (``overcommitted`` in the JSON, present only then;
+:mod:`projections.overcommit`), never left to read as negative idle.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from controller.cli.progress import Progress
 from controller.drive.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
+from projections.overcommit import amount
+from projections.overcommit import current as overcommitted
 from projections.store import resume_world
 from projections.world import World
 from streams.backends import open_log
@@ -142,6 +146,9 @@ def state_report(world: World) -> JSON:
         }
         for name, queue in sorted(cluster.queues.items())
     ]
+    over = overcommitted(cluster.nodes.values())
+    # the over-commit invariant broken: said (and only then), not left as negative room
+    found = [{"node": name, "excess": excess} for name, excess in over]
     return {
         "position": world.position,
         "version": cluster.version,
@@ -150,6 +157,7 @@ def state_report(world: World) -> JSON:
         "tasks": {"by_status": by_status, "items": tasks},
         "jobs": jobs,
         "queues": queues,
+        **({"overcommitted": found} if found else {}),
     }
 
 
@@ -202,6 +210,11 @@ def render(report: JSON, console: Console, *, limit: int = 50) -> None:
     console.print(nodes)
     if more:
         console.print(f"… and {more} more nodes")
+    for over in report.get("overcommitted", []):
+        console.print(
+            f"[bold red]over-committed[/] {over['node']}: bound requests exceed allocatable"
+            f" by {amount(over['excess'])}"
+        )
     statuses = Table(title="Tasks by status")
     statuses.add_column("status")
     statuses.add_column("tasks", justify="right")

@@ -183,6 +183,9 @@ class _Watched:
     def apply(self, decision: Event) -> Effects:
         return self.cluster.apply(decision)
 
+    def due(self, record: Event) -> Event | None:
+        return self.cluster.due(record)
+
 
 def save_log(
     url: str,

@@ -6,8 +6,9 @@ effects due, triggers, follow-ups — then by a sequence number, so a run is a p
 of its inputs and configuration. Each record goes through the step; what the step says to
 write is appended to the log (one batch per trigger with its decisions) and folded back;
 every written decision goes to the effector once, whose immediate outcome is written at
-once and whose later effects join the heap. The clock only moves forward, to each item's
-time.
+once and whose later effects join the heap (an effector that checks them again when due,
+:class:`DueChecker`, may drop or rebuild each then). The clock only moves forward, to each
+item's time.
 
 An input is written first, then folded and decided
 (:meth:`~controller.policy.step.Step.on_input`), its decisions written next: the run's
@@ -74,6 +75,15 @@ class EncodedObserver(Protocol):
     def observe_encoded(self, record: Event, payload: bytes) -> None:
         """``observe(record)``; ``payload`` is its payload's canonical bytes, also the
         payload's own key order (a :class:`Fed` input's)."""
+
+
+@runtime_checkable
+class DueChecker(Protocol):
+    """An effector whose later effects are checked again when due (the simulated cluster:
+    a bound pod deleted before it starts does not start)."""
+
+    def due(self, record: Event) -> Event | None:
+        """The later effect ``record`` when its time comes: the record to write, or None."""
 
 
 L = TypeVar("L", bound=SyncLog)
@@ -178,6 +188,7 @@ class VirtualLoop(Generic[L]):
         self._observe_encoded = (
             effector.observe_encoded if isinstance(effector, EncodedObserver) else None
         )
+        self._due = effector.due if isinstance(effector, DueChecker) else None
 
     def feed(self, inputs: Iterator[Event | Fed], *, slack: timedelta) -> datetime | None:
         """Take inputs lazily from ``inputs`` (in time order, at most ``slack`` out of
@@ -274,6 +285,11 @@ class VirtualLoop(Generic[L]):
             if next_item == now:
                 _, rank, _, item = heapq.heappop(self._queue)
                 record, payload = item.unpack() if isinstance(item, _Packed) else (item, None)
+                if rank == _EFFECT and self._due is not None:
+                    checked = self._due(record)
+                    if checked is None:
+                        continue
+                    record = checked
                 if rank == _INPUT and self.prepare is not None:
                     prepared = self.prepare(record)
                     if prepared is None:
