@@ -59,6 +59,9 @@ class Heard:
     def record(self, event: Event) -> None:
         self.calls["records"] += 1
 
+    def stale_metrics(self, lines: list[str]) -> None:
+        self.calls["stale_metrics"] += bool(lines)
+
 
 async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) -> None:
     config: dict[str, Any] = copy.deepcopy(CONFIG)

@@ -239,10 +239,14 @@ class LiveLoop:
     async def _readiness(self, recorder: Recorder) -> None:
         restarts: dict[str, int] = {}
         ready = False
+        ticks = 0
         while True:
             if recorder.ready != ready:
                 ready = recorder.ready
                 self.observer.ready(ready)
+            ticks += 1
+            if recorder.metrics is not None and ticks % 10 == 1:  # once a second
+                self.observer.stale_metrics(recorder.metrics.report())
             for source in recorder.sources:
                 state = source.state  # every watch or list after the first is a restart
                 count = max(0, state.watches - 1) + max(0, state.lists - 1)

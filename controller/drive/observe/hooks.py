@@ -39,6 +39,9 @@ class LiveObserver(Protocol):
         """Any record was appended (decisions and outcomes too, after ``decided`` /
         ``effect``): the koordlet gauges fold watch events and metric samples."""
 
+    def stale_metrics(self, lines: list[str]) -> None:
+        """``/readyz``'s lines about stale node samples (empty: every one is fresh)."""
+
 
 class NoObserver:
     """Ignores everything (the default observer)."""
@@ -66,3 +69,6 @@ class NoObserver:
 
     def record(self, event: Event) -> None:
         del event
+
+    def stale_metrics(self, lines: list[str]) -> None:
+        del lines

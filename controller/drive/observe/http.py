@@ -59,9 +59,10 @@ async def serve(
 
     async def readyz(request: web.Request) -> web.Response:
         del request
+        notes = "".join(f"{line}\n" for line in observer.notes)  # stale node metrics
         if observer.is_ready:
-            return web.Response(text="ready\n")
-        return web.Response(status=503, text="not ready\n")
+            return web.Response(text="ready\n" + notes)
+        return web.Response(status=503, text="not ready\n" + notes)
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)

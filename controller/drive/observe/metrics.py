@@ -94,6 +94,8 @@ class PrometheusObserver:
         self.evictions = EvictionMetrics()
         reg.register(MetricsCollector(self.evictions, zeros=True))
         self.is_ready = False
+        #: what ``/readyz`` adds about stale node samples (:meth:`stale_metrics`)
+        self.notes: list[str] = []
         for kind in sorted(DECISION_KINDS):
             for reason in sorted(REASON_CODES):
                 self.decisions.labels(kind=kind, reason=reason, source="")
@@ -139,6 +141,10 @@ class PrometheusObserver:
     def leader(self, leading: bool) -> None:
         """Set the leader gauge."""
         self.leading.set(1 if leading else 0)
+
+    def stale_metrics(self, lines: list[str]) -> None:
+        """Keep the lines ``/readyz`` adds about stale node samples."""
+        self.notes = list(lines)
 
     def ready(self, ready: bool) -> None:
         """Set the readiness gauge (and what ``/readyz`` answers)."""
