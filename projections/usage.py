@@ -53,6 +53,9 @@ from streams.payloads import (
     as_watch,
 )
 
+#: the checkpoint format: 2 since the nodes' own sample times are kept (a format-1
+#: checkpoint lacks them, so it is refused and the projection refolded)
+FORMAT = 2
 DEFAULT_HORIZON = timedelta(hours=2)
 DEFAULT_MAX_SAMPLES = 1440
 DEFAULT_METRICS_PERIOD = timedelta(minutes=5)
@@ -426,19 +429,18 @@ class UsageState(BaseProjection):
             "node_fresh": {k: list(self.node_fresh[k]) for k in sorted(self.node_fresh)},
             "node_stale": {k: self.node_stale[k] for k in sorted(self.node_stale)},
         }
-        return encode_state(self.name, self.position, body)
+        return encode_state(self.name, self.position, body, fmt=FORMAT)
 
     def load(self, state: bytes) -> None:
-        position, body = decode_state(self.name, state)
+        position, body = decode_state(self.name, state, fmt=FORMAT)
         self.horizon = timedelta(seconds=body["horizon"])
         self.max_samples = int(body["max_samples"])
         self.metrics_period = timedelta(seconds=body["metrics_period"])
         self.pods_since = body["pods_since"]
         self.nodes = {k: Series.from_json(v) for k, v in body["nodes"].items()}
         self.pods = {k: Series.from_json(v) for k, v in body["pods"].items()}
-        # a checkpoint written before samples' own times were kept holds neither
         self.node_fresh = {
-            k: Freshness(float(v[0]), float(v[1])) for k, v in body.get("node_fresh", {}).items()
+            k: Freshness(float(v[0]), float(v[1])) for k, v in body["node_fresh"].items()
         }
-        self.node_stale = {k: [float(t) for t in v] for k, v in body.get("node_stale", {}).items()}
+        self.node_stale = {k: [float(t) for t in v] for k, v in body["node_stale"].items()}
         self.position = position

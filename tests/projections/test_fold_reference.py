@@ -7,6 +7,13 @@ it folds. For each golden log this pins a digest of ``World.dump()`` after every
 (main, before those optimisations) and are never recomputed by the code under test: a
 deliberate change of what the fold keeps updates them and says why here.
 
+Changed on purpose since (issue 25 item 8, behaviour level 4 ``stale-metrics``): the
+``usage`` projection keeps each node's newest sample's own time and the points that were
+stale when recorded (``node_fresh``, ``node_stale`` in its dump), so every digest moved;
+with those two keys left out of the usage dump, the fold of every golden log still gives
+exactly the values of 9e58ba5. ``demo-v5.jsonl`` and ``stale-metrics.jsonl`` were added
+then, pinned by that tide.
+
 The same values are required of the fold from SQLite (the log imported, then read a page
 at a time by :class:`streams.paging.LogReader`, as ``tide replay`` and ``tide state`` read
 it), so the decode of stored rows is held to the decode of lines.
@@ -34,48 +41,56 @@ EVERY = 50
 #: golden log -> (digest of the final dump, digest of the dumps every EVERY records)
 PINNED = {
     "allocate-gang.jsonl": (
-        "6ec331a6932e1023cbc986bf0da6fab954bb3c9fc62588cb37c2d0e1c6f94532",
-        "b85defdbb5152e61e93e2cfc22a13b3dd598716ae613136887e735e077a05985",
+        "59e6e94ef1058000b7d5b29e4d44464f9d91c08c26f1339f3bf72f922532f813",
+        "fb2cadbe1f423c982cfbe3d8f1cb4c952b4d520282bc76f1adc562da01c4903d",
     ),
     "demo-level2.jsonl": (
-        "aa814f2c0fbb7c4ecbc84ef1f9e799d20608453044db6a3035cb7a3f4ff80fa0",
-        "e68fbbcc1baba8a39e8898d96dc7536e0d524a03708f01433ca6636b5912ffc0",
+        "11171cdc3586e6001e7e2e181054c7ad5d97e6783cd04587508585bc8ac81cb1",
+        "e253eeaea1d7e50e1a8d4c40c41273b04a929382e2ef535c3fbe708a8c66b4e1",
     ),
     "demo-v2.jsonl": (
-        "4fe247afd1c3f59794824d8914e3a439dbeb3ade4bb72456426d1d6a01484acc",
-        "8ddc3af207a2349ed661f19c58f7e4fede0f4af84e79a4e5579663813ad6ea7c",
+        "5e76334a2c85c893da6f3b6a9fc1eb2b8bbb323da13da6898d58e59abfe474fa",
+        "d75956838e7fff95b7bfb7aab7f89148eed6a4450facc9364d95fcf22339a362",
     ),
     "demo-v3.jsonl": (
-        "20661a8e8a9b8b0f6e7b3b180c85e3c8769420ee687394b49d9439d8c81d0ab0",
-        "0affebe36cd505ba9207d3ec39a4274913d922f3d550a2f763536f0d081f264c",
+        "1d143cdf014942c328a9521b72705f33f369f6944c8ab4c91be47fbf78a0a06d",
+        "29652b30e80fe1bace27b46cb328c93ef39fd37bafd6ec234cacbbe8097e748b",
     ),
     "demo-v4.jsonl": (
-        "aef0ee2723a2041a9a745dfc146e1b6017224549ee219ef44fc0db9b49bb43ea",
-        "e82603f20ddc577d0efeff7531fced1e6eb4981d502239336c7af296238a6649",
+        "1fb0876d5c63ec6aa09bc45fb16bee9663f28ef5293bb10d9871829fcfd1013b",
+        "bcb9a479a6c82c865dd5b430076addbe2128b1fa7a2b3244e579f9e40ef4a43c",
+    ),
+    "demo-v5.jsonl": (
+        "9d015a6f554a18d18291dea1a1d7a32b16f16f23a03edc61465a203073e7573d",
+        "8c653f1f0d664710319421ba3487817a33d57d24dab2a0fbe66b6fe09a56f0a5",
     ),
     "demo.jsonl": (
-        "03d14fae40b74cd73fb35c3b835702b104e84577a5466934d5f6f62e2e15c144",
-        "aef962cc2b71dc2b81e50fecba676779e6f205cbca44da378e490bf1cf159c5a",
+        "cd23d80c3ce43554319db34615493c51cc191ebd48938759094f753711314808",
+        "a648c4f0bfc534ef50e600d2b4275590b79b24f0ff248793e5f1a788f323909e",
     ),
     "ownership.jsonl": (
-        "baec297ae827b13f655bc56ad3a2da0d65fc7754629aed3859292991556ad4b1",
-        "df7bf9c2e568ea177a9129f7b0fb647430989360e235732ab83df816c5b05be4",
+        "f206e214f6a006d87e7c889f2be23481a3137998df11d7b18a41d7e896ed4e05",
+        "2d321a58939fe04ab50ebd164d7ff615427a850a98bb0806ff20e99337b1c630",
     ),
     "pressure-graceful.jsonl": (
-        "d9abc4c19625473bf991e5b1c946422f923bfa37e924b1e2ce58d584c13e66e9",
-        "00a877788f382b3079f37f0b6a0b8395955bc415ed05b57a3ab8d9a763ff4a70",
+        "1eaf71f5964fc2a4041ed9bbf2293d9aa5e42722e7cd518a0f818c4182ea86a9",
+        "11b26650c4b109dfb2f44b90e7d8b325911fe8ddf334ff48377c6446bc2f4096",
     ),
     "rescheduling-hot-cold.jsonl": (
-        "18082c1e0785493c7fd1d61d31380ebeaefe644023b7e7917faf33e432df700c",
-        "17a9a995628b13aeef5e801bd413904e59862e07e0c807b23d39845c833ba5d7",
+        "a331059681032ebe7bc4957d7e608cacc777baeb94776f936bcd2b564547cb6b",
+        "4164b3c97ad09f92665e1f7e19843d69dc2db584f6e306b197301d1aa212fd6d",
+    ),
+    "stale-metrics.jsonl": (
+        "4afca84bd4dc22b3ac93fb6ffbd2c5d05d33725d174adcc715178a0c8bb1262e",
+        "d4ccad8ef48bd3b50a300d4d7434eef87ae3677b7413531ae626570bb1c4ef6f",
     ),
     "tdm-budgets-altered.jsonl": (
-        "e47b739c9adc1a3d55d3a8bc3a11c54cd0e78f9fa59abc5f3c874bce58d8c39a",
-        "5193f07bd4b5d34b7ce7919366d18b25172a9db730979a3efa1740b4f955be12",
+        "0a0bfc2a8aa559b7368b610640fce3eec9429ab3d98256e7baaa51486122a0c0",
+        "80d46723e2201ab388bddaa1f7733ffdaf60286c1f16ebe4d27720a4579c2fbb",
     ),
     "tdm-budgets.jsonl": (
-        "9390542b9e5e869f115ce22168f37a511db06331eaada178fbb201f03946e93b",
-        "ce07742360a75dabfd01722edda6a677da49758336fe94c822bcbb0085a5725e",
+        "66d74e255aa50c6b91445275ef8cc83a56eabc52cd11f93cc75ce19e973d89e0",
+        "eeb197537e3f806a9ff9d8468046ea315fc48573ba5c266f025e9e729eded7f5",
     ),
 }
 
