@@ -30,9 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, NamedTuple
-
-from streams.events import parse_time
 
 __all__ = [
     "DEFAULT_RESOLUTION",
@@ -94,15 +93,24 @@ def freshness(sample: Mapping[str, Any]) -> Freshness | None:
         Its :class:`Freshness`, or None when its ``timestamp`` is missing or unreadable.
     """
     stamp = sample.get("timestamp")
-    if not isinstance(stamp, str):
+    if not isinstance(stamp, str) or not stamp.isascii():
         return None
-    try:
-        when = parse_time(stamp)
+    try:  # RFC 3339 as metrics-server writes it (Python 3.11 reads the "Z")
+        when = datetime.fromisoformat(stamp)
     except ValueError:
         return None
-    window = parse_window(sample.get("window"))
-    resolution = DEFAULT_RESOLUTION if window is None else max(window, MIN_RESOLUTION)
-    return Freshness(when.timestamp(), STALE_RESOLUTIONS * resolution)
+    if when.tzinfo is None:
+        return None  # a time without zone: tide never guesses zones
+    window = sample.get("window")
+    return Freshness(when.timestamp(), _limit(window if isinstance(window, str) else None))
+
+
+@lru_cache(maxsize=256)
+def _limit(window: str | None) -> float:
+    """Seconds a sample of ``window`` may be old (windows repeat: one parse for each)."""
+    seconds = parse_window(window)
+    resolution = DEFAULT_RESOLUTION if seconds is None else max(seconds, MIN_RESOLUTION)
+    return STALE_RESOLUTIONS * resolution
 
 
 def is_stale(sample: Mapping[str, Any], at: datetime) -> bool:
