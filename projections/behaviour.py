@@ -255,6 +255,34 @@ QUIET_TICK_SEEN = Change(
     ),
 )
 
+STALE_METRICS = Change(
+    name="stale-metrics",
+    level=4,
+    summary=(
+        "a `metrics.node` sample older than three resolutions (its own `timestamp` against "
+        "the record's `at`, a resolution being its `window`, `projections/usage_fresh.py`) "
+        "is no evidence: its check decides nothing, later streaks skip it (named "
+        "`stale_skipped` in their evidence) and no graceful batch is decided on it"
+    ),
+    why=(
+        "tide stamped samples with its own clock, so the last point metrics-server serves "
+        "for a node whose kubelet stopped answering (or a point read minutes late after a "
+        "restart) kept driving pressure eviction; Koordinator expires a NodeMetric after "
+        "three report intervals (`nodeMetricExpirationSeconds` 180 s)"
+    ),
+    golden=(
+        "none: every sample of the level-1 to level-3 golden logs is stamped at its `at` "
+        "(forced on them, no sample is stale, no decision changes); new: "
+        "`stale-metrics.jsonl` (hot-0's frozen samples start no round, its fresh "
+        "neighbour's do)"
+    ),
+    retire=(
+        "Retires with level 4: once logs of levels 1 to 3 no longer replay with this tide, "
+        "drop the `STALE_METRICS` tests in `controller/policy/pressure/policy.py` and "
+        "`controller/policy/pressure/followups.py` (stale samples are then always skipped)"
+    ),
+)
+
 #: every behaviour change, in order of level (the order of ``docs/BEHAVIOUR.md``)
 CHANGES: tuple[Change, ...] = (
     PLACEMENT_PLUGINS,
@@ -266,6 +294,7 @@ CHANGES: tuple[Change, ...] = (
     TDM_BUDGET_PER_PERIOD,
     TAINT_FROM_DECISION,
     QUIET_TICK_SEEN,
+    STALE_METRICS,
 )
 #: the behaviour level new runs stamp on ``config.applied``: the newest change's
 CURRENT = max(change.level for change in CHANGES)

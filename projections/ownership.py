@@ -10,8 +10,8 @@ its scheduler; a task is preemptable unless marked otherwise (upstream Volcano's
 default, ``GetPodPreemptable`` in volcano-sh/volcano pkg/scheduler/api/pod_info.go); every
 pod may be a victim; a PodGroup's ``jdb-min-available`` wins over ``jdb-max-unavailable``.
 
-Level 2 (and every later level; :data:`projections.behaviour.CURRENT` is 3, which changes
-none of these rules), each rule a named change of :mod:`projections.behaviour`:
+Level 2 (and every later level; :data:`projections.behaviour.CURRENT` is 4; levels 3 and 4
+change none of these rules), each rule a named change of :mod:`projections.behaviour`:
 
 * **ownership** (:data:`~projections.behaviour.OWNERSHIP`) — only a pod in a PodGroup
   (``scheduling.k8s.io/group-name``) or whose ``spec.schedulerName`` is one of the

@@ -25,17 +25,24 @@ Queries used by the policies:
 
 A ``k8s.watch`` DELETED pod (or node) drops its series. Samples are expected in time
 order; an out-of-order point is inserted in place (and ``run_start`` recomputed).
+
+Each node sample's own time (its ``timestamp`` and ``window``, :mod:`projections.usage_fresh`)
+is kept beside the series: :attr:`UsageState.node_fresh`, the newest sample's, and
+:attr:`UsageState.node_stale`, the ``at`` of the points that were already stale when
+recorded. Both are facts of the log; pressure eviction decides whether to read them
+(:data:`projections.behaviour.STALE_METRICS`).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.parsing import sample_cpu, sample_memory
+from projections.usage_fresh import Freshness, freshness
 from projections.usage_window import RunningWindow
 from streams.events import JSON, Event
 from streams.payloads import (
@@ -46,6 +53,9 @@ from streams.payloads import (
     as_watch,
 )
 
+#: the checkpoint format: 2 since the nodes' own sample times are kept (a format-1
+#: checkpoint lacks them, so it is refused and the projection refolded)
+FORMAT = 2
 DEFAULT_HORIZON = timedelta(hours=2)
 DEFAULT_MAX_SAMPLES = 1440
 DEFAULT_METRICS_PERIOD = timedelta(minutes=5)
@@ -275,6 +285,10 @@ class UsageState(BaseProjection):
         self.pods: dict[str, Series] = {}  # "namespace/name" -> series
         #: POSIX time of the first pod sample folded (no pod history reaches further back)
         self.pods_since: float | None = None
+        #: node -> the own time of its newest sample (:mod:`projections.usage_fresh`)
+        self.node_fresh: dict[str, Freshness] = {}
+        #: node -> the ``at`` (POSIX seconds) of its points stale when recorded, oldest first
+        self.node_stale: dict[str, list[float]] = {}
 
     # ---- folds -----------------------------------------------------------------------
 
@@ -289,7 +303,22 @@ class UsageState(BaseProjection):
         if not isinstance(name, str) or not name:
             return
         cpu, mem = node_usage(sample)
-        self._add(self.nodes, name, event.at, cpu, mem)
+        series = self._add(self.nodes, name, event.at, cpu, mem)
+        fresh = freshness(sample)
+        if fresh is None:
+            return
+        t = to_seconds(event.at)
+        if t >= series.times[-1]:
+            self.node_fresh[name] = fresh
+        stale = self.node_stale.get(name)
+        if fresh.stale(t):
+            if stale is None:
+                self.node_stale[name] = stale = []
+            insort(stale, t)
+        if stale:  # forget the stale points the series no longer holds
+            del stale[: bisect_left(stale, series.times[0])]
+            if not stale:
+                del self.node_stale[name]
 
     @handles("metrics.pod")
     def _pod_sample(self, event: Event) -> None:
@@ -319,16 +348,20 @@ class UsageState(BaseProjection):
         if resource == "pods":
             self.pods.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
         elif resource == "nodes":
-            self.nodes.pop(str(meta.get("name")), None)
+            name = str(meta.get("name"))
+            self.nodes.pop(name, None)
+            self.node_fresh.pop(name, None)
+            self.node_stale.pop(name, None)
 
     def _add(
         self, table: dict[str, Series], key: str, at: datetime, cpu: float, mem: float
-    ) -> None:
+    ) -> Series:
         series = table.get(key)
         if series is None:
             table[key] = series = Series()
         t = to_seconds(at)
         series.add(t, cpu, mem, keep_after=t - self.horizon.total_seconds(), limit=self.max_samples)
+        return series
 
     # ---- queries ---------------------------------------------------------------------
 
@@ -366,6 +399,18 @@ class UsageState(BaseProjection):
             return None
         return series.average(now, window or self.metrics_period)
 
+    def stale_node(self, name: str, at: datetime) -> Freshness | None:
+        """The own time of the node's newest sample when it is stale at ``at`` (its age
+        beyond :data:`projections.usage_fresh.STALE_RESOLUTIONS` resolutions), else None
+        (fresh, or no readable ``timestamp``)."""
+        fresh = self.node_fresh.get(name)
+        return fresh if fresh is not None and fresh.stale(to_seconds(at)) else None
+
+    def stale_points(self, name: str) -> list[float]:
+        """The ``at`` (POSIX seconds) of the node's held points that were stale when
+        recorded, oldest first (a live list: the caller must not change it)."""
+        return self.node_stale.get(name) or []
+
     def node_ago(self, name: str, now: datetime, window: timedelta) -> Sample | None:
         """The node's value one ``window`` before ``now`` (see :meth:`Series.at_or_before`)."""
         series = self.nodes.get(name)
@@ -381,15 +426,21 @@ class UsageState(BaseProjection):
             "pods_since": self.pods_since,
             "nodes": {k: self.nodes[k].to_json() for k in sorted(self.nodes)},
             "pods": {k: self.pods[k].to_json() for k in sorted(self.pods)},
+            "node_fresh": {k: list(self.node_fresh[k]) for k in sorted(self.node_fresh)},
+            "node_stale": {k: self.node_stale[k] for k in sorted(self.node_stale)},
         }
-        return encode_state(self.name, self.position, body)
+        return encode_state(self.name, self.position, body, fmt=FORMAT)
 
     def load(self, state: bytes) -> None:
-        position, body = decode_state(self.name, state)
+        position, body = decode_state(self.name, state, fmt=FORMAT)
         self.horizon = timedelta(seconds=body["horizon"])
         self.max_samples = int(body["max_samples"])
         self.metrics_period = timedelta(seconds=body["metrics_period"])
         self.pods_since = body["pods_since"]
         self.nodes = {k: Series.from_json(v) for k, v in body["nodes"].items()}
         self.pods = {k: Series.from_json(v) for k, v in body["pods"].items()}
+        self.node_fresh = {
+            k: Freshness(float(v[0]), float(v[1])) for k, v in body["node_fresh"].items()
+        }
+        self.node_stale = {k: [float(t) for t in v] for k, v in body["node_stale"].items()}
         self.position = position

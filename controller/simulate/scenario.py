@@ -262,17 +262,23 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
         end = (
             _time(u["until"], start, f"{key}.until") if u.get("until") else (until or points[-1][0])
         )
+        # frozenAt: from then on metrics-server re-serves the point it had (its timestamp
+        # and values stop), as for a node whose kubelet stopped answering
+        frozen = _time(u["frozenAt"], start, f"{key}.frozenAt") if u.get("frozenAt") else None
         when = points[0][0]
         while when <= end:
+            measured = when if frozen is None or when < frozen else frozen
             if "node" in u:
                 name = str(u["node"])
                 if name not in capacity:
                     raise ScenarioError(f"{key}.node: {name!r}: no such node")
                 cpu_cap, mem_cap = capacity[name]
                 usage = {
-                    "cpu": _usage_value(_interpolate(points, when, "cpu") or "0", cpu_cap, "cpu"),
+                    "cpu": _usage_value(
+                        _interpolate(points, measured, "cpu") or "0", cpu_cap, "cpu"
+                    ),
                     "memory": _usage_value(
-                        _interpolate(points, when, "memory") or "0", mem_cap, "memory"
+                        _interpolate(points, measured, "memory") or "0", mem_cap, "memory"
                     ),
                 }
                 events.append(
@@ -283,7 +289,7 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
                             "apiVersion": "metrics.k8s.io/v1beta1",
                             "kind": "NodeMetrics",
                             "metadata": {"name": name},
-                            "timestamp": format_time(when),
+                            "timestamp": format_time(measured),
                             "window": "30s",
                             "usage": usage,
                         },

@@ -60,7 +60,7 @@ def test_changes_are_named_once_in_level_order_from_level_2_to_current() -> None
     assert levels == sorted(levels)
     # every level after the first stands for at least one change, and no level is skipped
     assert sorted(set(levels)) == list(range(LEGACY + 1, CURRENT + 1))
-    assert (CURRENT, LEGACY) == (CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR) == (3, 1)
+    assert (CURRENT, LEGACY) == (CURRENT_BEHAVIOUR, LEGACY_BEHAVIOUR) == (4, 1)
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=lambda c: c.name)
@@ -113,7 +113,12 @@ def test_the_bare_level_check_finds_the_old_gates(line: str) -> None:
 
 @pytest.mark.parametrize(
     ("level", "holds"),
-    [(1, set()), (2, {c.name for c in CHANGES if c.level == 2}), (3, {c.name for c in CHANGES})],
+    [
+        (1, set()),
+        (2, {c.name for c in CHANGES if c.level == 2}),
+        (3, {c.name for c in CHANGES if c.level <= 3}),
+        (4, {c.name for c in CHANGES}),
+    ],
 )
 def test_a_level_holds_exactly_the_changes_up_to_it(level: int, holds: set[str]) -> None:
     assert {c.name for c in CHANGES if active(level, c)} == holds

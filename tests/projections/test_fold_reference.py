@@ -7,6 +7,13 @@ it folds. For each golden log this pins a digest of ``World.dump()`` after every
 (main, before those optimisations) and are never recomputed by the code under test: a
 deliberate change of what the fold keeps updates them and says why here.
 
+Changed on purpose since (issue 25 item 8, behaviour level 4 ``stale-metrics``): the
+``usage`` projection keeps each node's newest sample's own time and the points that were
+stale when recorded (``node_fresh``, ``node_stale`` in its dump), so every digest moved;
+with those two keys left out of the usage dump, the fold of every golden log still gives
+exactly the values of 9e58ba5. ``demo-v5.jsonl`` and ``stale-metrics.jsonl`` were added
+then, pinned by that tide.
+
 The same values are required of the fold from SQLite (the log imported, then read a page
 at a time by :class:`streams.paging.LogReader`, as ``tide replay`` and ``tide state`` read
 it), so the decode of stored rows is held to the decode of lines.
@@ -34,48 +41,56 @@ EVERY = 50
 #: golden log -> (digest of the final dump, digest of the dumps every EVERY records)
 PINNED = {
     "allocate-gang.jsonl": (
-        "6ec331a6932e1023cbc986bf0da6fab954bb3c9fc62588cb37c2d0e1c6f94532",
-        "b85defdbb5152e61e93e2cfc22a13b3dd598716ae613136887e735e077a05985",
+        "8e80e95615a0ae30bfc4a67c6b515d86f594a17921afc1ab97d1ddd6f97fd875",
+        "734f25702942307a864553c6eee407f441de4803ce2785602d9d83686a751f7f",
     ),
     "demo-level2.jsonl": (
-        "aa814f2c0fbb7c4ecbc84ef1f9e799d20608453044db6a3035cb7a3f4ff80fa0",
-        "e68fbbcc1baba8a39e8898d96dc7536e0d524a03708f01433ca6636b5912ffc0",
+        "23d96865cacb3bccbe3ada49f21fc9cd12d3f28ca059232a09bc9544c7c0477e",
+        "14638d52ddc3fa16a75b646d8a176c73fb327191e219b8b3b759f2db7a8b0f6e",
     ),
     "demo-v2.jsonl": (
-        "4fe247afd1c3f59794824d8914e3a439dbeb3ade4bb72456426d1d6a01484acc",
-        "8ddc3af207a2349ed661f19c58f7e4fede0f4af84e79a4e5579663813ad6ea7c",
+        "b992ff06385ee59e3d932fb70860bcb2ffda0a4394181d9dacde7ff23d8ece53",
+        "1855f5eac0b815156f8a1b3488a97c7b0a3a7e3d4daef2b49768fd38d6641850",
     ),
     "demo-v3.jsonl": (
-        "20661a8e8a9b8b0f6e7b3b180c85e3c8769420ee687394b49d9439d8c81d0ab0",
-        "0affebe36cd505ba9207d3ec39a4274913d922f3d550a2f763536f0d081f264c",
+        "500c32b25b13dc16323ea74abc63763a9af89254da47d9732a67f0852e1a1167",
+        "4e530b457ccb7ba8439d56089ec8e25f29c0f0dbeec79b438760ab2d3eb9014d",
     ),
     "demo-v4.jsonl": (
-        "aef0ee2723a2041a9a745dfc146e1b6017224549ee219ef44fc0db9b49bb43ea",
-        "e82603f20ddc577d0efeff7531fced1e6eb4981d502239336c7af296238a6649",
+        "4e83d597b8bdca25fd5d8566b784d7a6683af86b9ec8c932b9f828c9b732ec68",
+        "f3f2095e2253e289bb0bb25552b577db0d6fcb0d5fdabd53b4092eb9f1db4083",
+    ),
+    "demo-v5.jsonl": (
+        "b674a8cabbb1566960fd7b420231cd0556d58ac96e12dd7e9bb471e6e8d1bd55",
+        "a67a29f288eb56c31566004d0f9518f0eb08bcb1f5944cac18ce5ad714600d40",
     ),
     "demo.jsonl": (
-        "03d14fae40b74cd73fb35c3b835702b104e84577a5466934d5f6f62e2e15c144",
-        "aef962cc2b71dc2b81e50fecba676779e6f205cbca44da378e490bf1cf159c5a",
+        "9ec2e57962739870ea195499dfd2fe93bd89c772c0a1b2eb039d1763521fabc5",
+        "79574de965f3b0c01f64316baa259c4711dfbc62162736863a3a867e4132fa78",
     ),
     "ownership.jsonl": (
-        "baec297ae827b13f655bc56ad3a2da0d65fc7754629aed3859292991556ad4b1",
-        "df7bf9c2e568ea177a9129f7b0fb647430989360e235732ab83df816c5b05be4",
+        "0d62cbd9858d54a21a3b17db6e3849e3ffce969d63a7fca2b7b78d7d14d70951",
+        "aed2869bd06a4430cc81d75380e7941275f4b62043d1ce83d8ae60bd33918190",
     ),
     "pressure-graceful.jsonl": (
-        "d9abc4c19625473bf991e5b1c946422f923bfa37e924b1e2ce58d584c13e66e9",
-        "00a877788f382b3079f37f0b6a0b8395955bc415ed05b57a3ab8d9a763ff4a70",
+        "b9b1e6546e52755fa21c4d40a074f43702fbf0a6dd385c748e2a83f233279429",
+        "bcd8c022befc6ba49cddd0364f363ab880480bd278b9cb9780fa99d7bad1932e",
     ),
     "rescheduling-hot-cold.jsonl": (
-        "18082c1e0785493c7fd1d61d31380ebeaefe644023b7e7917faf33e432df700c",
-        "17a9a995628b13aeef5e801bd413904e59862e07e0c807b23d39845c833ba5d7",
+        "9dc75617b000b6c5f52af497b7952611c1b79f2b4a4f5c33eaa0ef0ec2ff0a61",
+        "7d12cce54b999b6e7e3ab8896554e0d519678ff8eaec5111d58840ac8494506b",
+    ),
+    "stale-metrics.jsonl": (
+        "65e5e4d22a6ea28fdc5347e3f84343b13df44c85b274776dd188e335fe43c99f",
+        "e08424d2e23ae91ba639e60e488ca1627e03a847c840e2174db926a5a7839ce0",
     ),
     "tdm-budgets-altered.jsonl": (
-        "e47b739c9adc1a3d55d3a8bc3a11c54cd0e78f9fa59abc5f3c874bce58d8c39a",
-        "5193f07bd4b5d34b7ce7919366d18b25172a9db730979a3efa1740b4f955be12",
+        "811dd004018691aaf10f42cd7e6a62205f10d1d5a05e732f6c4be4ad041d37a3",
+        "bdeb996ef032127fc2efce774a90d5d2bde99f1bba636055f8153dafdaaa0beb",
     ),
     "tdm-budgets.jsonl": (
-        "9390542b9e5e869f115ce22168f37a511db06331eaada178fbb201f03946e93b",
-        "ce07742360a75dabfd01722edda6a677da49758336fe94c822bcbb0085a5725e",
+        "c90cdf2411a9219fd6f12bfcc46f0e83b1154fc1540bd80638a586f4d1e2596c",
+        "951754713d62cb096060b43d3ed50ca70602b75351ee55ecfcad4a00048c605f",
     ),
 }
 

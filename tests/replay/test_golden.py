@@ -87,6 +87,23 @@ heartbeats, so the same ticks run and every decision is the same. The "demo writ
 golden demo log" test now runs the demo at both levels: level 3 (the ``tide demo``
 command) must write ``demo-v4.jsonl`` and level 2 still ``demo-v3.jsonl``; ``outputs/demo.txt``
 is unchanged (same decisions, records and sessions).
+
+Behaviour level 4 (``stale-metrics``, issue 25 item 8: a ``metrics.node`` sample older
+than three resolutions, its own ``timestamp`` against the record's ``at``, is no evidence;
+``projections/usage_fresh.py``):
+
+* ``stale-metrics.jsonl`` (``tide simulate golden/sources/stale-metrics.yaml --config
+  golden/sources/stale-metrics.yaml --log``, then ``tide log export``; written with the
+  hash chain and seal of today's logs) shows the new decisions. hot-0's kubelet stops at
+  12:08 and its samples are re-served with the 12:08 timestamp; from 12:10 (120 s old,
+  beyond 3 x 30 s) they start no round: hot-0 loses a-0 and a-1 only, while the measured
+  hot-1 loses b-0 .. b-3 until it cools. At level 3 (the same scenario stamped
+  ``behaviour: 3``) the frozen 96 % kept evicting hot-0's pods after 12:10, which
+  ``test_stale_metrics_log_stops_evicting_the_frozen_node`` checks against a fresh run.
+* ``demo-v5.jsonl`` is ``tide demo``'s log at level 4: only the stamp of its
+  ``config.applied`` (and so that record's id) differs from ``demo-v4.jsonl``; the demo's
+  samples are all stamped at their ``at``, so no sample is stale and every decision is
+  the same.
 """
 
 from __future__ import annotations
@@ -114,6 +131,8 @@ LOGS = (
     "demo-level2",
     "rescheduling-hot-cold",
     "demo-v4",
+    "stale-metrics",
+    "demo-v5",
 )
 COMMANDS: dict[str, list[str]] = json.loads((GOLDEN / "outputs" / "commands.json").read_text())
 
@@ -180,7 +199,8 @@ def test_cli_output_is_unchanged(name: str, workdir: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("level", "golden"),
     [
-        pytest.param(None, "demo-v4", id="level-3-the-demo-command"),
+        pytest.param(None, "demo-v5", id="level-4-the-demo-command"),
+        pytest.param(3, "demo-v4", id="level-3"),
         pytest.param(2, "demo-v3", id="level-2"),
     ],
 )
@@ -224,6 +244,7 @@ def test_a_new_run_stamps_its_behaviour_level_and_old_logs_carry_none() -> None:
     assert levels("demo") == {None}
     assert levels("ownership") == {2}
     assert levels("demo-v4") == {3}
+    assert levels("demo-v5") == levels("stale-metrics") == {4}
 
 
 @pytest.mark.parametrize(
@@ -267,3 +288,38 @@ def test_ownership_log_spends_one_budget_per_job_per_period(job: str, times: lis
         and r["data"]["pod"].startswith(f"{job}-")
     ]
     assert evicted == times
+
+
+def _pressure_evictions(records: list[dict[str, object]]) -> list[tuple[str, str, str]]:
+    out = []
+    for r in records:
+        data = r["data"]
+        assert isinstance(data, dict)
+        if r["type"] == "decision.evict" and data["source"] == "pressure":
+            out.append((str(r["at"])[11:19], str(data["node"]), str(data["pod"])))
+    return out
+
+
+def test_stale_metrics_log_stops_evicting_the_frozen_node(tmp_path: Path) -> None:
+    records = [
+        json.loads(line) for line in (GOLDEN / "stale-metrics.jsonl").read_text().splitlines()
+    ]
+    new = _pressure_evictions(records)
+    assert [e for e in new if e[1] == "hot-0"] == [
+        ("12:07:00", "hot-0", "a-0"),
+        ("12:08:00", "hot-0", "a-1"),
+    ]
+    assert [e[2] for e in new if e[1] == "hot-1"] == ["b-0", "b-1", "b-2", "b-3"]
+    # the same scenario at level 3: the frozen samples still count
+    source = GOLDEN / "sources" / "stale-metrics.yaml"
+    old_config = tmp_path / "level3.yaml"
+    old_config.write_text(source.read_text() + "behaviour: 3\n")
+    db = tmp_path / "level3.db"
+    code, out = invoke(["simulate", str(source), "--config", str(old_config), "--log", str(db)])
+    assert code == 0, out
+    code, exported = invoke(["log", "export", "--log", str(db)])
+    assert code == 0
+    old = _pressure_evictions([json.loads(line) for line in exported.splitlines()])
+    frozen_after = [e for e in old if e[1] == "hot-0" and e[0] > "12:10:00"]
+    assert frozen_after, old
+    assert [e for e in old if e[1] == "hot-1"] == [e for e in new if e[1] == "hot-1"]

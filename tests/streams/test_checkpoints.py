@@ -3,12 +3,14 @@ store kept with a log; and the bytes of a checkpoint written before the port mov
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from projections.base import decode_state
 from streams.backends.checkpoints import (
     Checkpoint,
     CheckpointStore,
@@ -157,8 +159,23 @@ async def test_a_checkpoint_written_before_the_move_loads_after_it(tmp_path: Pat
         saved = await store.load(WORLD_CHECKPOINT)
         world = await resume_world(store, upto=None, head=len(records))
     assert saved is not None and saved.position == len(records) == 26
-    assert world is not None and world.position == 26
-    assert world.dump() == saved.state == World().fold(records).dump()
+    # issue 25 item 8 (behaviour level 4, stale-metrics) moved the usage projection's
+    # checkpoint to format 2 (each node's own sample times): a World refuses this
+    # format-1 checkpoint, so the caller refolds from offset 0 (a bad checkpoint costs
+    # time, never a wrong answer); every other projection in it is still the fold's
+    assert world is None
+    fold = World().fold(records)
+    _, old_body = decode_state("world", saved.state)
+    _, new_body = decode_state("world", fold.dump())
+    assert sorted(old_body["members"]) == sorted(new_body["members"])
+    assert {k: v for k, v in old_body["members"].items() if k != "usage"} == {
+        k: v for k, v in new_body["members"].items() if k != "usage"
+    }
+    old_usage = decode_state("usage", base64.b64decode(old_body["members"]["usage"]))[1]
+    new_usage = decode_state("usage", base64.b64decode(new_body["members"]["usage"]), fmt=2)[1]
+    assert {k: v for k, v in new_usage.items() if k not in ("node_fresh", "node_stale")} == (
+        old_usage
+    )
 
 
 async def test_the_bytes_written_are_those_written_before(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ async def serve(
     async def readyz(request: web.Request) -> web.Response:
         del request
         lines = ["ready" if observer.is_ready else "not ready"]
-        if report is not None:
+        if report is not None:  # the run's: its sources, metrics (stale nodes), lead
             lines.extend(report())
         body = "\n".join(lines) + "\n"
         return web.Response(status=200 if observer.is_ready else 503, text=body)

@@ -136,6 +136,7 @@ class Recorder:
                 lines.append("metrics: unavailable; pressure eviction has nothing to act on")
             else:
                 lines.append(f"metrics: {'available' if self.metrics.available else 'polling'}")
+            lines.extend(self.metrics.report())
         return self.ready, lines
 
     async def prepare(self, config: Event | None = None) -> None:

@@ -10,7 +10,11 @@ pressure projection only) and passes each firing to :func:`on_trigger`:
   below (to ``targetPercent`` for a predictive round, or its prediction no longer rises
   above ``advanceEvictThreshold``). The batch takes the round's planned victims that are
   still evictable, in plan order, at most ``batchSize`` and within the per-minute limit,
-  stopping once the target is met. A batch that evicts nobody ends the round.
+  stopping once the target is met. A batch that evicts nobody ends the round. From
+  behaviour level 4 (:data:`~projections.behaviour.STALE_METRICS`) no batch is decided
+  while the node's newest sample is stale at the trigger's time (older than three
+  resolutions, :mod:`projections.usage_fresh`): a frozen value is no evidence, and the
+  rest of the round is dropped as when pressure is back.
 * ``untaint``: every eviction taint whose ``taintDuration`` has passed (counted from the
   last eviction's ``evict_at``) is removed.
 
@@ -38,6 +42,7 @@ from controller.policy.pressure.decisions import (
 from controller.policy.pressure.inputs import node_numbers, started, usage_value
 from controller.policy.pressure.predictive import amount_to_free, predict_at
 from controller.policy.pressure.ratecontrol import cooldown_evidence, minute_budget
+from projections.behaviour import STALE_METRICS
 from projections.pressure import BATCH_KIND, RATE_WINDOW, UNTAINT_KIND, Round
 from projections.world import PolicyInputs
 from streams.events import Event, format_time
@@ -182,6 +187,10 @@ class _Batches:
         numbers = node_numbers(node, series) if node and series else None
         if node is None or series is None or numbers is None:
             return
+        rules = getattr(world.cluster, "rules", None)
+        stale = rules is not None and rules.has(STALE_METRICS)
+        if stale and world.usage.stale_node(held.node, self.now) is not None:
+            return  # the newest sample is of the past: no batch is decided on it
         resource, limits = held.resource, config.resource(held.resource)
         usage, oom = world.usage, world.oom
         taken = self.per_node.setdefault(held.node, [])

@@ -25,10 +25,19 @@ Documented choices: stability applies to OOM risk as to pressure (each check is 
 "``pressureStableThreshold`` checks" rule holds for every trigger); a round that finds nothing to
 evict (no BE pod, or terminating pods already cover the target) records nothing and starts no
 cooldown; a NotReady node is not checked (the eviction API cannot reach its pods' kubelet).
+
+Stale samples (behaviour level 4, :data:`~projections.behaviour.STALE_METRICS`): a sample
+older than three resolutions when recorded (:mod:`projections.usage_fresh`) is no
+evidence. Its check decides nothing (no faulty, reactive or predictive round: the node's
+numbers are of the past), and the streak of a later check is made of the last
+``pressureStableThreshold`` fresh points, the stale ones in between named in the
+evidence (``stale_skipped``, their times). The predictive trend still reads every point of
+its window (a frozen value flattens a trend; it does not start one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -55,10 +64,11 @@ from controller.policy.pressure.ratecontrol import (
     next_factor,
     split,
 )
+from projections.behaviour import STALE_METRICS
 from projections.model import NodeInfo, TaskInfo
 from projections.oom import OOMState
 from projections.pressure import RATE_WINDOW, PressureState
-from projections.usage import Series, UsageState
+from projections.usage import Series, UsageState, from_seconds, to_seconds
 from projections.world import PolicyInputs
 from streams.events import Event, format_time
 from streams.payloads import EvidenceDict, as_node_sample
@@ -82,6 +92,10 @@ def check_node(world: PolicyInputs, sample: Event, config: EvictionConfig) -> li
     numbers = node_numbers(node, series) if series is not None else None
     if series is None or numbers is None:
         return []
+    rules = getattr(world.cluster, "rules", None)
+    skips_stale = rules is not None and rules.has(STALE_METRICS)
+    if skips_stale and _recorded_stale(usage, node.name, sample):
+        return []  # a value of the past is no evidence: nothing is decided on it
     check = _Check(
         world,
         state=world.pressure,
@@ -92,6 +106,7 @@ def check_node(world: PolicyInputs, sample: Event, config: EvictionConfig) -> li
         series=series,
         sample=sample,
         config=config,
+        stale=usage.stale_points(node.name) if skips_stale else (),
     )
     if config.faulty.enabled:
         check.faulty()
@@ -120,6 +135,7 @@ class _Check:
         "oom",
         "rounds",
         "series",
+        "stale",
         "state",
         "taken",
         "usage",
@@ -138,8 +154,11 @@ class _Check:
         series: Series,
         sample: Event,
         config: EvictionConfig,
+        stale: Sequence[float] = (),
     ) -> None:
         self.world, self.state, self.usage, self.oom = world, state, usage, oom
+        #: ``at`` of the series' points that are no evidence (stale when recorded)
+        self.stale = stale
         self.node = node
         self.numbers, self.series, self.config = numbers, series, config
         self.now: datetime = sample.at
@@ -163,6 +182,8 @@ class _Check:
         """The last ``stable_checks`` pressures if all are above ``threshold``, else None."""
         n = self.config.stable_checks
         values = self.series.cpu if resource == "cpu" else self.series.memory
+        if self.stale:
+            values = self._fresh_tail(values, n)
         if len(values) < n:
             return None
         cap = self.numbers.alloc_memory if of_allocatable else self.numbers.capacity(resource)
@@ -170,6 +191,38 @@ class _Check:
         if all(p > threshold for p in streak):
             return [round(p, 3) for p in streak]
         return None
+
+    def _fresh_tail(self, values: list[float], n: int) -> list[float]:
+        """The last ``n`` values (fewer when the series is shorter) of the points that are
+        evidence, oldest first, skipping those in :attr:`stale`."""
+        times, stale = self.series.times, set(self.stale)
+        picked: list[float] = []
+        for i in range(len(times) - 1, -1, -1):
+            if times[i] not in stale:
+                picked.append(values[i])
+                if len(picked) == n:
+                    break
+        picked.reverse()
+        return picked
+
+    def skipped(self, evidence: EvidenceDict) -> EvidenceDict:
+        """``evidence`` naming the stale points the streak passed over (when any did)."""
+        n, times, stale = self.config.stable_checks, self.series.times, set(self.stale)
+        if not stale:
+            return evidence
+        passed: list[str] = []
+        fresh = 0
+        for i in range(len(times) - 1, -1, -1):
+            if times[i] in stale:
+                passed.append(format_time(from_seconds(times[i])))
+            else:
+                fresh += 1
+                if fresh == n:
+                    break
+        if not passed:
+            return evidence
+        passed.reverse()
+        return {**evidence, "stale_skipped": passed}
 
     def emit(self, candidate: Candidate, reason: str, evidence: EvidenceDict) -> None:
         usage = self.usage
@@ -251,7 +304,7 @@ class _Check:
                     "allocatable": numbers.alloc_memory,
                     "streak": streak,
                 }
-                self.reactive("memory", "oom-risk", evidence)
+                self.reactive("memory", "oom-risk", self.skipped(evidence))
                 return
         if numbers.pressure("memory") > limits.evict_threshold:
             streak = self.streak("memory", limits.evict_threshold)
@@ -261,7 +314,7 @@ class _Check:
                     "threshold": limits.evict_threshold,
                     "streak": streak,
                 }
-                self.reactive("memory", "memory-pressure", evidence)
+                self.reactive("memory", "memory-pressure", self.skipped(evidence))
 
     def cpu(self) -> None:
         threshold = self.config.cpu.evict_threshold
@@ -273,7 +326,7 @@ class _Check:
                     "threshold": threshold,
                     "streak": streak,
                 }
-                self.reactive("cpu", "cpu-pressure", evidence)
+                self.reactive("cpu", "cpu-pressure", self.skipped(evidence))
 
     def reactive(self, resource: str, reason: str, evidence: EvidenceDict) -> None:
         limits = self.config.resource(resource)
@@ -383,6 +436,13 @@ class _Check:
             evictions=[t.key for t in self.taken],
         )
         return [taint, *self.events]
+
+
+def _recorded_stale(usage: UsageState, node: str, sample: Event) -> bool:
+    """Whether ``sample`` (folded already) was stale when recorded: the fold noted its
+    ``at`` among the node's stale points (:attr:`UsageState.node_stale`)."""
+    stale = usage.stale_points(node)
+    return bool(stale) and to_seconds(sample.at) in stale
 
 
 def _limits(limits: ResourceEvict, in_window: int) -> EvidenceDict:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from controller.simulate.scenario import ScenarioError, expand
+from streams.events import format_time
 
 START = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
@@ -95,3 +97,29 @@ def test_expansion_is_deterministic() -> None:
 def test_errors_name_the_key_and_value(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
         expand(doc(**overrides))
+
+
+def test_frozen_at_re_serves_the_last_point_measured() -> None:
+    doc = {
+        "start": "2026-11-21T12:00:00Z",
+        "nodes": [{"name": "n", "cpu": "10", "memory": "10Gi"}],
+        "usage": [
+            {
+                "node": "n",
+                "every": "30s",
+                "frozenAt": "+1m",
+                "until": "+2m",
+                "points": [["+0m", {"cpu": "10%"}], ["+2m", {"cpu": "50%"}]],
+            }
+        ],
+    }
+    events, _, _ = expand(doc)
+    samples = [e for e in events if e.type == "metrics.node"]
+    assert [(format_time(e.at)[11:19], e.data["timestamp"][11:19]) for e in samples] == [
+        ("12:00:00", "12:00:00"),
+        ("12:00:30", "12:00:30"),
+        ("12:01:00", "12:01:00"),
+        ("12:01:30", "12:01:00"),  # the kubelet stopped: the 12:01 point again
+        ("12:02:00", "12:01:00"),
+    ]
+    assert len({orjson.dumps(e.data["usage"]) for e in samples[2:]}) == 1

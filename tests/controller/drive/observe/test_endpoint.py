@@ -238,3 +238,23 @@ def test_log_lines_about_an_effect_carry_the_decision_id(json: bool) -> None:
         assert record["logger"] == "tide.effector"
     else:
         assert line.endswith("evicted ns/p0 decision=d-42 result=applied")
+
+
+@pytest.mark.parametrize("ready", [True, False], ids=["ready", "not-ready"])
+async def test_readyz_names_the_nodes_whose_metrics_are_stale(ready: bool) -> None:
+    """The run's report (its metrics source's lines) is what ``/readyz`` names."""
+    observer = PrometheusObserver()
+    observer.ready(ready)
+    line = "metrics: stale on 1 node, no evidence for pressure eviction: n1 (95 s old, limit 90 s)"
+    reported = [line]
+    server = await serve(observer, port=0, report=lambda: reported)
+    try:
+        status, body = await get(server, "/readyz")
+        assert (status, body.splitlines()) == (
+            200 if ready else 503,
+            ["ready" if ready else "not ready", line],
+        )
+        reported.clear()  # the node is measured again
+        assert (await get(server, "/readyz"))[1] == ("ready\n" if ready else "not ready\n")
+    finally:
+        await server.close()
