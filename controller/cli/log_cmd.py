@@ -24,7 +24,7 @@ import typer
 from controller.cli.common import RECORD_CHECKS, read_log_events, require_persistent
 from controller.drive.settings import DEFAULT_LOG
 from projections.store import checkpoint_world
-from streams.backends import open_log
+from streams.backends import not_a_sqlite_log, open_log, open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainReport, Sealable, check_chain, check_log
 from streams.events import EVENT_TYPES
@@ -190,13 +190,19 @@ def _where(item: Quarantined) -> str:
 
 
 async def _open(url: str, *, create: bool) -> EventLog:
-    """Open the log; reading commands refuse to create an empty SQLite file by accident."""
+    """Open the log: to write (``create``), or to read only, refusing a missing path or
+    one that is not a tide log (exit 2, one line) and writing nothing."""
     try:
         address = parse_log_url(url)
         path = address.local_file
-        if not create and path is not None and not path.exists():
+        if create:
+            return await open_log(address.text)
+        if path is not None and not path.exists():
             _fail(f"{url}: no such log ({path} does not exist)")
-        return await open_log(address.text)
+        why = None if path is None else not_a_sqlite_log(path)
+        if why is not None:
+            _fail(f"{url}: {why}")
+        return await open_reader(address.text)
     except (ValueError, LogError) as exc:
         _fail(f"{url}: {exc}")
 

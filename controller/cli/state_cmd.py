@@ -25,7 +25,7 @@ from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.store import resume_world
 from projections.world import World
-from streams.backends import open_log
+from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.events import parse_time
 
@@ -41,7 +41,7 @@ async def fold_log(url: str, *, at: datetime | None = None, offset: int | None =
     time order, so no prefix of the log is "everything up to a time"). Nothing is written.
     """
     require_log(url)
-    async with await open_log(url) as log:
+    async with await open_reader(url) as log:
         world = None
         if at is None:
             store = await open_log_store(log.url or url, create=False)
