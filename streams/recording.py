@@ -39,6 +39,7 @@ from streams.conflicts import find_conflicts
 from streams.events import EVENT_TYPES, JSON, Event, build_event
 from streams.gcpause import paused_gc
 from streams.limits import (
+    MAX_DEPTH,
     MAX_LINE_BYTES,
     LimitError,
     bounded_payload,
@@ -93,6 +94,8 @@ def _parse(
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc) or "recursion" in str(exc):  # deeper than orjson reads
+            return _aside(source, line, f"nested deeper than {MAX_DEPTH} levels", raw)
         return _aside(source, line, f"not JSON: {exc}", raw)
     if not isinstance(record, dict):
         return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
