@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from controller.simulate import scenario
 from controller.simulate.scenario import ScenarioError, expand
 
 START = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
@@ -95,3 +96,28 @@ def test_expansion_is_deterministic() -> None:
 def test_errors_name_the_key_and_value(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
         expand(doc(**overrides))
+
+
+@pytest.mark.parametrize("every", ["1us", "1ms", "999ms"])
+def test_a_usage_interval_below_the_floor_names_the_key(every: str) -> None:
+    usage = [{"node": "n-0", "every": every, "points": [["+0m", {"cpu": "1"}]]}]
+    with pytest.raises(ScenarioError, match=rf"usage\[0\]\.every: '{every}': must be at least 1s"):
+        expand(doc(usage=usage))
+
+
+def test_a_usage_profile_of_too_many_samples_names_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a bound on what one profile expands to (a year every second), checked before any
+    monkeypatch.setattr(scenario, "MAX_SAMPLES", 10)
+    points = [["+0m", {"cpu": "1"}], ["+10s", {}]]
+    with pytest.raises(ScenarioError, match=r"usage\[0\]\.every: '1s': 11 samples"):
+        expand(doc(usage=[{"node": "n-0", "every": "1s", "points": points}]))
+    monkeypatch.setattr(scenario, "MAX_SAMPLES", 11)
+    assert expand(doc(usage=[{"node": "n-0", "every": "1s", "points": points}]))
+
+
+def test_a_usage_interval_at_the_floor_expands() -> None:
+    usage = [{"node": "n-0", "every": "1s", "points": [["+0m", {"cpu": "1"}], ["+10s", {}]]}]
+    events, _, _ = expand(doc(usage=usage))
+    assert sum(e.type == "metrics.node" for e in events) == 11
