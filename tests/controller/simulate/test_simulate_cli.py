@@ -13,6 +13,7 @@ from controller.cli import app
 from controller.simulate.scenario import load_scenario
 from streams.recording import write_recording
 
+BOOT = "from controller.cli import main; main()"
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
@@ -99,8 +100,7 @@ def test_a_scenario_sampled_every_microsecond_exits_2_at_once(tmp_path: Path) ->
     config.write_text("actions: allocate\ntiers: [{plugins: [{name: gang}]}]\n")
     # a process with a deadline: without the floor it expands 86,400,000,000 samples
     done = subprocess.run(
-        [sys.executable, "-c", "from controller.cli import main; main()"]
-        + ["simulate", str(scenario), "-c", str(config)],
+        [sys.executable, "-c", BOOT, "simulate", str(scenario), "-c", str(config)],
         capture_output=True,
         text=True,
         timeout=120,
