@@ -27,7 +27,7 @@ from streams.backends import not_a_sqlite_log, open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.events import Event
 from streams.gcpause import paused_gc
-from streams.log import LogError
+from streams.log import LogError, Quarantined
 from streams.recording import read_recording
 from streams.urls import is_recording_path, parse_log_url
 
@@ -48,6 +48,9 @@ R = TypeVar("R")
 #: errors about the user's input (a log, a file, a URL, a configuration): one line, no
 #: traceback. ConfigError, ValidationError, CheckpointError and ScenarioError are ValueErrors.
 DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
+
+#: set-aside lines named in a summary (``tide log import``, a ``.jsonl`` read whole)
+SHOWN = 20
 
 #: exit codes (README, "Exit codes"): success; input set aside or a verification
 #: difference; a usage or configuration error; an internal error (a bug in tide)
@@ -197,15 +200,18 @@ def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
     if is_recording_path(source):
         events = []
-        skipped = 0
+        aside: list[Quarantined] = []
         for item in read_recording(Path(source), extra=RECORD_CHECKS):
             if isinstance(item, Event):
                 events.append(item)
             else:  # reported, never dropped silently
-                skipped += 1
-                typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-        if skipped:
-            typer.echo(f"{source}: {skipped} line(s) set aside, not read", err=True)
+                aside.append(item)
+        if aside:  # as `tide log import` names them: line number and reason
+            typer.echo(f"{source}: {len(aside)} line(s) set aside, not read:", err=True)
+            for item in aside[:SHOWN]:
+                typer.echo(f"  {item.source}:{item.line}: {item.reason}", err=True)
+            if len(aside) > SHOWN:
+                typer.echo(f"  ... and {len(aside) - SHOWN} more", err=True)
         return [e.with_offset(i) for i, e in enumerate(events)]
     require_log(source)
 

@@ -21,7 +21,7 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from controller.cli.common import RECORD_CHECKS, read_log_events, require_persistent
+from controller.cli.common import RECORD_CHECKS, SHOWN, read_log_events, require_persistent
 from controller.drive.settings import DEFAULT_LOG
 from projections.store import checkpoint_world
 from streams.backends import not_a_sqlite_log, open_log, open_reader
@@ -34,7 +34,6 @@ from streams.urls import is_recording_path, parse_log_url
 
 T = TypeVar("T")
 PROGRESS_FROM_BYTES = 64 * 2**20  # smaller files import in a few seconds: no bar
-SHOWN = 20  # set-aside lines listed in the import summary
 
 LogOption = Annotated[
     str,
