@@ -294,8 +294,12 @@ async def import_recording(
     batch_size: int = BATCH_SIZE,
     on_progress: Callable[[int], None] | None = None,
     extra: Extra | None = None,
+    summary: ImportSummary | None = None,
 ) -> ImportSummary:
     """Append a recording to ``log``, setting bad lines aside there too.
+
+    ``summary``: filled in as the import goes (and returned), so that a caller whose
+    import failed half-way (the broker went away) can say what was written before.
 
     Bad lines need a log with a :class:`~streams.log.Quarantine`; on one without, the
     first bad line stops the import with a :class:`~streams.log.CapabilityError` (the
@@ -311,7 +315,7 @@ async def import_recording(
     The cyclic garbage collector is paused meanwhile: parsed JSON holds no cycles, and
     rescanning the ~200,000 containers of a batch of pods halves the parse rate.
     """
-    summary = ImportSummary()
+    summary = ImportSummary() if summary is None else summary
     batches = read_batches(source, size=batch_size, extra=extra)
     sent = 0
     async with ChainWriter(log, adopt=True) as writer:

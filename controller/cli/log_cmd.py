@@ -65,18 +65,24 @@ def import_command(
     """Append a recording to a log; bad lines are set aside (exit code 1 if any)."""
     require_persistent(log)
     size = file.stat().st_size
+    summary = ImportSummary()  # filled in as it goes: what was written if the log fails
     with _progress(enabled=sys.stdout.isatty() and size >= PROGRESS_FROM_BYTES, total=size) as on:
 
         async def run() -> ImportSummary:
             async with await _open(log, create=True) as target:
-                summary = await import_recording(file, target, on_progress=on, extra=RECORD_CHECKS)
+                await import_recording(
+                    file, target, on_progress=on, extra=RECORD_CHECKS, summary=summary
+                )
                 store = await open_log_store(target.url or log, create=True)
                 if store is not None:  # leave a World checkpoint for `tide state`/`replay`
                     async with store:
                         await checkpoint_world(target, store)
                 return summary
 
-        summary = _run(run())
+        try:
+            asyncio.run(run())
+        except LogError as exc:
+            _fail(_interrupted(log, exc, summary))
     typer.echo(
         f"imported {summary.imported}, skipped {summary.duplicates} as duplicate"
         f"{'' if summary.duplicates == 1 else 's'}, set aside {len(summary.set_aside)}"
@@ -182,6 +188,21 @@ def _refuse_own_files(dest: Path, log: EventLog) -> None:
     for file in own:
         if target == file.resolve() or (dest.exists() and file.exists() and dest.samefile(file)):
             _fail(f"--out {dest} is the log {log.url} itself; exporting would destroy it")
+
+
+def _interrupted(log: str, exc: LogError, summary: ImportSummary) -> str:
+    """The one line of an import the log failed under (a broker stopped mid-way): the log,
+    what went wrong, and what was on the log before it (importing again skips it)."""
+    where = parse_log_url(log).display()
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+    written = (
+        f"{summary.imported} record(s) imported and {len(summary.set_aside)} set aside "
+        "before it (importing again skips what is there)"
+    )
+    if parse_log_url(log).scheme == "kafka":
+        broker = parse_log_url(log).parts().netloc.rsplit("@", 1)[-1]
+        return f"{where}: the import stopped: broker {broker}: {reason}; {written}"
+    return f"{where}: the import stopped: {reason}; {written}"
 
 
 def _where(item: Quarantined) -> str:
