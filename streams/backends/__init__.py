@@ -57,19 +57,20 @@ async def open_log(url: str) -> EventLog:
 
 async def open_reader(url: str) -> EventLog:
     """Open the log a URL names for reading only: a SQLite file is opened read-only and
-    must already be a tide log (nothing is created, not a byte written beside it); any
-    other scheme as :func:`open_log` opens it.
+    must already be a tide log (nothing is created, not a byte written beside it), a
+    Kafka topic must exist (none is created); ``memory://`` as :func:`open_log` opens it.
 
     Raises:
         streams.log.NotALogError: the SQLite path is not a tide log (the message names it
-            and why: missing, a directory, an empty file, someone else's tables).
+            and why: missing, a directory, an empty file, someone else's tables), or the
+            Kafka topic does not exist.
         ValueError: as :func:`open_log`.
     """
     address = parse_log_url(url)
-    if address.scheme != "sqlite":
+    if address.scheme not in ("sqlite", "kafka"):
         return await open_log(url)
-    sqlite = importlib.import_module(OPENERS["sqlite"])
-    opener = cast(Callable[..., Awaitable[EventLog]], sqlite.open_url)
+    backend = importlib.import_module(OPENERS[address.scheme])
+    opener = cast(Callable[..., Awaitable[EventLog]], backend.open_url)
     return await opener(address.text, read_only=True)
 
 

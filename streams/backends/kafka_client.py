@@ -131,6 +131,18 @@ async def ensure_topics(target: KafkaTarget, options: ClientOptions) -> None:
         await admin.close()
 
 
+async def missing_topics(target: KafkaTarget, options: ClientOptions) -> list[str]:
+    """The log's topic and its quarantine, those of them the broker does not have (a
+    reader's check: it creates nothing)."""
+    admin = AIOKafkaAdminClient(**options)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    return [name for name in (target.topic, target.quarantine_topic) if name not in existing]
+
+
 async def guard(call: Awaitable[T], what: str) -> T:
     """Await ``call``, turning an aiokafka error into a log error that says ``what``."""
     try:

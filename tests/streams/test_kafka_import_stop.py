@@ -1,4 +1,5 @@
-"""A broker stopped in the middle of `tide log import --log kafka://…`: one line, no traceback.
+"""A broker stopped in the middle of `tide log import --log kafka://…`: one line, no traceback;
+and a reading command on a topic that is not there creates none.
 
 Issue 29: stopping the broker mid-import printed a 616-line traceback (aiokafka's
 ``CancelledError`` from stopping a consumer whose broker was gone, after hundreds of
@@ -17,10 +18,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import orjson
+import pytest
+from typer.testing import CliRunner
 
+from controller.cli import app
 from streams.backends.kafka import KafkaLog
 from streams.events import format_time, parse_time
-from tests.streams.tansu import start_broker
+from tests.streams.tansu import Broker, start_broker
+from tests.streams.test_kafka_restart import topics
 
 GOLDEN = Path(__file__).parents[1] / "replay" / "golden" / "demo-v2.jsonl"
 BOOT = "from controller.cli import main; main()"
@@ -74,3 +79,25 @@ def test_a_broker_stopped_mid_import_ends_it_in_one_line(tmp_path: Path) -> None
     written = re.search(r"; (\d+) record\(s\) imported and 0 set aside before it", lines[0])
     assert written is not None, lines[0]
     assert out == ""
+
+
+READERS = [
+    ["state", "--log", "{url}"],
+    ["replay", "{url}"],
+    ["audit", "summary", "--log", "{url}"],
+    ["log", "export", "--log", "{url}"],
+    ["log", "verify", "{url}"],
+    ["log", "quarantine", "--log", "{url}"],
+]
+
+
+@pytest.mark.parametrize("args", READERS, ids=lambda a: "-".join(a[:2]))
+def test_a_reading_command_creates_no_topic(args: list[str], broker: Broker) -> None:
+    """Reading never writes, on Kafka too: a topic that is not there is not created."""
+    url = broker.url()
+    result = CliRunner().invoke(app, [a.format(url=url) for a in args])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "no such log" in lines[0] and url in lines[0], result.output
+    topic = url.rsplit("/", 1)[1]
+    assert not {topic, f"{topic}.quarantine"} & asyncio.run(topics(broker))
