@@ -17,7 +17,11 @@ it, and both go through this module:
   the immutable snapshot it is. Beside a live log the files exist already and the
   reader shares them as any reader does.
 
-Only the standard ``sqlite3`` module is used: these checks run before any event loop.
+Only the standard ``sqlite3`` module is used, and a file that may be a database is only
+ever opened through it: SQLite's locks are POSIX locks, held per process, and closing any
+other descriptor of the file drops them all, so a plain ``open()`` of a log in a process
+that has a connection to it (a writer opening it a second time) would let another process
+corrupt it.
 """
 
 from __future__ import annotations
@@ -27,8 +31,6 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-#: the first 16 bytes of every SQLite database file
-HEADER = b"SQLite format 3\x00"
 #: the tables tide writes into a log's file (the log's, and the checkpoints kept with it)
 TIDE_TABLES = frozenset({"events", "quarantine", "seal", "checkpoints"})
 #: the columns of ``events`` a log has always had (``prev`` came with the hash chain)
@@ -63,29 +65,40 @@ def tables(path: str | Path) -> dict[str, set[str]]:
         }
 
 
+def _not_sqlite(exc: sqlite3.Error) -> bool:
+    return "not a database" in str(exc)
+
+
+def _hint(file: Path) -> str:
+    """A hint for a file SQLite refused: read only after SQLite refused it, so never a
+    file this process holds SQLite locks on (closing any descriptor of such a file would
+    drop them: SQLite's POSIX locks are per process)."""
+    try:
+        with file.open("rb") as stream:
+            first = stream.read(1)
+    except OSError:
+        return ""
+    return " (a JSON Lines recording? name it with .jsonl)" if first in (b"{", b"[") else ""
+
+
 def not_a_log(path: str | Path) -> str | None:
     """Why ``path`` is not a tide log (a phrase to follow the path), or None if it is one.
 
-    A tide log is a SQLite file with an ``events`` table of tide's columns.
+    A tide log is a SQLite file with an ``events`` table of tide's columns. The file is
+    only ever opened through SQLite (see :func:`_hint`).
     """
     file = Path(path)
     if not file.exists():
         return "does not exist"
     if file.is_dir():
         return "is a directory, not a tide log"
-    try:
-        with file.open("rb") as stream:
-            head = stream.read(len(HEADER))
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    if not head:
+    if file.stat().st_size == 0:
         return "is an empty file, not a tide log"
-    if head != HEADER:
-        hint = " (a JSON Lines recording? name it with .jsonl)" if head[:1] in b"{[" else ""
-        return f"is not a SQLite file, so not a tide log{hint}"
     try:
         found = tables(file)
     except sqlite3.Error as exc:
+        if _not_sqlite(exc):
+            return f"is not a SQLite file, so not a tide log{_hint(file)}"
         return f"is not a readable SQLite file ({exc})"
     if found.get("events", set()) >= EVENT_COLUMNS:
         return None
@@ -95,26 +108,27 @@ def not_a_log(path: str | Path) -> str | None:
 
 def foreign(path: str | Path) -> str | None:
     """Why a writer must not take ``path`` for its log (a phrase to follow the path), or
-    None: the path is missing, an empty file, or a SQLite file holding only tide's tables.
+    None: the path is missing, an empty file, a SQLite file holding only tide's tables, or
+    one that cannot be read without the recovery a writer runs (a killed writer's).
+
+    The file is only ever opened through SQLite: this runs in processes that may already
+    hold a connection to it (see :func:`_hint`).
     """
     file = Path(path)
     if not file.exists():
         return None
     if file.is_dir():
         return "is a directory"
-    try:
-        with file.open("rb") as stream:
-            head = stream.read(len(HEADER))
-    except OSError:
-        return None  # SQLite says why it cannot be opened
-    if not head:
+    if file.stat().st_size == 0:
         return None
-    if head != HEADER:
-        return "is not a SQLite file, so not a tide log; name another file"
     try:
         others = sorted(set(tables(file)) - TIDE_TABLES)
     except sqlite3.Error as exc:
-        return f"is not a readable SQLite file ({exc}); name another file"
+        if _not_sqlite(exc):
+            return "is not a SQLite file, so not a tide log; name another file"
+        # not readable without writing: a log whose writer was killed while setting it up
+        # (or mid-write) needs the recovery only a writer runs; SQLite says if it cannot
+        return None
     if others:
         return (
             f"is a SQLite file with tables tide does not write ({', '.join(others)}), "

@@ -8,6 +8,7 @@ stops; the calls the double recorded are the measure of deploy/run's least privi
 from __future__ import annotations
 
 import asyncio
+import copy
 import subprocess
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from tests.controller.drive.sources.test_deploy_run import Grant, role
 from tests.kubedouble import ApiDouble
 from tests.live.scenario import (
     CLOSE_AFTER,
+    CONFIG,
     ROOT,
     TIDE,
     Tide,
@@ -35,6 +37,8 @@ from tests.live.scenario import (
 #: how long the run lasts at least after the close: the untaint after taintDuration,
 #: margins (then until it has decided everything: :func:`settled`)
 AFTER_CLOSE = 8.0
+#: the longest the run goes on after that, waiting to have decided everything
+SETTLE = 20 * AFTER_CLOSE
 
 
 def targets(events: list[Event]) -> set[tuple[str, str, str]]:
@@ -136,11 +140,22 @@ async def scenario_run(
     )
     offset = clock_offset(close_after=close_after)
     close = loop.time() + close_after.total_seconds()
+    # ``hot`` is hot from the start: its one pressure eviction comes once the run is up,
+    # and the cooldown must outlast the whole run, however long the start-up made it
+    config = copy.deepcopy(CONFIG)
+    lasts = close_after.total_seconds() + AFTER_CLOSE + SETTLE
+    config["eviction"]["cpuEvict"]["cooldownPeriod"] = f"{int(lasts) + 60}s"
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
     tide = Tide(
-        double, tmp, offset=offset, dry_run=dry_run, extra=() if dry_run else ELECT, log=log
+        double,
+        tmp,
+        offset=offset,
+        dry_run=dry_run,
+        config=config,
+        extra=() if dry_run else ELECT,
+        log=log,
     )
     try:
         await tide.start()
@@ -148,7 +163,7 @@ async def scenario_run(
         left = close - loop.time()
         assert left > 0, "tide run started after the window closed: the machine is too slow"
         await asyncio.sleep(left + AFTER_CLOSE)
-        deadline = loop.time() + 20 * AFTER_CLOSE
+        deadline = loop.time() + SETTLE
         while not settled(await read(tide.log), dry_run=dry_run) and loop.time() < deadline:
             await asyncio.sleep(0.5)
         assert tide.running, await tide.stderr()
