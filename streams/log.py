@@ -55,6 +55,11 @@ class BackendUnavailableError(LogError):
     retriable = True
 
 
+class NotALogError(LogError):
+    """The path names something that is not a log of this kind (a user's own SQLite file,
+    an empty file, a directory): nothing was read from it or written to it."""
+
+
 class CapabilityError(LogError):
     """The backend lacks a capability the caller needs (a quarantine, an id index)."""
 

@@ -39,6 +39,7 @@ from streams.conflicts import find_conflicts
 from streams.events import EVENT_TYPES, JSON, Event, build_event
 from streams.gcpause import paused_gc
 from streams.limits import (
+    MAX_DEPTH,
     MAX_LINE_BYTES,
     LimitError,
     bounded_payload,
@@ -93,6 +94,8 @@ def _parse(
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc) or "recursion" in str(exc):  # deeper than orjson reads
+            return _aside(source, line, f"nested deeper than {MAX_DEPTH} levels", raw)
         return _aside(source, line, f"not JSON: {exc}", raw)
     if not isinstance(record, dict):
         return _aside(source, line, f"not a JSON object but {json_kind(record)}", raw)
@@ -291,8 +294,12 @@ async def import_recording(
     batch_size: int = BATCH_SIZE,
     on_progress: Callable[[int], None] | None = None,
     extra: Extra | None = None,
+    summary: ImportSummary | None = None,
 ) -> ImportSummary:
     """Append a recording to ``log``, setting bad lines aside there too.
+
+    ``summary``: filled in as the import goes (and returned), so that a caller whose
+    import failed half-way (the broker went away) can say what was written before.
 
     Bad lines need a log with a :class:`~streams.log.Quarantine`; on one without, the
     first bad line stops the import with a :class:`~streams.log.CapabilityError` (the
@@ -308,7 +315,7 @@ async def import_recording(
     The cyclic garbage collector is paused meanwhile: parsed JSON holds no cycles, and
     rescanning the ~200,000 containers of a batch of pods halves the parse rate.
     """
-    summary = ImportSummary()
+    summary = ImportSummary() if summary is None else summary
     batches = read_batches(source, size=batch_size, extra=extra)
     sent = 0
     async with ChainWriter(log, adopt=True) as writer:

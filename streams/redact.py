@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from streams.limits import LimitError, check_nesting
 from streams.payloads import RawObject
 
 #: annotations dropped from every object: large copies of the object itself
@@ -79,7 +80,10 @@ def redact_raw(raw: str) -> str:
     JSON is redacted as text: see :func:`redact_text`)."""
     try:
         value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        # before anything walks the value: a line set aside for nesting too deep would
+        # otherwise exhaust the interpreter's stack here (it is redacted as text instead)
+        check_nesting(value, raw.encode())
+    except (orjson.JSONDecodeError, LimitError):
         return redact_text(raw)
     redacted, changed = _redact(value)
     if not changed:

@@ -59,8 +59,8 @@ class Prometheus:
         return result
 
     async def scrapes(self, job: str) -> int:
-        """How many samples of ``up`` the job has (one per scrape)."""
-        found = await self.query(f'count_over_time(up{{job="{job}"}}[1h])')
+        """How many scrapes of the job succeeded (``up`` is 1 for each, 0 for a failed one)."""
+        found = await self.query(f'sum_over_time(up{{job="{job}"}}[1h])')
         return int(float(found[0]["value"][1])) if found else 0
 
 

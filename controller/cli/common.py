@@ -23,11 +23,11 @@ from controller.policy.loader import Policy, load_policy
 from controller.simulate.runner import save_log
 from projections.store import resume_world
 from projections.world import World
-from streams.backends import open_log
+from streams.backends import not_a_sqlite_log, open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.events import JSON, Event
 from streams.gcpause import paused_gc
-from streams.log import LogError
+from streams.log import LogError, Quarantined
 from streams.payloads import ConfigPayload, RawConfig
 from streams.recording import read_recording
 from streams.urls import is_recording_path, parse_log_url
@@ -50,6 +50,9 @@ R = TypeVar("R")
 #: errors about the user's input (a log, a file, a URL, a configuration): one line, no
 #: traceback. ConfigError, ValidationError, CheckpointError and ScenarioError are ValueErrors.
 DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
+
+#: set-aside lines named in a summary (``tide log import``, a ``.jsonl`` read whole)
+SHOWN = 20
 
 #: exit codes (README, "Exit codes"): success; input set aside or a verification
 #: difference; a usage or configuration error; an internal error (a bug in tide)
@@ -124,10 +127,21 @@ def guard_all(app: typer.Typer) -> None:
 
 
 def require_log(source: str) -> None:
-    """Reading commands never create a log: a missing SQLite file is an error."""
+    """Reading commands never create a log nor take another file for one: a missing path
+    is an error, and so is a local file that is not a tide log (exit 2, one line naming
+    the path and why: a directory, an empty file, a SQLite file of someone else's)."""
     path = Path(source) if is_recording_path(source) else parse_log_url(source).local_file
-    if path is not None and not path.exists():
+    if path is None:
+        return
+    if not path.exists():
         fail(f"{source}: no such log ({path} does not exist)")
+    if is_recording_path(source):
+        if path.is_dir():
+            fail(f"{source}: is a directory, not a recording")
+        return
+    why = not_a_sqlite_log(path)
+    if why is not None:
+        fail(f"{source}: {why}")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -188,20 +202,23 @@ def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
     if is_recording_path(source):
         events = []
-        skipped = 0
+        aside: list[Quarantined] = []
         for item in read_recording(Path(source), extra=RECORD_CHECKS):
             if isinstance(item, Event):
                 events.append(item)
             else:  # reported, never dropped silently
-                skipped += 1
-                typer.echo(f"set aside {item.source}:{item.line}: {item.reason}", err=True)
-        if skipped:
-            typer.echo(f"{source}: {skipped} line(s) set aside, not read", err=True)
+                aside.append(item)
+        if aside:  # as `tide log import` names them: line number and reason
+            typer.echo(f"{source}: {len(aside)} line(s) set aside, not read:", err=True)
+            for item in aside[:SHOWN]:
+                typer.echo(f"  {item.source}:{item.line}: {item.reason}", err=True)
+            if len(aside) > SHOWN:
+                typer.echo(f"  ... and {len(aside) - SHOWN} more", err=True)
         return [e.with_offset(i) for i, e in enumerate(events)]
     require_log(source)
 
     async def load() -> list[Event]:
-        async with await open_log(source) as log:
+        async with await open_reader(source) as log:
             return await log.read_all()
 
     with paused_gc():
@@ -234,7 +251,8 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
     """A World resumed at or before ``start`` from the checkpoint kept with the log at
     ``source`` (None if there is no usable one), and the records from its position on
     (all of them without a checkpoint). Writes nothing."""
-    async with await open_log(source) as log:
+    require_log(source)
+    async with await open_reader(source) as log:
         world = None
         store = await open_log_store(log.url or source, create=False)
         if store is not None:
@@ -246,6 +264,8 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
 
 
 def require_file(source: str) -> None:
-    """A log given as a plain path (not a URL) must exist: ``error: PATH: no such log``."""
+    """A log given as a plain path (not a URL) must exist: ``error: PATH: no such log``;
+    any local path must be a tide log (:func:`require_log`)."""
     if "://" not in source and not Path(source).exists():
         fail(f"{source}: no such log")
+    require_log(source)

@@ -21,10 +21,10 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from controller.cli.common import RECORD_CHECKS, read_log_events, require_persistent
+from controller.cli.common import RECORD_CHECKS, SHOWN, read_log_events, require_persistent
 from controller.drive.settings import DEFAULT_LOG
 from projections.store import checkpoint_world
-from streams.backends import open_log
+from streams.backends import not_a_sqlite_log, open_log, open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainReport, Sealable, check_chain, check_log
 from streams.events import EVENT_TYPES
@@ -34,7 +34,6 @@ from streams.urls import is_recording_path, parse_log_url
 
 T = TypeVar("T")
 PROGRESS_FROM_BYTES = 64 * 2**20  # smaller files import in a few seconds: no bar
-SHOWN = 20  # set-aside lines listed in the import summary
 
 LogOption = Annotated[
     str,
@@ -66,18 +65,24 @@ def import_command(
     """Append a recording to a log; bad lines are set aside (exit code 1 if any)."""
     require_persistent(log)
     size = file.stat().st_size
+    summary = ImportSummary()  # filled in as it goes: what was written if the log fails
     with _progress(enabled=sys.stdout.isatty() and size >= PROGRESS_FROM_BYTES, total=size) as on:
 
         async def run() -> ImportSummary:
             async with await _open(log, create=True) as target:
-                summary = await import_recording(file, target, on_progress=on, extra=RECORD_CHECKS)
+                await import_recording(
+                    file, target, on_progress=on, extra=RECORD_CHECKS, summary=summary
+                )
                 store = await open_log_store(target.url or log, create=True)
                 if store is not None:  # leave a World checkpoint for `tide state`/`replay`
                     async with store:
                         await checkpoint_world(target, store)
                 return summary
 
-        summary = _run(run())
+        try:
+            asyncio.run(run())
+        except LogError as exc:
+            _fail(_interrupted(log, exc, summary))
     typer.echo(
         f"imported {summary.imported}, skipped {summary.duplicates} as duplicate"
         f"{'' if summary.duplicates == 1 else 's'}, set aside {len(summary.set_aside)}"
@@ -185,18 +190,39 @@ def _refuse_own_files(dest: Path, log: EventLog) -> None:
             _fail(f"--out {dest} is the log {log.url} itself; exporting would destroy it")
 
 
+def _interrupted(log: str, exc: LogError, summary: ImportSummary) -> str:
+    """The one line of an import the log failed under (a broker stopped mid-way): the log,
+    what went wrong, and what was on the log before it (importing again skips it)."""
+    where = parse_log_url(log).display()
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+    written = (
+        f"{summary.imported} record(s) imported and {len(summary.set_aside)} set aside "
+        "before it (importing again skips what is there)"
+    )
+    if parse_log_url(log).scheme == "kafka":
+        broker = parse_log_url(log).parts().netloc.rsplit("@", 1)[-1]
+        return f"{where}: the import stopped: broker {broker}: {reason}; {written}"
+    return f"{where}: the import stopped: {reason}; {written}"
+
+
 def _where(item: Quarantined) -> str:
     return f"{item.source}:{item.line}: {item.reason}"
 
 
 async def _open(url: str, *, create: bool) -> EventLog:
-    """Open the log; reading commands refuse to create an empty SQLite file by accident."""
+    """Open the log: to write (``create``), or to read only, refusing a missing path or
+    one that is not a tide log (exit 2, one line) and writing nothing."""
     try:
         address = parse_log_url(url)
         path = address.local_file
-        if not create and path is not None and not path.exists():
+        if create:
+            return await open_log(address.text)
+        if path is not None and not path.exists():
             _fail(f"{url}: no such log ({path} does not exist)")
-        return await open_log(address.text)
+        why = None if path is None else not_a_sqlite_log(path)
+        if why is not None:
+            _fail(f"{url}: {why}")
+        return await open_reader(address.text)
     except (ValueError, LogError) as exc:
         _fail(f"{url}: {exc}")
 

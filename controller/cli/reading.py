@@ -18,7 +18,7 @@ from controller.cli.progress import Progress, tracked
 from projections.store import resume_world
 from projections.world import World
 from replay.verify import RecordedDecisions, ReplayReport, replay
-from streams.backends import open_log
+from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainReport, Sealable, check_log
 from streams.chain_check import ChainChecker
@@ -36,9 +36,10 @@ def is_recording(source: str) -> bool:
 
 @contextmanager
 def reader(source: str) -> Iterator[LogReader]:
-    """The log at ``source`` (URL or ``.db`` path; never created) opened for paging."""
+    """The log at ``source`` (URL or ``.db`` path; never created, never written) opened
+    for paging."""
     require_log(source)
-    with LogReader(lambda: open_log(source)) as opened:
+    with LogReader(lambda: open_reader(source)) as opened:
         yield opened
 
 

@@ -20,7 +20,7 @@ from controller.cli.common import fail, read_log_events, read_policy, require_fi
 from controller.cli.progress import Progress
 from controller.cli.reading import is_recording, replay_log
 from replay.verify import ReplayReport, replay
-from streams.backends import open_log
+from streams.backends import open_reader
 from streams.chain import ChainReport, Sealable, check_chain
 from streams.events import Event
 from streams.urls import is_recording_path
@@ -138,7 +138,7 @@ def _chain(source: str, events: list[Event]) -> ChainReport:
         return check_chain(events)
 
     async def seal() -> tuple[int, str] | None:
-        async with await open_log(source) as log:
+        async with await open_reader(source) as log:
             return await log.sealed() if isinstance(log, Sealable) else None
 
     return check_chain(events, asyncio.run(seal()))

@@ -29,7 +29,7 @@ from projections.overcommit import amount
 from projections.overcommit import current as overcommitted
 from projections.store import resume_world
 from projections.world import World
-from streams.backends import open_log
+from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.events import JSON, parse_time
 
@@ -45,7 +45,7 @@ async def fold_log(url: str, *, at: datetime | None = None, offset: int | None =
     time order, so no prefix of the log is "everything up to a time"). Nothing is written.
     """
     require_log(url)
-    async with await open_log(url) as log:
+    async with await open_reader(url) as log:
         world = None
         if at is None:
             store = await open_log_store(log.url or url, create=False)

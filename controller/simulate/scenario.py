@@ -41,6 +41,12 @@ from streams.quantity import QuantityError, parse_quantity
 
 JSON = RawObject  # a Kubernetes object as raw JSON
 _OFFSET = re.compile(r"^\+(.+)$")
+#: the shortest interval a usage profile is sampled at (metrics-server scrapes every
+#: 15 s or more; a second is already finer than any cluster reports)
+MIN_EVERY = timedelta(seconds=1)
+#: the most samples one usage profile expands to (a year of one node every minute is
+#: ~526,000): a scenario that would write more is an error naming the key
+MAX_SAMPLES = 1_000_000
 
 
 class ScenarioError(ValueError):
@@ -58,6 +64,21 @@ def _time(value: object, start: datetime, key: str) -> datetime:
         return parse_time(text)
     except ValueError as exc:
         raise ScenarioError(f"{key}: {value!r}: {exc}") from exc
+
+
+def _every(usage: Mapping[str, Any], key: str) -> timedelta:
+    """A usage profile's sampling interval (``every``, 60s by default): at least
+    :data:`MIN_EVERY`, as ``sessionTick`` has a floor, so a typo (``1us``) is an error
+    naming the key, not a run that never ends."""
+    given = usage.get("every", "60s")
+    every = parse_duration(str(given))
+    if every <= timedelta(0):
+        raise ScenarioError(f"{key}.every: {given!r}: must be positive")
+    if every < MIN_EVERY:
+        raise ScenarioError(
+            f"{key}.every: {given!r}: must be at least {MIN_EVERY.total_seconds():g}s"
+        )
+    return every
 
 
 def _quantity(value: object, key: str) -> Fraction:
@@ -253,9 +274,7 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
             events.append(_watch("pods", _pod(w, k, created, target), created))
     for i, u in enumerate(doc.get("usage") or []):
         key = f"usage[{i}]"
-        every = parse_duration(str(u.get("every", "60s")))
-        if every <= timedelta(0):
-            raise ScenarioError(f"{key}.every: {u.get('every')!r}: must be positive")
+        every = _every(u, key)
         points = [(_time(t, start, f"{key}.points"), dict(v)) for t, v in u.get("points") or []]
         if not points:
             raise ScenarioError(f"{key}.points: empty")
@@ -266,6 +285,11 @@ def expand(doc: Mapping[str, Any]) -> tuple[list[Event], datetime, datetime | No
         # and values stop), as for a node whose kubelet stopped answering
         frozen = _time(u["frozenAt"], start, f"{key}.frozenAt") if u.get("frozenAt") else None
         when = points[0][0]
+        if (end - when) // every >= MAX_SAMPLES:
+            raise ScenarioError(
+                f"{key}.every: {u.get('every', '60s')!r}: {(end - when) // every + 1:,} samples "
+                f"from {format_time(when)} to {format_time(end)}; at most {MAX_SAMPLES:,}"
+            )
         while when <= end:
             measured = when if frozen is None or when < frozen else frozen
             if "node" in u:

@@ -55,10 +55,33 @@ async def open_log(url: str) -> EventLog:
     return await opener(url)
 
 
+async def open_reader(url: str) -> EventLog:
+    """Open the log a URL names for reading only: a SQLite file is opened read-only and
+    must already be a tide log (nothing is created, not a byte written beside it), a
+    Kafka topic must exist (none is created); ``memory://`` as :func:`open_log` opens it.
+
+    Raises:
+        streams.log.NotALogError: the SQLite path is not a tide log (the message names it
+            and why: missing, a directory, an empty file, someone else's tables), or the
+            Kafka topic does not exist.
+        ValueError: as :func:`open_log`.
+    """
+    address = parse_log_url(url)
+    if address.scheme not in ("sqlite", "kafka"):
+        return await open_log(url)
+    backend = importlib.import_module(OPENERS[address.scheme])
+    opener = cast(Callable[..., Awaitable[EventLog]], backend.open_url)
+    return await opener(address.text, read_only=True)
+
+
+def not_a_sqlite_log(path: str | Path) -> str | None:
+    """Why the local file ``path`` is not a tide log (a phrase to follow the path), or None
+    (:func:`streams.backends.sqlite_files.not_a_log`: read without writing a byte)."""
+    module = importlib.import_module("streams.backends.sqlite_files")
+    return cast(Callable[[str | Path], str | None], module.not_a_log)(path)
+
+
 def is_sqlite_log(path: str | Path) -> bool:
-    """Whether ``path`` is a SQLite file holding a tide log (``streams.backends.sqlite``
-    looks, read-only; the driver is imported only when this is called)."""
-    check = cast(
-        Callable[[str | Path], bool], importlib.import_module(OPENERS["sqlite"]).is_sqlite_log
-    )
-    return check(path)
+    """Whether ``path`` is a SQLite file holding a tide log (an ``events`` table), read
+    without writing; commands that replace a log check this before deleting a file."""
+    return not_a_sqlite_log(path) is None

@@ -57,7 +57,7 @@ from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end,
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
 from streams.codec import check_appendable
 from streams.events import Event, build_event
-from streams.log import EventLog, LogError, Quarantined
+from streams.log import EventLog, LogError, NotALogError, Quarantined
 
 __all__ = ["BatchTooLargeError", "KafkaLog", "open_url"]
 
@@ -89,8 +89,10 @@ class KafkaLog(EventLog):
         self._shared = False
 
     @classmethod
-    async def open(cls, url: str) -> KafkaLog:
-        """Connect to the topic ``url`` names, creating it (and its quarantine) if missing.
+    async def open(cls, url: str, *, read_only: bool = False) -> KafkaLog:
+        """Connect to the topic ``url`` names, creating it (and its quarantine) if missing;
+        with ``read_only`` (the reading commands) creating nothing: a missing topic is a
+        :class:`~streams.log.NotALogError`.
 
         Raises:
             ValueError: the URL is malformed, or its password or TLS files cannot be read
@@ -102,7 +104,12 @@ class KafkaLog(EventLog):
         options = client.client_options(target)
         clients: list[Any] = []
         try:
-            await client.ensure_topics(target, options)
+            if not read_only:
+                await client.ensure_topics(target, options)
+            elif missing := await client.missing_topics(target, options):
+                raise NotALogError(
+                    f"{redact(url)}: no such log (the broker has no topic {', '.join(missing)})"
+                )
             producer = client.producer(target, options)
             clients.append(producer)
             control = client.consumer(target, options)
@@ -414,6 +421,7 @@ def runs(offsets: list[int], *, gap: int = FETCH_RECORDS) -> list[tuple[int, int
     return ranges
 
 
-async def open_url(url: str) -> KafkaLog:
-    """Open ``kafka://host:port/topic?...`` (see ``streams.backends.kafka_url``)."""
-    return await KafkaLog.open(url)
+async def open_url(url: str, *, read_only: bool = False) -> KafkaLog:
+    """Open ``kafka://host:port/topic?...`` (see ``streams.backends.kafka_url``);
+    ``read_only``: see :meth:`KafkaLog.open`."""
+    return await KafkaLog.open(url, read_only=read_only)

@@ -10,7 +10,8 @@ becomes a :class:`~streams.log.LogError` through :func:`guard`:
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import logging
 import ssl
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -30,6 +31,12 @@ FETCH_WAIT_MS = 500
 OVERHEAD = 64 * 1024
 
 T = TypeVar("T")
+
+# aiokafka logs every failed fetch and reconnect; with no handler configured (a command,
+# not ``tide run``, which configures logging) Python's last-resort handler printed each on
+# stderr: hundreds of lines when a broker stops. Errors reach the user through
+# :func:`guard` as one line; a configured handler (the root's) still gets the records.
+logging.getLogger("aiokafka").addHandler(logging.NullHandler())
 
 
 class BatchTooLargeError(LogError):
@@ -124,6 +131,18 @@ async def ensure_topics(target: KafkaTarget, options: ClientOptions) -> None:
         await admin.close()
 
 
+async def missing_topics(target: KafkaTarget, options: ClientOptions) -> list[str]:
+    """The log's topic and its quarantine, those of them the broker does not have (a
+    reader's check: it creates nothing)."""
+    admin = AIOKafkaAdminClient(**options)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    return [name for name in (target.topic, target.quarantine_topic) if name not in existing]
+
+
 async def guard(call: Awaitable[T], what: str) -> T:
     """Await ``call``, turning an aiokafka error into a log error that says ``what``."""
     try:
@@ -133,10 +152,20 @@ async def guard(call: Awaitable[T], what: str) -> T:
 
 
 async def stop(clients: list[Any]) -> None:
-    """Stop clients, ignoring those already gone."""
+    """Stop clients, ignoring those already gone.
+
+    A consumer whose broker went away raises ``CancelledError`` from ``stop`` (aiokafka
+    awaits the fetch tasks it has just cancelled); that is not a cancellation of the
+    caller, whose own error (the broker is gone) must not be replaced by it."""
     for client in clients:
-        with contextlib.suppress(KafkaError):  # already gone: nothing left to release
+        try:
             await client.stop()
+        except KafkaError:  # already gone: nothing left to release
+            pass
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the caller is being cancelled: let it
 
 
 def wrap(exc: KafkaError, what: str) -> LogError:

@@ -37,9 +37,16 @@ from typing import Any
 import aiosqlite
 import orjson
 
+from streams.backends.sqlite_files import TIDE_TABLES, foreign, not_a_log, read_only_uri, tables
 from streams.codec import check_appendable, from_stored
 from streams.events import Event, format_time
-from streams.log import BackendUnavailableError, EventLog, LogError, Quarantined
+from streams.log import (
+    BackendUnavailableError,
+    EventLog,
+    LogError,
+    NotALogError,
+    Quarantined,
+)
 
 PAGE = 1_000
 #: the page size of new log files: a ~5 KB pod row fits on one 16 KB page instead of
@@ -120,18 +127,38 @@ class SQLiteLog(EventLog):
         self._poll = poll_interval
         self.path = path
         self.url = "sqlite://" if path == ":memory:" else f"sqlite:///{path}"
+        #: the tables a read-only log holds (a writer creates them all)
+        self._tables = TIDE_TABLES
+        self._page, self._type_page = _PAGE, _TYPE_PAGE
 
     @classmethod
     async def open(
-        cls, path: str | Path, *, poll_interval: float = 0.2, busy_timeout: float = 10.0
+        cls,
+        path: str | Path,
+        *,
+        poll_interval: float = 0.2,
+        busy_timeout: float = 10.0,
+        read_only: bool = False,
     ) -> SQLiteLog:
         """Open (creating if needed) the log in ``path``; ``":memory:"`` for a private one.
 
         ``poll_interval``: how often subscribers look for rows other processes added.
         ``busy_timeout``: how long a write waits for another process's write lock before
         failing with :class:`~streams.log.BackendUnavailableError`.
+        ``read_only``: open an existing log for reading and write nothing, not a byte
+        beside it either (:func:`streams.backends.sqlite_files.read_only_uri`).
+
+        Raises:
+            NotALogError: ``read_only`` and ``path`` is not a tide log, or a writer's
+                ``path`` is a file that is not one (a user's own SQLite file, say).
+            LogError: SQLite cannot open it.
         """
+        if read_only:
+            return await cls._open_read_only(Path(path), poll_interval=poll_interval)
         if str(path) != ":memory:":
+            why = foreign(path)
+            if why is not None:
+                raise NotALogError(f"{path} {why}")
             _create_private(Path(path))
         connection = aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
         _daemonise(connection)
@@ -158,6 +185,28 @@ class SQLiteLog(EventLog):
             await db.close()
             raise _wrap(exc, f"cannot open SQLite log {path}") from exc
         return cls(db, str(path), poll_interval=poll_interval)
+
+    @classmethod
+    async def _open_read_only(cls, path: Path, *, poll_interval: float) -> SQLiteLog:
+        """The log at ``path`` opened ``mode=ro``: no table created, no column added (a
+        log older than the hash chain reads ``prev`` as NULL), no file left beside it."""
+        why = not_a_log(path)
+        if why is not None:
+            raise NotALogError(f"{path} {why}")
+        found = tables(path)
+        connection = aiosqlite.connect(read_only_uri(path), uri=True)
+        _daemonise(connection)
+        try:
+            db = await connection
+        except aiosqlite.Error as exc:
+            await _reap(connection)
+            raise _wrap(exc, f"cannot open SQLite log {path}") from exc
+        log = cls(db, str(path), poll_interval=poll_interval)
+        log._tables = frozenset(found)
+        if "prev" not in found["events"]:
+            log._page = _PAGE.replace(", prev FROM", ", NULL AS prev FROM")
+            log._type_page = _TYPE_PAGE.replace(", prev FROM", ", NULL AS prev FROM")
+        return log
 
     async def close(self) -> None:
         await self._db.close()
@@ -259,6 +308,8 @@ class SQLiteLog(EventLog):
                 raise
 
     async def quarantine(self) -> list[Quarantined]:
+        if "quarantine" not in self._tables:
+            return []
         async with self._lock:
             rows = await self._fetch(_QUARANTINE, ())
         return [Quarantined(source=s, line=n, reason=r, raw=raw) for s, n, r, raw in rows]
@@ -273,7 +324,7 @@ class SQLiteLog(EventLog):
         if type_ is None:
             return await self._rows(max(offset, 0), limit)
         async with self._lock:
-            return await self._fetch(_TYPE_PAGE, (type_, max(offset, 0), limit))
+            return await self._fetch(self._type_page, (type_, max(offset, 0), limit))
 
     async def seal(self, offset: int, head: str) -> None:
         """Record where the log ended cleanly (see ``streams/chain.py``)."""
@@ -288,6 +339,8 @@ class SQLiteLog(EventLog):
                 raise
 
     async def sealed(self) -> tuple[int, str] | None:
+        if "seal" not in self._tables:
+            return None
         async with self._lock:
             rows = await self._fetch(_SEALED, ())
         return (rows[0][0], rows[0][1]) if rows else None
@@ -326,7 +379,7 @@ class SQLiteLog(EventLog):
         measurable (the fetch is ~20% of a read and mostly holds the GIL).
         """
         async with self._lock:
-            return await self._fetch(_PAGE, (offset, limit))
+            return await self._fetch(self._page, (offset, limit))
 
     async def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         try:
@@ -353,9 +406,13 @@ def _lock_file(path: str) -> int:
         os.close(fd)
 
 
-async def open_url(url: str) -> SQLiteLog:
-    """Open ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (private)."""
-    return await SQLiteLog.open(url.split("://", 1)[1].removeprefix("/") or ":memory:")
+async def open_url(url: str, *, read_only: bool = False) -> SQLiteLog:
+    """Open ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (private);
+    ``read_only``: see :meth:`SQLiteLog.open`."""
+    path = url.split("://", 1)[1].removeprefix("/") or ":memory:"
+    if read_only and path == ":memory:":
+        raise NotALogError(f"{url} is a private in-memory log: there is nothing to read")
+    return await SQLiteLog.open(path, read_only=read_only)
 
 
 @lru_cache(maxsize=1024)
@@ -406,21 +463,6 @@ def _create_private(path: Path) -> None:
     SQLite gives its -wal and -shm files the database file's mode."""
     with contextlib.suppress(FileExistsError, OSError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-
-
-def is_sqlite_log(path: str | Path) -> bool:
-    """Whether ``path`` is a SQLite file holding a tide log (an ``events`` table), read
-    without writing; commands that replace a log check this before deleting a file."""
-    try:
-        with Path(path).open("rb") as file:
-            if file.read(16) != b"SQLite format 3\x00":
-                return False
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
-    except (OSError, sqlite3.Error):
-        return False
-    return {"offset", "id", "at", "type", "data"} <= columns
 
 
 def _daemonise(connection: aiosqlite.Connection) -> None:

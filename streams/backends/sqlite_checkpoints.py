@@ -17,6 +17,7 @@ from typing import ClassVar
 import aiosqlite
 
 from streams.backends.checkpoints import Checkpoint, CheckpointStore
+from streams.backends.sqlite_files import read_only_uri, tables
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS checkpoints ("
@@ -74,19 +75,17 @@ async def open_file(path: str | Path) -> SQLiteCheckpointStore:
 
 
 async def open_existing(path: str | Path) -> SQLiteCheckpointStore | None:
-    """The checkpoint table already in the SQLite file at ``path``, or None (the file
-    cannot be opened, or holds no such table); writes nothing."""
-    try:
-        db = await aiosqlite.connect(str(path))
-    except (aiosqlite.Error, sqlite3.Error):
+    """The checkpoint table already in the SQLite file at ``path``, opened read-only, or
+    None (the file is not SQLite, cannot be opened, or holds no such table); writes
+    nothing, not a byte beside the file either
+    (:func:`streams.backends.sqlite_files.read_only_uri`)."""
+    file = Path(path)
+    if not file.is_file() or file.stat().st_size == 0:
         return None
     try:
-        found = await db.execute_fetchall(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'"
-        )
+        if "checkpoints" not in tables(file):
+            return None
+        db = await aiosqlite.connect(read_only_uri(file), uri=True)
     except (aiosqlite.Error, sqlite3.Error):
-        found = []
-    if not list(found):
-        await db.close()
         return None
     return SQLiteCheckpointStore(db, str(path))

@@ -73,12 +73,12 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def clock_offset(now: datetime | None = None) -> float:
-    """Seconds to add to the wall clock so that rz1's window closes :data:`CLOSE_AFTER`
-    from now."""
+def clock_offset(now: datetime | None = None, *, close_after: timedelta = CLOSE_AFTER) -> float:
+    """Seconds to add to the wall clock so that rz1's window closes ``close_after``
+    (:data:`CLOSE_AFTER` unless given) from now."""
     now = now or datetime.now(UTC)
     close = now.replace(hour=21, minute=0, second=0, microsecond=0)
-    return (close - CLOSE_AFTER - now).total_seconds()
+    return (close - close_after - now).total_seconds()
 
 
 def cluster(double: ApiDouble) -> None:

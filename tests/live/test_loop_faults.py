@@ -67,6 +67,8 @@ async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) ->
     config: dict[str, Any] = copy.deepcopy(CONFIG)
     config["tiers"][1]["plugins"][2]["arguments"]["tdm.evict.period"] = f"{PERIOD}s"
     offset = clock_offset()
+    loop = asyncio.get_running_loop()
+    close = loop.time() + CLOSE_AFTER.total_seconds()  # rz1's window closes then
     cluster(double)
     double.create(
         "poddisruptionbudgets",
@@ -93,15 +95,26 @@ async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) ->
         run_live(settings, load_policy(config), options, source="t", observer=heard, stop=stop)
     )
     try:
-        await asyncio.sleep(3)
+        # every instant from the run's own start: once it is ready (it has listed the
+        # budget with two disruptions allowed), not after a fixed wait
+        deadline = loop.time() + 120
+        while not heard.calls["ready=True"] and not run.done() and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        assert heard.calls["ready=True"], "tide never became ready"
+        assert loop.time() < close, "the run was ready after the window closed: too slow"
         # the budget is spent on the server by a status update tide has not seen (tide's
         # victim choice skips what a budget it knows protects): only the API server
         # refuses, the 429 is recorded and TDM tries again on its next rounds
         double.objects["poddisruptionbudgets"]["batch/train"]["status"]["disruptionsAllowed"] = 0
         double.drop_watches()
-        await asyncio.sleep(CLOSE_AFTER.total_seconds() - 3 + 3 * PERIOD)
+        await asyncio.sleep(close - loop.time() + 3 * PERIOD)
+        # then until two rounds were refused (at most two evictions a round), however
+        # slowly the rounds come
+        deadline = loop.time() + 120
+        while heard.calls["effect.failed"] < 3 and not run.done() and loop.time() < deadline:
+            await asyncio.sleep(0.25)
         stop.set()
-        loop = await asyncio.wait_for(run, 60)
+        ran = await asyncio.wait_for(run, 60)
     finally:
         feeder.cancel()
         stop.set()
@@ -126,7 +139,7 @@ async def test_pdb_5xx_and_dropped_watches(double: ApiDouble, tmp_path: Path) ->
     assert report.ok, [d.describe() for d in report.differences]
     assert heard.restarted, "the dropped watches were reported"
     assert heard.leading == [True, False]
-    assert heard.calls["decided"] == loop.decided == len(decisions)
+    assert heard.calls["decided"] == ran.decided == len(decisions)
     assert heard.calls["effect.failed"] == len(refused)
     assert heard.calls["ready=True"] >= 1 and heard.calls["session"] > 0
 

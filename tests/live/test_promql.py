@@ -23,8 +23,9 @@ import aiohttp
 from streams.events import DECISION_TYPES, Event
 from tests.kubedouble import ApiDouble
 from tests.live.scenario import CLOSE_AFTER, ROOT, Tide, clock_offset, cluster, hot_metrics
-from tests.live.test_run_e2e import AFTER_CLOSE, ELECT
+from tests.live.test_run_e2e import AFTER_CLOSE, ELECT, start_up_seconds
 from tests.prometheus import Prometheus, require, running
+from tests.streams.tansu import free_port
 
 _BLOCK = re.compile(r"```promql\n(.*?)```", re.S)
 
@@ -52,19 +53,26 @@ async def test_the_readme_promql_reads_what_the_log_holds(
 ) -> None:
     require()
     loop = asyncio.get_running_loop()
-    offset = clock_offset()
-    close = loop.time() + CLOSE_AFTER.total_seconds()
+    # the window closes a margin after the start-up this machine needs now (as the e2e test)
+    close_after = max(
+        CLOSE_AFTER, timedelta(seconds=CLOSE_AFTER.total_seconds() / 3 + 4 * start_up_seconds())
+    )
+    offset = clock_offset(close_after=close_after)
+    close = loop.time() + close_after.total_seconds()
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
-    tide = Tide(double, tmp_path, offset=offset, dry_run=False, extra=ELECT)
+    port = free_port()  # Prometheus scrapes it from before the run serves it
+    extra = (*ELECT, "--metrics-port", str(port))  # the last --metrics-port given wins
+    tide = Tide(double, tmp_path, offset=offset, dry_run=False, extra=extra)
     (tmp_path / "prometheus").mkdir()
     answers: dict[str, list[dict[str, object]]] = {}
     try:
-        await tide.start()
-        await tide.ready()
-        target = tide.url.removeprefix("http://")
+        target = f"127.0.0.1:{port}"
         async with running(tmp_path / "prometheus", targets={"tide": target}) as prometheus:
+            await tide.start()
+            await tide.ready(timeout=max(120.0, 2 * close_after.total_seconds()))
+            assert tide.url == f"http://{target}", tide.url
             while await prometheus.scrapes("tide") < 1:
                 await asyncio.sleep(0.2)
             scraped = datetime.now(UTC)  # the first scrape is behind this instant

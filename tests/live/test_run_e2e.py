@@ -9,6 +9,9 @@ and the calls the double recorded show the role grants nothing the run path does
 from __future__ import annotations
 
 import asyncio
+import copy
+import subprocess
+import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -16,14 +19,28 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from streams.backends import open_reader
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from tests.controller.drive.sources.test_deploy_run import Grant, role
 from tests.kubedouble import ApiDouble
 from tests.kuberbac import run_rbac
-from tests.live.scenario import CLOSE_AFTER, Tide, cli, clock_offset, cluster, hot_metrics
+from tests.live.scenario import (
+    CLOSE_AFTER,
+    CONFIG,
+    ROOT,
+    TIDE,
+    Tide,
+    cli,
+    clock_offset,
+    cluster,
+    hot_metrics,
+)
 
-#: how long the run lasts after the close: the untaint after taintDuration, margins
+#: how long the run lasts at least after the close: the untaint after taintDuration,
+#: margins (then until it has decided everything: :func:`settled`)
 AFTER_CLOSE = 8.0
+#: the longest the run goes on after that, waiting to have decided everything
+SETTLE = 20 * AFTER_CLOSE
 
 
 def targets(events: list[Event]) -> set[tuple[str, str, str]]:
@@ -77,25 +94,80 @@ def total(samples: Samples, name: str, **labels: str) -> float:
     )
 
 
+def start_up_seconds() -> float:
+    """How long this machine takes, now, to start a Python process importing what
+    ``tide run`` imports: the bulk of the run's start-up, measured under the load the
+    run will start under."""
+    began = time.monotonic()
+    subprocess.run([*TIDE[:2], "import controller.cli.run_cmd"], cwd=ROOT, check=True)
+    return time.monotonic() - began
+
+
+async def read(url: str) -> list[Event]:
+    """The records of the log a run is writing, read without writing (its lock untouched)."""
+    async with await open_reader(url) as log:
+        return await log.read_all()
+
+
+def settled(events: list[Event], *, dry_run: bool) -> bool:
+    """Whether the run has decided all the scenario makes it decide, each with its
+    outcome: the window's and the pressure's evictions, the binds, the taint (and, for a
+    real run, the untaint after ``taintDuration``)."""
+    found = targets(events)
+    kinds = Counter(t[0] for t in found)
+    closed = {t[1] for t in found if t[2] == "tdm-window-closed"}
+    return (
+        {"batch/train-0", "batch/train-1"} <= closed
+        and kinds["decision.bind"] == 2
+        and ("decision.taint", "hot", "eviction-taint") in found
+        and (dry_run or ("decision.untaint", "hot", "eviction-taint") in found)
+        and any(t[0] == "decision.evict" and t[1].startswith("best/") for t in found)
+        and without_outcome(events) == []
+    )
+
+
 async def scenario_run(
     double: ApiDouble, tmp: Path, *, dry_run: bool, log: str | None = None
 ) -> tuple[list[Event], Samples]:
     """Run the scenario with ``tide run`` onto ``log`` (a SQLite file in ``tmp`` when None):
-    the log's events, after ``tide replay --verify`` passed on it, and the last scrape."""
-    offset = clock_offset()
-    close = asyncio.get_running_loop().time() + CLOSE_AFTER.total_seconds()
+    the log's events, after ``tide replay --verify`` passed on it, and the last scrape.
+
+    Every instant is derived from the run's own start: the window closes a margin after
+    the start-up this machine needs now (measured), and the run is stopped once it has
+    decided everything (not after a fixed wait), at least :data:`AFTER_CLOSE` after the
+    close, so a machine ten times slower passes too."""
+    loop = asyncio.get_running_loop()
+    close_after = max(
+        CLOSE_AFTER, timedelta(seconds=CLOSE_AFTER.total_seconds() / 3 + 4 * start_up_seconds())
+    )
+    offset = clock_offset(close_after=close_after)
+    close = loop.time() + close_after.total_seconds()
+    # ``hot`` is hot from the start: its one pressure eviction comes once the run is up,
+    # and the cooldown must outlast the whole run, however long the start-up made it
+    config = copy.deepcopy(CONFIG)
+    lasts = close_after.total_seconds() + AFTER_CLOSE + SETTLE
+    config["eviction"]["cpuEvict"]["cooldownPeriod"] = f"{int(lasts) + 60}s"
     double.grace_scale = 0.05
     cluster(double)
     feeder = asyncio.create_task(hot_metrics(double, offset=offset))
     tide = Tide(
-        double, tmp, offset=offset, dry_run=dry_run, extra=() if dry_run else ELECT, log=log
+        double,
+        tmp,
+        offset=offset,
+        dry_run=dry_run,
+        config=config,
+        extra=() if dry_run else ELECT,
+        log=log,
     )
     try:
         await tide.start()
-        await tide.ready()
-        left = close - asyncio.get_running_loop().time()
+        await tide.ready(timeout=max(120.0, 2 * close_after.total_seconds()))
+        left = close - loop.time()
         assert left > 0, "tide run started after the window closed: the machine is too slow"
         await asyncio.sleep(left + AFTER_CLOSE)
+        deadline = loop.time() + SETTLE
+        while not settled(await read(tide.log), dry_run=dry_run) and loop.time() < deadline:
+            await asyncio.sleep(0.5)
         assert tide.running, await tide.stderr()
         samples = await scrape(tide.url)
         assert await tide.stop() == 0, await tide.stderr()

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from controller.simulate import scenario
 from controller.simulate.scenario import ScenarioError, expand
 from streams.events import format_time
 
@@ -123,3 +124,28 @@ def test_frozen_at_re_serves_the_last_point_measured() -> None:
         ("12:02:00", "12:01:00"),
     ]
     assert len({orjson.dumps(e.data["usage"]) for e in samples[2:]}) == 1
+
+
+@pytest.mark.parametrize("every", ["1us", "1ms", "999ms"])
+def test_a_usage_interval_below_the_floor_names_the_key(every: str) -> None:
+    usage = [{"node": "n-0", "every": every, "points": [["+0m", {"cpu": "1"}]]}]
+    with pytest.raises(ScenarioError, match=rf"usage\[0\]\.every: '{every}': must be at least 1s"):
+        expand(doc(usage=usage))
+
+
+def test_a_usage_profile_of_too_many_samples_names_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a bound on what one profile expands to (a year every second), checked before any
+    monkeypatch.setattr(scenario, "MAX_SAMPLES", 10)
+    points = [["+0m", {"cpu": "1"}], ["+10s", {}]]
+    with pytest.raises(ScenarioError, match=r"usage\[0\]\.every: '1s': 11 samples"):
+        expand(doc(usage=[{"node": "n-0", "every": "1s", "points": points}]))
+    monkeypatch.setattr(scenario, "MAX_SAMPLES", 11)
+    assert expand(doc(usage=[{"node": "n-0", "every": "1s", "points": points}]))
+
+
+def test_a_usage_interval_at_the_floor_expands() -> None:
+    usage = [{"node": "n-0", "every": "1s", "points": [["+0m", {"cpu": "1"}], ["+10s", {}]]}]
+    events, _, _ = expand(doc(usage=usage))
+    assert sum(e.type == "metrics.node" for e in events) == 11

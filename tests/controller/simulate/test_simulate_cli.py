@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -11,6 +13,7 @@ from controller.cli import app
 from controller.simulate.scenario import load_scenario
 from streams.recording import write_recording
 
+BOOT = "from controller.cli import main; main()"
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
@@ -83,3 +86,26 @@ def test_unimplemented_plugins_are_named_in_one_warning(tmp_path: Path) -> None:
     assert len(warnings) == 1
     for name in ("drf", "binpack", "overcommit", "enqueue"):
         assert name in warnings[0]
+
+
+def test_a_scenario_sampled_every_microsecond_exits_2_at_once(tmp_path: Path) -> None:
+    scenario = tmp_path / "fast.yaml"
+    scenario.write_text(
+        'start: "2026-11-21T06:00:00Z"\n'
+        "until: +24h\n"
+        "nodes: [{name: n, cpu: '8', memory: 8Gi}]\n"
+        "usage: [{node: n, every: 1us, points: [['+0m', {cpu: 10%}], ['+24h', {cpu: 90%}]]}]\n"
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text("actions: allocate\ntiers: [{plugins: [{name: gang}]}]\n")
+    # a process with a deadline: without the floor it expands 86,400,000,000 samples
+    done = subprocess.run(
+        [sys.executable, "-c", BOOT, "simulate", str(scenario), "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "usage[0].every: '1us'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
