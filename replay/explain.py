@@ -19,24 +19,11 @@ import yaml
 from projections.parsing import milli, units
 from replay.units import amount, cores, gib, humanize, number, percent, seconds
 from streams.events import DECISION_TYPES, EFFECT_TYPES, JSON, Event, format_time
-from streams.evidence import (
-    EvidenceDict,
-    PreemptEvidence,
-    PressureEvidence,
-    TdmBudgetEvidence,
-    allocate_evidence,
-    evidence_of,
-    faulty_oom_evidence,
-    memory_leak_evidence,
-    preempt_evidence,
-    pressure_evidence,
-    taint_evidence,
-    tdm_evidence,
-    untaint_evidence,
-)
+from streams.evidence import EvidenceDict, PreemptEvidence, PressureEvidence, TdmBudgetEvidence
 from streams.payloads import (
     REASON_CODES,
     TaintPayload,
+    allocate_evidence,
     as_bind,
     as_decision,
     as_effect,
@@ -45,6 +32,14 @@ from streams.payloads import (
     as_taint,
     as_trigger,
     as_watch,
+    evidence_of,
+    faulty_oom_evidence,
+    memory_leak_evidence,
+    preempt_evidence,
+    pressure_evidence,
+    taint_evidence,
+    tdm_evidence,
+    untaint_evidence,
 )
 
 

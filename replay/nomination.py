@@ -18,8 +18,7 @@ from collections.abc import Iterable
 from replay.explain import Answer, describe_cause
 from replay.units import humanize
 from streams.events import JSON, Event, format_time
-from streams.evidence import preempt_evidence
-from streams.payloads import as_decision, as_evict, as_watch
+from streams.payloads import as_decision, as_evict, as_watch, preempt_evidence
 
 __all__ = ["nomination_answers"]
 

@@ -20,8 +20,7 @@ from replay.report import Day, collect
 from replay.units import humanize
 from replay.whynot import WhyNot, decided_by_cause
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
-from streams.evidence import evidence_of
-from streams.payloads import as_decision, as_watch
+from streams.payloads import as_decision, as_watch, evidence_of
 
 
 def _decision_pod(event: Event) -> str | None:

@@ -36,12 +36,13 @@ from projections.world import World
 from replay.units import percent
 from replay.waiting import WaitFold, pending_reason
 from streams.events import DECISION_TYPES, Event, format_time
-from streams.evidence import pressure_evidence, tdm_evidence
 from streams.payloads import (
     as_decision,
     as_evict,
     as_node_sample,
     as_trigger,
+    pressure_evidence,
+    tdm_evidence,
 )
 
 _TDM_KINDS = frozenset({"window-end", "evict-period"})

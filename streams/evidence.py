@@ -18,19 +18,18 @@ readers use ``.get`` and keep their fallbacks (the parts the writers build whole
 * the actions: :class:`PreemptEvidence` (``preempt`` / ``tdm-preempt``) and
   :class:`AllocateEvidence` (``allocate``, from allocate and backfill).
 
-A reader reaches them through one accessor per evidence (``tdm_evidence(payload)``,
-``preempt_evidence(payload)``…: a ``cast``, the dict itself, nothing copied), or through
-:func:`evidence_of` for the evidence as a whole (shown, not read by key).
-:mod:`streams.payloads` re-exports every name, so its importers need not know this module.
+A reader reaches them through one accessor per evidence, in :mod:`streams.payloads` beside
+the payloads they read (``tdm_evidence(payload)``, ``preempt_evidence(payload)``…: a
+``cast``, the dict itself, nothing copied), or through ``evidence_of`` for the evidence as
+a whole (shown, not read by key). This module imports nothing of tide's: the payloads
+import it, and :mod:`streams.payloads` re-exports every name, so its importers need not
+know this module.
 """
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict
 
-# the payloads import this module for Evidence: their types only, named in quotes below
-# (no ``from __future__ import annotations``: on 3.11 it hides NotRequired from TypedDict)
-if TYPE_CHECKING:
-    from streams.payloads import BindPayload, DecisionPayload, EvictPayload, TaintPayload
+# no ``from __future__ import annotations``: on 3.11 it hides NotRequired from TypedDict
 
 Evidence = Mapping[str, object]
 """A decision's evidence: open JSON; the keys others read are declared below."""
@@ -306,51 +305,3 @@ class AllocateEvidence(TypedDict, total=False):
     job: str
     queue: str
     best_effort: bool
-
-
-# -- the accessors ---------------------------------------------------------------------------
-
-
-def evidence_of(payload: "DecisionPayload") -> Evidence:
-    """A decision's evidence as a whole (``{}`` when it has none), to show, not to read."""
-    return payload.get("evidence") or {}
-
-
-def pressure_evidence(payload: "EvictPayload") -> PressureEvidence:
-    """The read-back keys of a pressure eviction's evidence (``{}`` when it has none)."""
-    return cast(PressureEvidence, payload.get("evidence") or {})
-
-
-def faulty_oom_evidence(payload: "EvictPayload") -> FaultyOomEvidence:
-    """The evidence of a ``faulty-oom`` eviction (``{}`` when it has none)."""
-    return cast(FaultyOomEvidence, payload.get("evidence") or {})
-
-
-def memory_leak_evidence(payload: "EvictPayload") -> MemoryLeakEvidence:
-    """The evidence of a ``faulty-memory-leak`` eviction (``{}`` when it has none)."""
-    return cast(MemoryLeakEvidence, payload.get("evidence") or {})
-
-
-def tdm_evidence(payload: "EvictPayload") -> TdmEvidence:
-    """The read-back keys of a TDM eviction's evidence (``{}`` when it has none)."""
-    return cast(TdmEvidence, payload.get("evidence") or {})
-
-
-def preempt_evidence(payload: "EvictPayload") -> PreemptEvidence:
-    """The evidence of a ``preempt`` / ``tdm-preempt`` eviction (``{}`` when it has none)."""
-    return cast(PreemptEvidence, payload.get("evidence") or {})
-
-
-def allocate_evidence(payload: "BindPayload") -> AllocateEvidence:
-    """The evidence of an ``allocate`` bind (``{}`` when it has none)."""
-    return cast(AllocateEvidence, payload.get("evidence") or {})
-
-
-def taint_evidence(payload: "TaintPayload") -> TaintEvidence:
-    """The evidence of a pressure ``decision.taint``."""
-    return cast(TaintEvidence, payload.get("evidence") or {})
-
-
-def untaint_evidence(payload: "TaintPayload") -> UntaintEvidence:
-    """The evidence of a pressure ``decision.untaint``."""
-    return cast(UntaintEvidence, payload.get("evidence") or {})

@@ -48,15 +48,6 @@ from streams.evidence import TdmEvidence as TdmEvidence
 from streams.evidence import TdmOrderEvidence as TdmOrderEvidence
 from streams.evidence import UntaintEvidence as UntaintEvidence
 from streams.evidence import VictimEvidence as VictimEvidence
-from streams.evidence import allocate_evidence as allocate_evidence
-from streams.evidence import evidence_of as evidence_of
-from streams.evidence import faulty_oom_evidence as faulty_oom_evidence
-from streams.evidence import memory_leak_evidence as memory_leak_evidence
-from streams.evidence import preempt_evidence as preempt_evidence
-from streams.evidence import pressure_evidence as pressure_evidence
-from streams.evidence import taint_evidence as taint_evidence
-from streams.evidence import tdm_evidence as tdm_evidence
-from streams.evidence import untaint_evidence as untaint_evidence
 
 # -- vocabularies ------------------------------------------------------------------------
 
@@ -360,3 +351,51 @@ def as_node_sample(event: Event) -> NodeSample:
 def as_pod_sample(event: Event) -> PodSample:
     """The payload of a ``metrics.pod`` record."""
     return cast(PodSample, event.data)
+
+
+# -- the evidence accessors (their types: streams.evidence) ---------------------------------------
+
+
+def evidence_of(payload: DecisionPayload) -> Evidence:
+    """A decision's evidence as a whole (``{}`` when it has none), to show, not to read."""
+    return payload.get("evidence") or {}
+
+
+def pressure_evidence(payload: EvictPayload) -> PressureEvidence:
+    """The read-back keys of a pressure eviction's evidence (``{}`` when it has none)."""
+    return cast(PressureEvidence, payload.get("evidence") or {})
+
+
+def faulty_oom_evidence(payload: EvictPayload) -> FaultyOomEvidence:
+    """The evidence of a ``faulty-oom`` eviction (``{}`` when it has none)."""
+    return cast(FaultyOomEvidence, payload.get("evidence") or {})
+
+
+def memory_leak_evidence(payload: EvictPayload) -> MemoryLeakEvidence:
+    """The evidence of a ``faulty-memory-leak`` eviction (``{}`` when it has none)."""
+    return cast(MemoryLeakEvidence, payload.get("evidence") or {})
+
+
+def tdm_evidence(payload: EvictPayload) -> TdmEvidence:
+    """The read-back keys of a TDM eviction's evidence (``{}`` when it has none)."""
+    return cast(TdmEvidence, payload.get("evidence") or {})
+
+
+def preempt_evidence(payload: EvictPayload) -> PreemptEvidence:
+    """The evidence of a ``preempt`` / ``tdm-preempt`` eviction (``{}`` when it has none)."""
+    return cast(PreemptEvidence, payload.get("evidence") or {})
+
+
+def allocate_evidence(payload: BindPayload) -> AllocateEvidence:
+    """The evidence of an ``allocate`` bind (``{}`` when it has none)."""
+    return cast(AllocateEvidence, payload.get("evidence") or {})
+
+
+def taint_evidence(payload: TaintPayload) -> TaintEvidence:
+    """The evidence of a pressure ``decision.taint``."""
+    return cast(TaintEvidence, payload.get("evidence") or {})
+
+
+def untaint_evidence(payload: TaintPayload) -> UntaintEvidence:
+    """The evidence of a pressure ``decision.untaint``."""
+    return cast(UntaintEvidence, payload.get("evidence") or {})
