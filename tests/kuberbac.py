@@ -237,14 +237,16 @@ def forbidden_status(asked: Attributes) -> dict[str, Any]:
 
 
 def record_rbac() -> Rbac:
-    """What ``kubectl apply -k deploy/`` grants, as the recorder's service account."""
-    return Rbac.deployed(DEPLOY, deployment=DEPLOY / "deployment.yaml")
+    """What ``kubectl apply -k deploy/overlays/record/`` grants, as the recorder's service
+    account."""
+    record = DEPLOY / "overlays" / "record"
+    return Rbac.deployed(record, deployment=record / "deployment.yaml")
 
 
 def run_rbac() -> Rbac:
-    """What ``kubectl apply -k deploy/`` then ``-k deploy/run/`` grant, as ``tide run``'s
-    service account."""
-    return Rbac.deployed(DEPLOY, DEPLOY / "run", deployment=DEPLOY / "run" / "deployment.yaml")
+    """What ``kubectl apply -k deploy/`` (deploy/base/) grants, as ``tide run``'s service
+    account."""
+    return Rbac.deployed(DEPLOY / "base", deployment=DEPLOY / "base" / "deployment.yaml")
 
 
 def _scoped(namespace: str | None, name: str) -> str:

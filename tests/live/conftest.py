@@ -1,7 +1,7 @@
 """The live tests run ``tide run`` (and its effector) under the RBAC that deploy/ grants it.
 
-Every test here that uses the API double has it enforce ``kubectl apply -k deploy/`` and
-``-k deploy/run/`` as the ``tide-run`` service account (:func:`tests.kuberbac.run_rbac`):
+Every test here that uses the API double has it enforce ``kubectl apply -k deploy/``
+(deploy/base/) as the ``tide-run`` service account (:func:`tests.kuberbac.run_rbac`):
 a call the role does not grant answers 403 and fails the test at teardown, so each live
 test proves the role grants what it exercised.
 """

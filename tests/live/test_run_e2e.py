@@ -3,7 +3,7 @@ evicts and taints, pending pods are bound; every decision has its outcome, the l
 replays with ``--verify``; ``--dry-run`` on the same scenario changes nothing.
 
 The real run elects itself leader on a Lease and serves ``/metrics``, scraped before it
-stops; it runs under deploy/run's RBAC, which the double enforces (tests/live/conftest.py),
+stops; it runs under deploy/base's RBAC, which the double enforces (tests/live/conftest.py),
 and the calls the double recorded show the role grants nothing the run path does not call."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams.backends import open_reader
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
-from tests.controller.drive.sources.test_deploy_run import Grant, role
+from tests.deploy.test_run import Grant, role
 from tests.kubedouble import ApiDouble
 from tests.kuberbac import run_rbac
 from tests.live.scenario import (
@@ -229,7 +229,7 @@ async def test_run_acts_and_dry_run_decides_the_same(double: ApiDouble, tmp_path
     assert total(samples, "koordlet_evicted_pods_total") == len(pressure)
     # the cooldown after the eviction, held at the latest metric sample (observer.record)
     assert total(samples, "koordlet_eviction_cooldown_active", node="hot", resource="cpu") == 1
-    # least privilege: the double enforced deploy/'s and deploy/run's RBAC as the tide-run
+    # least privilege: the double enforced deploy/'s (deploy/base/) RBAC as the tide-run
     # account (tests/live/conftest.py), so every call above was granted
     assert double.forbidden == []
     # a second check, the other way: the role grants nothing the run path does not call

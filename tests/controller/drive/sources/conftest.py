@@ -1,6 +1,6 @@
 """The recorder's tests run ``tide record`` under the RBAC that deploy/ grants it: a module
 that says ``pytestmark = pytest.mark.usefixtures("under_the_record_role")`` has the API
-double enforce ``kubectl apply -k deploy/`` as the ``tide-record`` service account
+double enforce ``kubectl apply -k deploy/overlays/record/`` as the ``tide-record`` service account
 (:func:`tests.kuberbac.record_rbac`), so a call the role does not grant answers 403 and
 fails the test at teardown."""
 

@@ -143,7 +143,7 @@ async def cli(*args: str) -> tuple[int, str, str]:
 
 def granted() -> set[tuple[str, str, str]]:
     """(group, resource, verb) the record ClusterRole grants."""
-    docs = list(yaml.safe_load_all((DEPLOY / "rbac-record.yaml").read_text()))
+    docs = list(yaml.safe_load_all((DEPLOY / "common" / "rbac-record.yaml").read_text()))
     [role] = [d for d in docs if d["kind"] == "ClusterRole"]
     return {
         (group, resource, verb)

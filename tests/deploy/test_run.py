@@ -1,43 +1,41 @@
-"""deploy/run/ for `tide run`: the second ClusterRole grants exactly the run code path's calls
-(least privilege), and the Deployment runs two replicas with leader election and the
-metrics endpoint on every interface.
+"""tide run as `kubectl apply -k deploy/` installs it (deploy/base/): its ClusterRole grants
+exactly the run code path's calls beside the read-only tide-record role (least privilege),
+and its Deployment campaigns for the Lease, serves /metrics, /healthz and /readyz on every
+interface, and every argument it passes, in every install, parses with the real command line.
 
 What the run path may call is enforced, not declared: the live tests (tests/live/conftest.py)
 run `tide run` and its effector against an API double that authorizes every request with
 these manifests as the `tide-run` account, as the apiserver's RBAC authorizer does
 (tests/kuberbac.py), so a call the roles do not grant answers 403 and fails the test; the
-tests below pin the double's authorizer to the real one's answers. Every argument the
-Deployment passes is parsed by the real command line here.
+tests below pin the double's authorizer to the real one's answers.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kubernetes_validate
 import pytest
 import typer
 import yaml
 
 from controller.cli import app
+from tests.deploy.render import APPLIED, DEPLOY, Doc, container, named, render
 from tests.kubedouble import ApiDouble
 from tests.kuberbac import Attributes, Rbac, record_rbac, run_rbac
 
-DEPLOY = Path(__file__).resolve().parents[4] / "deploy"
-RUN = DEPLOY / "run"
-KUBERNETES = "1.33"
 Grant = tuple[str, str, str]  # (API group, resource, verb)
+#: the installs that run tide run
+RUNNING = tuple(d for d in APPLIED if d != "deploy/overlays/record")
 
 
-def docs(name: str) -> list[dict[str, Any]]:
-    return list(yaml.safe_load_all((RUN / name).read_text()))
+def files(*names: str) -> list[Doc]:
+    return [doc for name in names for doc in yaml.safe_load_all((DEPLOY / name).read_text())]
 
 
 def role(name: str) -> set[Grant]:
-    found = [*docs("rbac.yaml"), *yaml.safe_load_all((DEPLOY / "rbac-record.yaml").read_text())]
+    found = files("base/rbac-run.yaml", "common/rbac-record.yaml")
     [doc] = [d for d in found if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
     return {
         (group, resource, verb)
@@ -46,34 +44,6 @@ def role(name: str) -> set[Grant]:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-
-
-MANIFESTS = [
-    pytest.param(doc, id=f"{path.name}:{doc['kind']}/{doc['metadata']['name']}")
-    for path in sorted(RUN.glob("*.yaml"))
-    if path.name != "kustomization.yaml"
-    for doc in yaml.safe_load_all(path.read_text())
-]
-
-
-@pytest.mark.parametrize("doc", MANIFESTS)
-def test_every_run_manifest_validates_against_the_kubernetes_schema(doc: dict[str, Any]) -> None:
-    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
-
-
-def test_the_run_kustomization_lists_every_manifest() -> None:
-    listed = yaml.safe_load((RUN / "kustomization.yaml").read_text())["resources"]
-    assert sorted(listed) == sorted(
-        p.name for p in RUN.glob("*.yaml") if p.name != "kustomization.yaml"
-    )
-
-
-def test_the_run_deployment_uses_the_shared_configuration() -> None:
-    [deployment] = docs("deployment.yaml")
-    volumes = deployment["spec"]["template"]["spec"]["volumes"]
-    config = yaml.safe_load((DEPLOY / "configmap.yaml").read_text())
-    assert {"name": "config", "configMap": {"name": config["metadata"]["name"]}} in volumes
-    assert deployment["metadata"]["namespace"] == config["metadata"]["namespace"]
 
 
 def test_the_run_role_adds_only_writes_and_gets_to_the_record_role() -> None:
@@ -89,54 +59,67 @@ def test_the_run_role_adds_only_writes_and_gets_to_the_record_role() -> None:
 
 @pytest.mark.parametrize("role_name", ["tide-record", "tide-run"])
 def test_the_run_account_holds_both_roles(role_name: str) -> None:
-    bindings = [d for d in docs("rbac.yaml") if d["kind"] == "ClusterRoleBinding"]
+    docs = files("base/rbac-run.yaml")
+    bindings = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
     [binding] = [b for b in bindings if b["roleRef"]["name"] == role_name]
     [subject] = binding["subjects"]
-    [account] = [d for d in docs("rbac.yaml") if d["kind"] == "ServiceAccount"]
+    [account] = [d for d in docs if d["kind"] == "ServiceAccount"]
     assert (subject["name"], subject["namespace"]) == (
         account["metadata"]["name"],
         account["metadata"]["namespace"],
     )
 
 
-def test_the_run_deployment_elects_a_leader_among_two_replicas() -> None:
-    [deployment] = docs("deployment.yaml")
-    assert deployment["spec"]["replicas"] == 2
+def test_the_installed_run_is_one_replica_on_the_claim_with_leader_election() -> None:
+    docs = render("deploy")
+    deployment = named(docs, "Deployment", "tide-run")
+    # one writer of the SQLite file: one replica, and never two during a rollout
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     spec = deployment["spec"]["template"]["spec"]
-    [container] = spec["containers"]
-    args = container["args"]
+    box = container(docs, "tide-run")
+    args = box["args"]
     assert args[0] == "run"
-    assert "--leader-elect" in args
+    assert "--leader-elect" in args and "--dry-run" in args
     assert "--metrics-address=0.0.0.0" in args
     assert spec["serviceAccountName"] == "tide-run"
-    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in box["env"]}
     assert env["POD_NAME"] == "metadata.name"  # the Lease's holderIdentity
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["securityContext"]["readOnlyRootFilesystem"] is True
-    # two replicas read one log: not a SQLite file
-    [log] = [a for a in args if a.startswith("--log=")]
-    assert log.startswith("--log=kafka://")
+    assert box["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert box["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert box["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    # the log is a file on the claim the install creates
+    [claim] = [v for v in spec["volumes"] if "persistentVolumeClaim" in v]
+    name = claim["persistentVolumeClaim"]["claimName"]
+    assert named(docs, "PersistentVolumeClaim", name)["spec"]["accessModes"] == ["ReadWriteOnce"]
+    mounts = {m["name"]: m["mountPath"] for m in box["volumeMounts"]}
+    assert f"--log={mounts[claim['name']]}/tide.db" in args
 
 
-def test_every_deployment_argument_parses_with_the_real_command_line() -> None:
-    [deployment] = docs("deployment.yaml")
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: f"<{e['name']}>" for e in container["env"]}
+def parsed(box: Doc) -> dict[str, Any]:
+    """The run command's parameters from a container's args (a wrong flag or value raises)."""
+    env = {e["name"]: f"<{e['name']}>" for e in box["env"]}
     # the kubelet expands $(VAR) from the container's env
-    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in container["args"]]
+    args = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in box["args"]]
     assert args[0] == "run"
     command = typer.main.get_command(app)
     assert isinstance(command, typer.core.TyperGroup)
-    run = command.commands["run"]
-    context = run.make_context("run", args[1:])  # a wrong flag or value raises here
+    context = command.commands["run"].make_context("run", args[1:])
     given = {a.split("=")[0] for a in args[1:]}
     assert given <= {f"--{p.replace('_', '-')}" for p in context.params}
-    assert context.params["leader_elect"] is True
-    assert context.params["lease_namespace"] == "<POD_NAMESPACE>"
-    assert context.params["metrics_address"] == "0.0.0.0"
-    assert context.params["metrics_port"] == container["ports"][0]["containerPort"]
-    assert str(context.params["log_format"]) == "json"
+    return dict(context.params)
+
+
+@pytest.mark.parametrize("directory", RUNNING)
+def test_every_run_argument_parses_with_the_real_command_line(directory: str) -> None:
+    box = container(render(directory), "tide-run")
+    params = parsed(box)
+    assert params["leader_elect"] is True
+    assert params["lease_namespace"] == "<POD_NAMESPACE>"
+    assert params["metrics_address"] == "0.0.0.0"
+    assert params["metrics_port"] == box["ports"][0]["containerPort"]
+    assert str(params["log_format"]) == "json"
+    assert params["dry_run"] is (directory != "deploy/overlays/act")
 
 
 # ---- the roles as the apiserver enforces them (tests/kuberbac.py) ---------------------
