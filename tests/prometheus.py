@@ -41,6 +41,17 @@ def require() -> str:
     return PROMETHEUS
 
 
+def require_promtool() -> str:
+    """The ``promtool`` binary (Debian's prometheus ships it), or skip the test loudly (fail
+    it where CI requires it)."""
+    if PROMTOOL is None:
+        message = "Debian's promtool is not installed (apt-get install prometheus)"
+        if REQUIRED:
+            pytest.fail(message)
+        pytest.skip(message)
+    return PROMTOOL
+
+
 class Prometheus:
     """A running Prometheus (see :func:`running`)."""
 
@@ -58,6 +69,18 @@ class Prometheus:
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
 
+    async def rules(self) -> list[dict[str, Any]]:
+        """The rule groups Prometheus loaded (``/api/v1/rules``), with each rule's health
+        and last error as it evaluated them."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{self.url}/api/v1/rules") as answer,
+        ):
+            body = await answer.json()
+        assert body.get("status") == "success", body
+        groups: list[dict[str, Any]] = body["data"]["groups"]
+        return groups
+
     async def scrapes(self, job: str) -> int:
         """How many scrapes of the job succeeded (``up`` is 1 for each, 0 for a failed one)."""
         found = await self.query(f'sum_over_time(up{{job="{job}"}}[1h])')
@@ -66,18 +89,25 @@ class Prometheus:
 
 @contextlib.asynccontextmanager
 async def running(
-    tmp: Path, *, targets: dict[str, str], interval: str = "1s"
+    tmp: Path,
+    *,
+    targets: dict[str, str],
+    interval: str = "1s",
+    rule_files: tuple[Path, ...] = (),
 ) -> AsyncIterator[Prometheus]:
     """Prometheus on 127.0.0.1 scraping ``targets`` (job name → ``host:port``) every
-    ``interval``, its storage in ``tmp``; stopped on exit."""
+    ``interval`` and evaluating ``rule_files`` as often, its storage in ``tmp``; stopped
+    on exit."""
     binary = require()
-    config = {
+    config: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "scrape_configs": [
             {"job_name": job, "static_configs": [{"targets": [target]}]}
             for job, target in targets.items()
         ],
     }
+    if rule_files:
+        config["rule_files"] = [str(path) for path in rule_files]
     path = tmp / "prometheus.yml"
     path.write_text(yaml.safe_dump(config))
     port = free_port()
