@@ -69,6 +69,21 @@ class Prometheus:
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
 
+    async def query_range(
+        self, expr: str, *, start: float, end: float, step: float = 1.0
+    ) -> list[dict[str, Any]]:
+        """The range vector ``expr`` evaluates to from ``start`` to ``end`` (Unix seconds)
+        every ``step`` seconds, as Grafana asks a panel's (``status`` must be success)."""
+        params = {"query": expr, "start": str(start), "end": str(end), "step": str(step)}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{self.url}/api/v1/query_range", params=params) as answer,
+        ):
+            body = await answer.json()
+        assert body.get("status") == "success", f"{expr}: {body}"
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
     async def rules(self) -> list[dict[str, Any]]:
         """The rule groups Prometheus loaded (``/api/v1/rules``), with each rule's health
         and last error as it evaluated them."""
