@@ -327,7 +327,7 @@ def reason_panel(decisions: Sequence[Event], *, start: datetime, end: datetime) 
                 parts.append(
                     f'<text x="{x + slot * 0.4:.1f}" y="{base + h / 2 + 4:.1f}" '
                     f'class="bar-count" fill="{kind_ink(key[0])}" stroke="{kind_colour(key[0])}" '
-                    f'stroke-width="3" paint-order="stroke">{n}</text>'
+                    f'stroke-width="4" paint-order="stroke">{n}</text>'
                 )
         if totals[i]:
             parts.append(

@@ -61,10 +61,11 @@ def anchors(names: Sequence[str]) -> dict[str, str]:
 
 def _duration(seconds: float) -> str:
     minutes = int(seconds // 60)
-    days, rest = divmod(minutes, 1440)
-    hours, mins = divmod(rest, 60)
-    text = (f"{days} d " if days else "") + f"{hours} h {mins:02d} min"
-    return text if minutes else f"{int(seconds)} s"
+    if not minutes:
+        return f"{int(seconds)} s"
+    if minutes >= 3 * 1440:
+        return f"{minutes / 1440:.1f} days"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _kinds_text(decisions: Sequence[Event]) -> str:
@@ -82,7 +83,8 @@ def node_link(entry: NodeEntry) -> str:
 def node_stats(entry: NodeEntry) -> str:
     """One phrase: the node's decisions by kind, or that it had none; and its samples."""
     said = (
-        f"{len(entry.decisions)} decisions ({_kinds_text(entry.decisions)})"
+        f"{len(entry.decisions)} decision{'s' if len(entry.decisions) != 1 else ''} "
+        f"({_kinds_text(entry.decisions)})"
         if entry.decisions
         else "no decisions"
     )

@@ -104,7 +104,7 @@ h1{margin:0 0 4px}h2{margin:28px 0 6px}h3{margin:16px 0 4px;font-size:15px}
 .threshold{stroke-width:1.5}.threshold-label{font-size:10px;text-anchor:end}
 .guide{stroke-width:1;stroke-dasharray:1 2;opacity:.6}
 .marker{stroke:#222;stroke-width:.8}.count{font-size:9px;font-weight:bold;text-anchor:middle}
-.bar-count{font-size:10px;text-anchor:middle}.bar-total{font-size:11px;text-anchor:middle;fill:#222}
+.bar-count{font-size:11px;font-weight:bold;text-anchor:middle}.bar-total{font-size:11px;text-anchor:middle;fill:#222}
 .nosamples{font-size:16px;fill:#666;text-anchor:middle}
 .legend{list-style:none;padding:0;margin:4px 0;display:flex;flex-wrap:wrap;gap:4px 16px}
 .legend li{display:flex;align-items:center;gap:6px;font-size:12px}
