@@ -195,7 +195,7 @@ def render(
     entries = [NodeEntry(n.name, links[n.name], n.zone, len(n.rows), n.decisions) for n in nodes]
     link_html = {e.name: node_link(e) for e in entries}
     why = headlines(day.decisions, records)
-    scale = TimeScale(day.start, day.end, Frame(NODE_HEIGHT))
+    scale = TimeScale(day.start, day.end, frame=Frame(NODE_HEIGHT))
     over = _overcommit(day)
     bound = binds(day.decisions, link_html)
     sections = [("summary", "Summary"), ("reasons", "Decisions per reason per hour")]

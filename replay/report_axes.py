@@ -160,7 +160,7 @@ def slot_ticks(found: Slots) -> list[tuple[int, str]]:
 
 
 def bar_axes(
-    frame: Frame, found: Slots, ticks: Sequence[int], *, unit: str, zone: str
+    frame: Frame, found: Slots, *, ticks: Sequence[int], unit: str, zone: str
 ) -> list[str]:
     """The grid, the numbered value axis and the slot labels of a bar chart."""
     top = ticks[-1]

@@ -18,7 +18,6 @@ palette and shapes.
 from __future__ import annotations
 
 import html
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -50,7 +49,7 @@ _PCT_TOP = 110.0
 class TimeScale:
     """Instants to x and percentages to y in a node panel's :class:`Frame`."""
 
-    def __init__(self, start: datetime, end: datetime, frame: Frame) -> None:
+    def __init__(self, start: datetime, end: datetime, *, frame: Frame) -> None:
         self.start, self.end, self.frame = start, end, frame
         self.t0 = start.timestamp()
         self.span = max(end.timestamp() - self.t0, 1.0)
@@ -113,7 +112,7 @@ def groups(decisions: Sequence[Event], scale: TimeScale) -> list[tuple[str, list
     return out
 
 
-def _marker(kind: str, group: list[Event], scale: TimeScale, why: Mapping[str, str]) -> str:
+def _marker(kind: str, group: list[Event], *, scale: TimeScale, why: Mapping[str, str]) -> str:
     x = scale.x(group[0].at)
     y = scale.frame.top + _LANES.get(kind, _LANES["bind"])
     count = len(group)
@@ -134,7 +133,7 @@ def _marker(kind: str, group: list[Event], scale: TimeScale, why: Mapping[str, s
         f'class="guide" stroke="{colour}"/>'
         f'<a href="#d-{group[0].id}" class="marker-link"><g class="marker-group" '
         f'data-count="{count}" data-kind="{safe}"><title>{title}</title>'
-        f'{marker_path(kind, x, y, size)} fill="{colour}" class="marker {safe}-marker"/>'
+        f'{marker_path(kind, x=x, y=y, size=size)} fill="{colour}" class="marker {safe}-marker"/>'
         f"{label}</g></a>"
     )
 
@@ -143,7 +142,7 @@ def _swatch(body: str) -> str:
     return f'<svg viewBox="0 0 30 14" aria-hidden="true">{body}</svg>'
 
 
-def _line_swatch(colour: str, dash: str, width: float = 2.0) -> str:
+def _line_swatch(colour: str, dash: str, *, width: float = 2.0) -> str:
     return _swatch(
         f'<line x1="1" x2="29" y1="7" y2="7" stroke="{colour}" stroke-width="{width}" '
         f'stroke-dasharray="{dash or "none"}"/>'
@@ -207,7 +206,10 @@ def node_panel(
             f"{name} threshold {level:g}%</text>"
         )
         legend.append(
-            (_line_swatch(colour, THRESHOLD_DASH, 1.5), f"{name} eviction threshold {level:g}%")
+            (
+                _line_swatch(colour, THRESHOLD_DASH, width=1.5),
+                f"{name} eviction threshold {level:g}%",
+            )
         )
     if windows:
         legend.append(
@@ -222,10 +224,10 @@ def node_panel(
             'class="nosamples">no samples</text>'
         )
     found = groups(decisions, scale)
-    parts += [_marker(kind, group, scale, why) for kind, group in found]
+    parts += [_marker(kind, group, scale=scale, why=why) for kind, group in found]
     kinds = Counter(kind for kind, group in found for _ in group)
     for kind in sorted(kinds, key=kind_rank):
-        shape = marker_path(kind, 15, 7, 4.5)
+        shape = marker_path(kind, x=15, y=7, size=4.5)
         legend.append(
             (
                 _swatch(f'{shape} fill="{kind_colour(kind)}" class="marker"/>'),
@@ -236,7 +238,7 @@ def node_panel(
         legend.append(
             (
                 _swatch(
-                    f'{marker_path("bind", 15, 7, 6.5)} fill="#fff" class="marker"/>'
+                    f'{marker_path("bind", x=15, y=7, size=6.5)} fill="#fff" class="marker"/>'
                     '<text x="15" y="10" class="count">n</text>'
                 ),
                 "n decisions too close to draw apart",
@@ -244,10 +246,6 @@ def node_panel(
         )
     parts.append("</svg>")
     return f"<figure class='panel'>{''.join(parts)}{_legend(legend)}</figure>"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "-", text)
 
 
 def series_keys(decisions: Sequence[Event]) -> list[tuple[str, str]]:
@@ -271,7 +269,7 @@ def _fills(keys: list[tuple[str, str]]) -> tuple[dict[tuple[str, str], str], lis
         if not hatch:
             fills[(kind, reason)] = colour
             continue
-        pid = f"hatch-{_slug(kind)}-{i}"
+        pid = f"hatch-{len(defs)}"  # the series' own: kinds are any text on imported logs
         defs.append(
             f'<pattern id="{pid}" patternUnits="userSpaceOnUse" width="6" height="6" '
             f'data-colour="{colour}"><rect width="6" height="6" fill="{colour}"/>'
@@ -303,7 +301,7 @@ def reason_panel(decisions: Sequence[Event], *, start: datetime, end: datetime) 
         f'<svg viewBox="0 0 {WIDTH} {REASON_HEIGHT}" class="chart" id="reasons-chart" '
         f'data-slots="{len(found.starts)}" data-slot-hours="{found.hours}">'
         f"<defs>{''.join(defs)}</defs>",
-        *bar_axes(frame, found, ticks, unit="decisions", zone=zone_of(start)),
+        *bar_axes(frame, found, ticks=ticks, unit="decisions", zone=zone_of(start)),
     ]
     slot = (frame.right - frame.left) / len(found.starts)
     per_unit = (frame.bottom - frame.top) / ticks[-1]
@@ -347,12 +345,12 @@ def reason_panel(decisions: Sequence[Event], *, start: datetime, end: datetime) 
         for key in keys
     ]
     return f"<figure class='panel'>{''.join(parts)}{_legend(legend)}</figure>" + _table(
-        found, keys, counts
+        found, keys=keys, counts=counts
     )
 
 
 def _table(
-    found: Slots, keys: list[tuple[str, str]], counts: Counter[tuple[int, tuple[str, str]]]
+    found: Slots, *, keys: list[tuple[str, str]], counts: Counter[tuple[int, tuple[str, str]]]
 ) -> str:
     head = "".join(f"<th class='n'>{html.escape(k)} {html.escape(r)}</th>" for k, r in keys)
     rows = []

@@ -76,7 +76,7 @@ def kind_ink(kind: str) -> str:
     return KIND_INK.get(kind, "#ffffff")
 
 
-def marker_path(kind: str, x: float, y: float, size: float) -> str:
+def marker_path(kind: str, *, x: float, y: float, size: float) -> str:
     """An SVG element for ``kind``'s marker centred on ``(x, y)``: a triangle pointing
     down for an eviction, a circle for a bind, a square for a taint, a diamond for an
     untaint (and a circle for anything else)."""

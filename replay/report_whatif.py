@@ -44,7 +44,7 @@ def _chart(whatif: WhatIf) -> str:
     parts = [
         f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" class="chart" id="whatif-chart">'
         f"<defs>{_HATCH}</defs>",
-        *bar_axes(frame, found, ticks, unit="decisions", zone=zone_name(every[0])),
+        *bar_axes(frame, found, ticks=ticks, unit="decisions", zone=zone_name(every[0])),
     ]
     slot = (frame.right - frame.left) / len(found.starts)
     per_unit = (frame.bottom - frame.top) / ticks[-1]

@@ -121,7 +121,7 @@ def test_coinciding_decisions_of_a_kind_share_one_marker() -> None:
         decision("evict", "n", H + timedelta(hours=2), pod="d"),
         decision("bind", "n", H, pod="e"),  # another kind: its own lane
     ]
-    scale = TimeScale(H, H + timedelta(hours=24), Frame(NODE_HEIGHT))
+    scale = TimeScale(H, H + timedelta(hours=24), frame=Frame(NODE_HEIGHT))
     found = [(kind, [e.data["pod"] for e in group]) for kind, group in groups(events, scale)]
     assert found == [("evict", ["a", "b", "c"]), ("evict", ["d"]), ("bind", ["e"])]
 
