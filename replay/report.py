@@ -41,7 +41,14 @@ from replay.report_sections import (
 )
 from replay.report_style import CSS
 from streams.events import DECISION_TYPES, Event, format_time
-from streams.payloads import as_config, as_decision, as_node_sample, as_trigger, as_watch
+from streams.payloads import (
+    WatchPayload,
+    as_config,
+    as_decision,
+    as_node_sample,
+    as_trigger,
+    as_watch,
+)
 
 
 @dataclass
@@ -87,25 +94,29 @@ def collect(
     overcommit = OvercommitFold()
     for event in events:
         overcommit.apply(event)  # the whole log: a node's room depends on all before
-        if (since and event.at < since) or (until and event.at > until):
-            if event.type == "config.applied":
-                config = as_config(event).get("config")
+        if until and event.at > until:
             continue
-        first = first or event.at
-        last = event.at
+        # state before the range holds in it: the nodes and their capacity, the
+        # configuration, the windows already open when the range starts
         if event.type == "config.applied":
             config = as_config(event).get("config")
         elif event.type == "k8s.watch":
-            watch = as_watch(event)
-            if watch.get("resource") != "nodes":
-                continue
-            obj = watch.get("object") or {}
-            meta = obj.get("metadata") or {}
-            cap = (obj.get("status") or {}).get("capacity") or {}
-            node = nodes.setdefault(str(meta.get("name")), NodeSeries(str(meta.get("name"))))
-            node.zone = str((meta.get("labels") or {}).get("volcano.sh/revocable-zone") or "")
-            node.cpu_cap, node.mem_cap = milli(cap.get("cpu") or 0), units(cap.get("memory") or 0)
-        elif event.type == "metrics.node":
+            _node(nodes, as_watch(event))
+        elif event.type == "trigger.fired":
+            t = as_trigger(event)
+            zone = str(t.get("zone") or "")
+            if t.get("kind") == "window-start":
+                zone_open[zone] = event.at
+            elif t.get("kind") == "window-end":
+                opened = zone_open.pop(zone, None)
+                if not since or event.at >= since:
+                    window = (max(opened, since) if opened and since else opened, event.at)
+                    zone_windows.setdefault(zone, []).append(window)
+        if since and event.at < since:
+            continue
+        first = first or event.at
+        last = event.at
+        if event.type == "metrics.node":
             sample = as_node_sample(event)
             name = str((sample.get("metadata") or {}).get("name"))
             sampled = nodes.get(name)
@@ -115,17 +126,11 @@ def collect(
                 sampled.rows.append(
                     (event.at, 100 * cpu / sampled.cpu_cap, 100 * mem / sampled.mem_cap, cpu, mem)
                 )
-        elif event.type == "trigger.fired":
-            t = as_trigger(event)
-            zone = str(t.get("zone") or "")
-            if t.get("kind") == "window-start":
-                zone_open[zone] = event.at
-            elif t.get("kind") == "window-end":
-                zone_windows.setdefault(zone, []).append((zone_open.pop(zone, None), event.at))
         elif event.type in DECISION_TYPES:
             decisions.append(event)
     for zone, opened in zone_open.items():
-        zone_windows.setdefault(zone, []).append((opened, None))
+        start_at = max(opened, since) if opened and since else opened
+        zone_windows.setdefault(zone, []).append((start_at, None))
     for event in decisions:
         where = nodes.get(str(as_decision(event).get("node") or ""))
         if where is not None:
@@ -139,6 +144,18 @@ def collect(
     chosen = {n: nodes[n] for n in sorted(nodes) if not only or n in only}
     start = first or datetime(1970, 1, 1, tzinfo=UTC)
     return Day(chosen, decisions, thresholds, start, last or start, overcommit.lines())
+
+
+def _node(nodes: dict[str, NodeSeries], watch: WatchPayload) -> None:
+    """Keep a node watch event's name, zone and capacity (other resources are not drawn)."""
+    if watch.get("resource") != "nodes":
+        return
+    obj = watch.get("object") or {}
+    meta = obj.get("metadata") or {}
+    cap = (obj.get("status") or {}).get("capacity") or {}
+    node = nodes.setdefault(str(meta.get("name")), NodeSeries(str(meta.get("name"))))
+    node.zone = str((meta.get("labels") or {}).get("volcano.sh/revocable-zone") or "")
+    node.cpu_cap, node.mem_cap = milli(cap.get("cpu") or 0), units(cap.get("memory") or 0)
 
 
 def series(day: Day, node: str) -> list[list[str]]:

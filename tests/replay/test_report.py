@@ -191,3 +191,54 @@ def test_the_same_log_gives_the_same_bytes(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", str(copy), "--out", str(again)])
     assert result.exit_code == 0, result.output
     assert again.read_text().replace(str(copy), str(demo)) == outs[0].read_text()
+
+
+def window(kind: str, zone: str, when: datetime) -> Event:
+    return make_event("trigger.fired", when, {"kind": kind, "zone": zone, "source": "tdm"})
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "nodes", "decided", "windows"),
+    [
+        # nodes are added at minute 0; a range that starts later still draws them
+        (None, None, ["a", "b"], 2, [(at(5), at(20))]),
+        (at(10), None, ["a", "b"], 1, [(at(10), at(20))]),  # the open window, clipped
+        (at(25), None, ["a", "b"], 1, []),  # the window closed before the range
+        (None, at(15), ["a", "b"], 1, [(at(5), None)]),  # open at the range's end
+        (at(10), at(15), ["a", "b"], 0, [(at(10), None)]),
+    ],
+)
+def test_a_time_range_keeps_the_state_before_it(
+    since: datetime | None,
+    until: datetime | None,
+    nodes: list[str],
+    decided: int,
+    windows: list[tuple[datetime | None, datetime | None]],
+) -> None:
+    a = build_node("a")
+    a["metadata"].setdefault("labels", {})["volcano.sh/revocable-zone"] = "z"
+    events = [watch("nodes", a, at(0)), watch("nodes", build_node("b"), at(0))]
+    events += [window("window-start", "z", at(5)), decision("evict", "a", at(7))]
+    events += [window("window-end", "z", at(20)), decision("bind", "b", at(30))]
+    day = collect(sorted(events, key=lambda e: e.at), since=since, until=until)
+    assert sorted(day.nodes) == nodes
+    assert len(day.decisions) == decided
+    assert day.nodes["a"].windows == windows
+
+
+def test_report_of_a_range_draws_the_nodes_decided_on_in_it(tmp_path: Path) -> None:
+    log = tmp_path / "demo.jsonl"
+    log.write_bytes((GOLDEN / "demo.jsonl").read_bytes())
+    out = tmp_path / "range.html"
+    result = CliRunner().invoke(
+        app,
+        [
+            "report", str(log), "--out", str(out),
+            "--from", "2026-11-21T19:00:00Z", "--to", "2026-11-21T21:00:00Z",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "0 node(s)" not in result.output
+    page = out.read_text()
+    # the 20:00 evictions' nodes, though both were added hours before the range
+    assert "id='node-shared-0'" in page and "id='node-night-0'" in page
