@@ -1,4 +1,4 @@
-"""Regenerate the README's differences tables from the code that implements them.
+"""Regenerate the differences tables of docs/differences.md from the code that implements them.
 
 Run: .venv/bin/python scripts/readme_tables.py  (tests/test_readme.py checks it is current)
 """
@@ -50,5 +50,5 @@ def updated(readme: str) -> str:
 
 
 if __name__ == "__main__":
-    path = ROOT / "README.md"
+    path = ROOT / "docs" / "differences.md"
     path.write_text(updated(path.read_text()))

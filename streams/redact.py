@@ -15,7 +15,7 @@ for recordings, ``controller.drive.sources.tap`` for the live watch):
   as text: a line naming a Secret is replaced whole, and the value after any key that
   may hold a secret (``value``, ``password``, ``token``, ``data``…) is replaced.
 
-No policy reads any of these; the README's "What tide keeps" lists them.
+No policy reads any of these; docs/commands.md ("What tide keeps") lists them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A real Prometheus for the tests: Debian's ``prometheus`` on 127.0.0.1, scraping what a
 test names, queried over its HTTP API.
 
-Why the real one: what the README's PromQL examples show depends on how Prometheus reads
+Why the real one: what the PromQL examples of docs/running.md show depends on how Prometheus reads
 the counters (``rate()`` and ``increase()`` need a series to exist before its first
 increment; a series born at its first increment is undercounted), which no exposition
 parser can tell. ``.ci/run`` installs the package and sets ``TIDE_REQUIRE_PROMETHEUS=1``:

@@ -54,7 +54,7 @@ DOMAIN_ERRORS: tuple[type[BaseException], ...] = (LogError, ValueError, OSError)
 #: set-aside lines named in a summary (``tide log import``, a ``.jsonl`` read whole)
 SHOWN = 20
 
-#: exit codes (README, "Exit codes"): success; input set aside or a verification
+#: exit codes (docs/commands.md, "Exit codes"): success; input set aside or a verification
 #: difference; a usage or configuration error; an internal error (a bug in tide)
 EXIT_OK, EXIT_DIFFERENCE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 

@@ -65,8 +65,10 @@ def report(
         typer.Option(help="With --config: re-run the log's inputs through the simulator."),
     ] = False,
 ) -> None:
-    """One self-contained HTML page: pressure, thresholds, windows and decisions per node;
-    with ``--against`` or ``--config``, a what-if view of the two decision streams."""
+    """One self-contained HTML page to print for an incident review: a summary of what
+    was decided where and when, decisions per reason per hour, the binds, and per node
+    (busiest first) pressure, thresholds, windows and decisions; with --against or
+    --config, a what-if view of the two decision streams."""
     start, stop = _time(since, "--from"), _time(until, "--to")
     if against and config:
         fail("give --against or --config, not both")

@@ -10,7 +10,7 @@ Two rules, checked on the text of every ``.py`` file of the packages:
   dotted name starting with a package (``controller.policy.step.Step``) names something that exists:
   the longest importable prefix is imported and the rest looked up as attributes.
 
-The README and benchmarks/README.md are checked for the second rule too.
+The README, benchmarks/README.md and every page of docs/ are checked for the second rule too.
 """
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("streams", "projections", "controller", "replay", "benchmarks")
-DOCUMENTS = ("README.md", "benchmarks/README.md")
+#: the README, the benchmarks' figures and every page of docs/
+DOCUMENTS = (
+    "README.md",
+    "benchmarks/README.md",
+    *sorted(f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md")),
+)
 
 _NAMES = "|".join(PACKAGES)
 #: citations of documents a clone does not have

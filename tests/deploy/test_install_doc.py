@@ -36,8 +36,8 @@ def slug(heading: str) -> str:
 
 def test_the_contents_list_is_the_sections() -> None:
     sections = re.findall(r"^## (.+)$", TEXT, re.M)
-    contents = TEXT.split("Contents\n", 1)[1].split("\n## ", 1)[0]
-    listed = re.findall(r"^\d+\. \[(.+?)\]\(#(.+?)\)$", contents, re.M)
+    contents = TEXT.split("**Contents**\n", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^- \[(.+?)\]\(#(.+?)\)$", contents, re.M)
     assert [title for title, _ in listed] == sections
     assert [anchor for _, anchor in listed] == [slug(s) for s in sections]
 

@@ -1,8 +1,8 @@
-"""The README's PromQL examples against a real Prometheus scraping a real ``tide run``.
+"""The PromQL examples of docs/running.md against a real Prometheus scraping a real ``tide run``.
 
 The live scenario (tests/live/scenario.py: a TDM window closes, pressure evicts and taints,
 a gang is bound) runs with Debian's ``prometheus`` scraping ``/metrics`` every second.
-Every example of the README's "Metrics and probes" block must evaluate to a non-empty
+Every example of the "Metrics and probes" block of docs/running.md must evaluate to a non-empty
 answer, and the counters must read, through ``increase()``, what the log holds of every
 decision made after Prometheus first scraped the run: a series that is born at its first
 increment (instead of existing at 0 before it) is read short by that increment, so the
@@ -31,9 +31,9 @@ _BLOCK = re.compile(r"```promql\n(.*?)```", re.S)
 
 
 def readme_examples() -> list[str]:
-    """The expressions of the README's ``promql`` block (comments dropped)."""
-    block = _BLOCK.search((ROOT / "README.md").read_text())
-    assert block is not None, "README.md has no promql block"
+    """The expressions of the ``promql`` block of docs/running.md (comments dropped)."""
+    block = _BLOCK.search((ROOT / "docs" / "running.md").read_text())
+    assert block is not None, "docs/running.md has no promql block"
     lines = (line.split("#", 1)[0].strip() for line in block.group(1).splitlines())
     return [line for line in lines if line]
 

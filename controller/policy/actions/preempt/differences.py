@@ -1,7 +1,7 @@
 """Every deliberate departure of the preempt and backfill actions from upstream Volcano.
 
 Rows ``(topic, Volcano, tide, why)``; ``scripts/readme_tables.py`` renders them into the
-README (a test keeps the two equal). Each row is also said in the docstring of the code
+docs/differences.md (a test keeps the two equal). Each row is also said in the docstring of the code
 that implements it (:mod:`controller.policy.actions.preempt`, :mod:`~.topology`, :mod:`~.victims`,
 :mod:`projections.nominations`, :mod:`controller.policy.actions.backfill`).
 """

@@ -9,7 +9,7 @@ usage, who may go). This package exposes the plugin-module contract of
 :data:`DIFFERENCES` lists every deliberate departure from upstream Volcano
 (volcano-sh/volcano pkg/scheduler/plugins/rescheduling/: rescheduling.go,
 low_node_utilization.go, node_utilization_util.go, rescheduling_util.go) with the reason;
-the README copies it.
+docs/differences.md copies it.
 """
 
 from __future__ import annotations

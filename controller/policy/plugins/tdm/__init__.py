@@ -10,7 +10,7 @@ the plugin-module contract of ``controller.policy.framework.plugin``: ``NAME``,
 :data:`DIFFERENCES` lists every deliberate departure from upstream Volcano
 (volcano-sh/volcano pkg/scheduler/plugins/tdm/tdm.go: ``parseRevocableZone``,
 ``tdmPlugin.availableRevocableZone``, ``tdmPlugin.getMaxPodEvictNum``, the callbacks of
-``tdmPlugin.OnSessionOpen``) with the reason; the README copies it.
+``tdmPlugin.OnSessionOpen``) with the reason; docs/differences.md copies it.
 """
 
 from __future__ import annotations
