@@ -12,14 +12,13 @@ from typing import Annotated, Any
 import typer
 
 from controller.cli.common import fail
+from controller.cli.lazy import lazy_group
 from controller.cli.reading import decisions, records
-from controller.drive.settings import DEFAULT_LOG
 from replay.audit import select_decisions
-from replay.overcommit import OvercommitFold
-from replay.timeline import timeline, timeline_summary
 from streams.codec import decision_line
 from streams.events import parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
+from streams.urls import DEFAULT_LOG
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
 
@@ -85,6 +84,8 @@ def audit_timeline(
     summary: Annotated[bool, typer.Option(help="A few lines instead of every record.")] = False,
 ) -> None:
     """Everything that happened to one pod or node (pressure as % of capacity)."""
+    from replay.timeline import timeline, timeline_summary
+
     if not pod and not node:
         fail("give --pod or --node")
     events = records(log)
@@ -113,6 +114,8 @@ def audit_summary(
 ) -> None:
     """Counts of records and decisions by type and reason; any node that was over its
     allocatable (the over-commit invariant), with when and by how much."""
+    from replay.overcommit import OvercommitFold
+
     types: Counter[str] = Counter()
     reasons: Counter[tuple[Any, Any]] = Counter()
     overcommit = OvercommitFold()
@@ -131,5 +134,6 @@ def audit_summary(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `tide audit` and its questions."""
-    app.add_typer(audit_app, name="audit")
+    """Add `tide audit` and its questions (`tide audit series` is `tide report`'s, loaded
+    when asked for)."""
+    app.add_typer(audit_app, name="audit", cls=lazy_group(audit_app, {"series": ("report_cmd",)}))

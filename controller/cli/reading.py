@@ -12,21 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from typing import TYPE_CHECKING
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
-from projections.store import resume_world
-from projections.world import World
-from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
-from streams.chain import ChainReport, Sealable, check_log
-from streams.chain_check import ChainChecker
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
 from streams.paging import LogReader
 from streams.urls import is_recording_path
+
+if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs them
+    from projections.world import World
+    from replay.verify import ReplayReport
+    from streams.chain import ChainReport
 
 
 def is_recording(source: str) -> bool:
@@ -95,6 +96,10 @@ def replay_log(
     (:func:`streams.chain.check_log`), checked on the records as the replay reads them;
     read once more only when the replay stopped before the end (at its first
     difference)."""
+    from replay.verify import RecordedDecisions, replay
+    from streams.chain import check_log
+    from streams.chain_check import ChainChecker
+
     with reader(source) as log:
         world: World | None = None
         if start is not None:
@@ -141,10 +146,14 @@ def replay_log(
 
 
 async def _seal_of(log: EventLog) -> tuple[int, str] | None:
+    from streams.chain import Sealable
+
     return await log.sealed() if isinstance(log, Sealable) else None
 
 
 async def _resume(log: LogReader, source: str, start: int) -> World | None:
+    from projections.store import resume_world
+
     store = await open_log_store(log.log.url or source, create=False)
     if store is None:
         return None
