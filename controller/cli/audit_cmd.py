@@ -13,8 +13,8 @@ import typer
 
 from controller.cli.common import fail
 from controller.cli.lazy import lazy_group
-from controller.cli.reading import decisions, records
-from replay.audit import select_decisions
+from controller.cli.reading import about, decisions, records
+from replay.audit import decision_keys, select_decisions
 from streams.codec import decision_line
 from streams.events import parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
@@ -61,8 +61,9 @@ def audit_decisions(
         stop = parse_time(until) if until else None
     except ValueError as exc:
         fail(str(exc))
+    keys = decision_keys(node=node, namespace=namespace)
     for event in select_decisions(
-        decisions(log),
+        decisions(log) if keys is None else about(log, keys),
         reason=reason,
         node=node,
         namespace=namespace,
@@ -84,11 +85,11 @@ def audit_timeline(
     summary: Annotated[bool, typer.Option(help="A few lines instead of every record.")] = False,
 ) -> None:
     """Everything that happened to one pod or node (pressure as % of capacity)."""
-    from replay.timeline import timeline, timeline_summary
+    from replay.timeline import timeline, timeline_keys, timeline_summary, zone_keys
 
     if not pod and not node:
         fail("give --pod or --node")
-    events = records(log)
+    events = about(log, timeline_keys(pod=pod, node=node), then=lambda f: zone_keys(f, node))
     if summary:
         lines = timeline_summary(events, pod=pod, node=node)
     else:

@@ -10,7 +10,8 @@ offsets are its line order). Folds run under :func:`streams.gcpause.paced`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,40 @@ def decisions(source: str) -> Iterator[Event]:
         return
     with reader(source) as log:
         yield from log.of_types(DECISION_TYPES)
+
+
+def about(
+    source: str,
+    keys: Sequence[str],
+    *,
+    then: Callable[[list[Event]], Sequence[str]] | None = None,
+) -> Iterator[Event]:
+    """The records of ``source`` filed under any of ``keys`` (:mod:`streams.subjects`), in
+    offset order, through the log's subject index; every record when it has none (a
+    ``.jsonl`` recording, a Kafka topic, a SQLite log no writer has opened since the index
+    came): the caller filters them either way, and answers the same.
+
+    ``then``: more keys, worked out from the records found (a node's zones), whose records
+    are merged in."""
+    if is_recording(source):
+        yield from read_log_events(source)
+        return
+    with reader(source) as log:
+        found = log.about(keys)
+        if found is None:
+            yield from log.records()
+            return
+        if then is None:
+            yield from found
+            return
+        first = list(found)
+        more = [k for k in then(first) if k not in keys]
+        second = log.about(more) if more else None
+        last = -1
+        for event in heapq.merge(first, second or (), key=lambda e: e.offset):
+            if event.offset != last:
+                yield event
+            last = event.offset
 
 
 def folded(source: str, label: str) -> Iterator[Event]:
