@@ -94,3 +94,35 @@ def test_a_start_state_folds_on_from_its_position() -> None:
             assert whynot._pending(resumed.world, resumed.last, pod) == whynot._pending(
                 whole.world, whole.last, pod
             ), (cut, pod)
+
+
+def test_the_why_fold_takes_the_start_state_too() -> None:
+    """WhyFold(world=) from a cut before the pod's first decision's cause: the same answers
+    as from 0, and the why-not sentences of the records after the cut."""
+    from replay.streamed import WhyFold
+
+    events = _events("tdm-budgets")
+    decided = [e for e in events if e.type in DECISION_TYPES]
+    by_id = {e.id: e.offset for e in events}
+    for pod in _pods(events):
+        mine = [
+            e
+            for e in decided
+            if pod in (f"{e.data.get('namespace')}/{e.data.get('pod')}", e.data.get("pod"))
+        ]
+        first = min((by_id.get(e.cause or "", e.offset) for e in mine), default=len(events))
+        for cut in sorted({0, first // 2, first}):
+            head = World()
+            for event in events[:cut]:
+                head.apply(event)
+            whole, resumed = WhyFold(pod, decided), WhyFold(pod, decided, world=head)
+            for event in events[:cut]:
+                whole.feed(event)
+            mark = len(whole.whynot.out)
+            for event in events[cut:]:
+                whole.feed(event)
+                resumed.feed(event)
+            assert [a.as_json() for a in resumed.answers()] == [
+                a.as_json() for a in whole.answers()
+            ], (pod, cut)
+            assert resumed.whynot.out == whole.whynot.out[mark:], (pod, cut)
