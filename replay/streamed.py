@@ -47,9 +47,7 @@ class WhyFold:
     effects among them: give a start before the pod's first decision's cause).
     """
 
-    def __init__(
-        self, pod: str, decisions: Iterable[Event], *, world: World | None = None
-    ) -> None:
+    def __init__(self, pod: str, decisions: Iterable[Event], *, world: World | None = None) -> None:
         decided = [e for e in decisions if e.type in DECISION_TYPES]
         self._about: list[tuple[Event, str]] = []
         for event in decided:
