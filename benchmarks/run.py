@@ -32,6 +32,7 @@ from benchmarks import (
     bench_pressure,
     bench_record,
     bench_rescheduling,
+    bench_startup,
     bench_tdm,
     e2e,
     rss,
@@ -51,6 +52,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "rescheduling": bench_rescheduling.run,
     "e2e": e2e.rows,
     "kafka": bench_kafka.run,
+    "startup": bench_startup.run,
 }
 
 

@@ -20,8 +20,10 @@ from streams.payloads import (
     as_node_sample,
     as_pod_sample,
     as_trigger,
-    as_watch,
 )
+from streams.subjects import namespace_key, node_key, target_of
+
+__all__ = ["Explanation", "decision_keys", "explain", "select_decisions", "target_of"]
 
 
 @dataclass(frozen=True)
@@ -81,33 +83,6 @@ def _describe(event: Event) -> str:
     return f"{event.type} {event.id} at {format_time(event.at)}"
 
 
-def target_of(event: Event) -> tuple[str, str]:
-    """(pod key or "", node name or "") an event is about."""
-    if event.type in DECISION_TYPES:
-        d = as_decision(event)
-        pod = f"{d.get('namespace')}/{d.get('pod')}" if d.get("pod") else ""
-        return pod, str(d.get("node") or "")
-    if event.type == "k8s.watch":
-        w = as_watch(event)
-        obj = w.get("object") or {}
-        meta = obj.get("metadata") or {}
-        if w.get("resource") == "pods":
-            return f"{meta.get('namespace')}/{meta.get('name')}", str(
-                (obj.get("spec") or {}).get("nodeName") or ""
-            )
-        if w.get("resource") == "nodes":
-            return "", str(meta.get("name") or "")
-    if event.type == "metrics.node":
-        return "", str((as_node_sample(event).get("metadata") or {}).get("name") or "")
-    if event.type == "metrics.pod":
-        meta = as_pod_sample(event).get("metadata") or {}
-        return f"{meta.get('namespace')}/{meta.get('name')}", ""
-    if event.type in EFFECT_TYPES:
-        target = str(as_effect(event).get("target") or "")
-        return (target, "") if "/" in target else ("", target)
-    return "", ""
-
-
 def explain(events: Iterable[Event], pod: str) -> list[Explanation]:
     """Every decision about ``pod`` (``namespace/name`` or a bare name), explained."""
     records = list(events)
@@ -122,6 +97,17 @@ def explain(events: Iterable[Event], pod: str) -> list[Explanation]:
             cause = by_id.get(event.cause) if event.cause else None
             found.append(Explanation(event, cause, outcomes.get(event.id)))
     return found
+
+
+def decision_keys(*, node: str | None, namespace: str | None) -> list[str] | None:
+    """The subject keys (:mod:`streams.subjects`) under which every decision
+    :func:`select_decisions` can take with these filters is filed; None when they name
+    neither a node nor a namespace (every decision may be taken)."""
+    if node:
+        return [node_key(node)]
+    if namespace:
+        return [namespace_key(namespace)]
+    return None
 
 
 def select_decisions(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from projections.world import World
 from replay.explain import Answer, describe_cause, describe_outcome, headline
 from replay.report import Day, collect
 from replay.units import humanize
@@ -40,10 +41,13 @@ class WhyFold:
     :func:`replay.whynot.why_not` in one pass.
 
     ``decisions`` are every decision record of the log in offset order; then every
-    record of the log is :meth:`feed` in offset order.
+    record of the log is :meth:`feed` in offset order. ``world``: the why-not fold's start
+    state (:class:`replay.whynot.WhyNot`), a World folded up to its ``position``; then
+    only the records after it are fed (the answers still need the decisions' causes and
+    effects among them: give a start before the pod's first decision's cause).
     """
 
-    def __init__(self, pod: str, decisions: Iterable[Event]) -> None:
+    def __init__(self, pod: str, decisions: Iterable[Event], *, world: World | None = None) -> None:
         decided = [e for e in decisions if e.type in DECISION_TYPES]
         self._about: list[tuple[Event, str]] = []
         for event in decided:
@@ -56,7 +60,7 @@ class WhyFold:
         self._by_id: dict[str, Event] = {}
         self._effects: dict[str, Event] = {}
         self._deleted: dict[str, list[Event]] = {}
-        self.whynot = WhyNot(pod, decided_by_cause(decided))
+        self.whynot = WhyNot(pod, decided_by_cause(decided), world=world)
 
     def feed(self, event: Event) -> None:
         """One record of the log, in offset order."""

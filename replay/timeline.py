@@ -28,6 +28,7 @@ from streams.payloads import (
     as_trigger,
     as_watch,
 )
+from streams.subjects import node_key, pod_keys, zone_key
 
 
 @dataclass
@@ -59,6 +60,27 @@ class _Fold:
         except (TypeError, ValueError):
             node = _Node()
         self.nodes[str(meta.get("name") or "")] = node
+
+
+def timeline_keys(*, pod: str | None, node: str | None) -> list[str]:
+    """The subject keys (:mod:`streams.subjects`) of every record :func:`timeline_lines`
+    can show for ``pod`` or ``node``, but the zone triggers (:func:`zone_keys`)."""
+    return [*(pod_keys(pod) if pod is not None else ()), *([node_key(node)] if node else ())]
+
+
+def zone_keys(about: Iterable[Event], node: str | None) -> list[str]:
+    """The keys of the triggers :func:`timeline_lines` can show for ``node``, given every
+    record about it (``about``, in offset order): the zones it was ever in."""
+    if not node:
+        return []
+    fold = _Fold()
+    zones = set()
+    for event in about:
+        fold.learn(event)
+        zone = fold.nodes.get(node, _Node()).zone
+        if zone:
+            zones.add(zone)
+    return [zone_key(zone) for zone in sorted(zones)]
 
 
 def _matches(key: str, pod: str) -> bool:

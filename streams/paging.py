@@ -10,14 +10,16 @@ until each row's event is handed out (decoded one at a time, as
 
 A backend with :class:`RowPages` (SQLite) is paged through its stored rows, and a narrow
 read of a few types (:meth:`LogReader.of_types`: the decisions of a day) walks its type
-index instead of the whole log. Any other backend is paged through its ``read``.
+index instead of the whole log; one with :class:`SubjectPages` (SQLite, once a writer has
+indexed it) hands out the records about a pod or node (:meth:`LogReader.about`). Any
+other backend is paged through its ``read``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -37,6 +39,17 @@ class RowPages(Protocol):
         self, offset: int, limit: int, *, type_: str | None = None
     ) -> list[StoredRow]:
         """Up to ``limit`` rows from ``offset`` on, of one type if given."""
+
+
+@runtime_checkable
+class SubjectPages(Protocol):
+    """A log that hands out the stored rows filed under some subjects (streams/subjects.py)."""
+
+    async def read_about(
+        self, subjects: Sequence[str], offset: int, limit: int
+    ) -> list[StoredRow] | None:
+        """Up to ``limit`` rows from ``offset`` on under any of ``subjects``; None when
+        the log keeps no such index."""
 
 
 class LogReader:
@@ -107,6 +120,27 @@ class LogReader:
             return
         streams = [self._rows(log, start, None, t) for t in sorted(wanted)]
         yield from heapq.merge(*streams, key=lambda e: e.offset)
+
+    def about(self, subjects: Sequence[str]) -> Iterator[Event] | None:
+        """The records filed under any of ``subjects`` (:mod:`streams.subjects`), in
+        offset order, a page at a time; None when the log keeps no subject index (read
+        :meth:`records` and filter them instead: the same answer, at a scan's cost)."""
+        log = self.log
+        if not isinstance(log, SubjectPages):
+            return None
+        keys = list(subjects)
+        first = self.run(log.read_about(keys, 0, PAGE))
+        if first is None:
+            return None
+        return self._about(log, keys, first)
+
+    def _about(self, log: SubjectPages, keys: list[str], rows: list[StoredRow]) -> Iterator[Event]:
+        while True:
+            yield from stored_events(rows)
+            if len(rows) < PAGE:
+                return
+            more = self.run(log.read_about(keys, rows[-1][0] + 1, PAGE))
+            rows = more if more is not None else []
 
     def stored(self, start: int = 0) -> Iterator[tuple[Event, bytes | None]]:
         """:meth:`records` from ``start`` on, each with its payload's stored bytes when the

@@ -32,6 +32,10 @@ KAFKA_OPTIONS = frozenset(
     | {"partitions", "replication", "client_id", "max_batch_bytes", "checkpoints", "timeout"}
 )
 
+#: The one ``--log`` default of every command: ``tide.db`` in the working directory (here,
+#: not in ``controller.drive.settings``, so a command reads it without importing pydantic)
+DEFAULT_LOG = "tide.db"
+
 _SQLITE_FILE = "sqlite:///"
 _IN_MEMORY = ("", ":memory:")
 

@@ -1,53 +1,48 @@
 """The `tide` command line. Each command group lives in its own module with a
-``register(app)`` function; this module only assembles them."""
+``register(app)`` function; this module only assembles them, and loads a command's module
+only when that command runs (or when ``tide --help`` lists them all), so that a command
+imports what it uses and nothing else: ``tide --version`` and ``tide audit decisions`` never
+import the Kubernetes client, the HTTP server or the Prometheus library that ``tide run``
+needs (tests/controller/cli/test_startup.py)."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
 
-from controller.cli import (
-    audit_cmd,
-    demo_cmd,
-    log_cmd,
-    record_cmd,
-    replay_cmd,
-    report_cmd,
-    run_cmd,
-    simulate_cmd,
-    state_cmd,
-)
-from controller.cli.common import guard_all
+from controller.cli.lazy import lazy_group
+
+#: the order of ``tide --help``: each command's name and the modules (under
+#: ``controller.cli``, imported when the command is looked up: controller/cli/lazy.py)
+#: whose ``register(app)`` add it
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "log": ("log_cmd",),
+    "state": ("state_cmd",),
+    "simulate": ("simulate_cmd",),
+    "demo": ("demo_cmd",),
+    "replay": ("replay_cmd",),
+    "audit": ("audit_cmd",),
+    "report": ("report_cmd",),
+    "record": ("record_cmd",),
+    "run": ("run_cmd",),
+}
+
 
 app = typer.Typer(
     name="tide",
+    cls=lazy_group(None, COMMANDS),
     help="tide: a reactive, event-sourced Kubernetes controller for co-located clusters.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
-#: the order of ``tide --help``
-COMMANDS = (
-    log_cmd,
-    state_cmd,
-    simulate_cmd,
-    demo_cmd,
-    replay_cmd,
-    audit_cmd,
-    report_cmd,
-    record_cmd,
-    run_cmd,
-)
-for module in COMMANDS:
-    module.register(app)
-guard_all(app)
-
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError, version
+
         try:
             typer.echo(f"tide {version('tide')}")
         except PackageNotFoundError:

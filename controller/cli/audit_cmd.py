@@ -12,14 +12,13 @@ from typing import Annotated, Any
 import typer
 
 from controller.cli.common import fail
-from controller.cli.reading import decisions, records
-from controller.drive.settings import DEFAULT_LOG
-from replay.audit import select_decisions
-from replay.overcommit import OvercommitFold
-from replay.timeline import timeline, timeline_summary
+from controller.cli.lazy import lazy_group
+from controller.cli.reading import about, decisions, records
+from replay.audit import decision_keys, select_decisions
 from streams.codec import decision_line
 from streams.events import parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
+from streams.urls import DEFAULT_LOG
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
 
@@ -62,8 +61,9 @@ def audit_decisions(
         stop = parse_time(until) if until else None
     except ValueError as exc:
         fail(str(exc))
+    keys = decision_keys(node=node, namespace=namespace)
     for event in select_decisions(
-        decisions(log),
+        decisions(log) if keys is None else about(log, keys),
         reason=reason,
         node=node,
         namespace=namespace,
@@ -85,9 +85,11 @@ def audit_timeline(
     summary: Annotated[bool, typer.Option(help="A few lines instead of every record.")] = False,
 ) -> None:
     """Everything that happened to one pod or node (pressure as % of capacity)."""
+    from replay.timeline import timeline, timeline_keys, timeline_summary, zone_keys
+
     if not pod and not node:
         fail("give --pod or --node")
-    events = records(log)
+    events = about(log, timeline_keys(pod=pod, node=node), then=lambda f: zone_keys(f, node))
     if summary:
         lines = timeline_summary(events, pod=pod, node=node)
     else:
@@ -113,6 +115,8 @@ def audit_summary(
 ) -> None:
     """Counts of records and decisions by type and reason; any node that was over its
     allocatable (the over-commit invariant), with when and by how much."""
+    from replay.overcommit import OvercommitFold
+
     types: Counter[str] = Counter()
     reasons: Counter[tuple[Any, Any]] = Counter()
     overcommit = OvercommitFold()
@@ -131,5 +135,6 @@ def audit_summary(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `tide audit` and its questions."""
-    app.add_typer(audit_app, name="audit")
+    """Add `tide audit` and its questions (`tide audit series` is `tide report`'s, loaded
+    when asked for)."""
+    app.add_typer(audit_app, name="audit", cls=lazy_group(audit_app, {"series": ("report_cmd",)}))

@@ -10,32 +10,32 @@ import tempfile
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, cast
 
 import typer
 
-from controller.compose.simulated import save_checkpoint
 from controller.drive.kube.errors import KubeError
 from controller.policy.framework.errors import ConfigError
 from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.policy.framework.unwrap import unwrap
-from controller.policy.loader import Policy, load_policy
-from controller.simulate.runner import save_log
-from projections.store import resume_world
-from projections.world import World
 from streams.backends import not_a_sqlite_log, open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.events import JSON, Event
 from streams.gcpause import paused_gc
 from streams.log import LogError, Quarantined
 from streams.payloads import ConfigPayload, RawConfig
-from streams.recording import read_recording
 from streams.urls import is_recording_path, parse_log_url
+
+if TYPE_CHECKING:
+    from controller.policy.loader import Policy
+    from projections.world import World
 
 
 def _check_config(data: JSON) -> None:
     """A ``config.applied`` is kept only when its configuration loads (as replay will)."""
     # validation ran the config.applied check before this rule: the payload has its shape
+    from controller.policy.loader import load_policy
+
     config = cast(ConfigPayload, data).get("config")
     if isinstance(config, dict):
         load_policy(config)  # ConfigError (a ValueError) names the key and the value
@@ -159,6 +159,8 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
     or an invalid value, stops with the path and the reason (the key and the value); each
     warning is printed once on stderr.
     """
+    from controller.policy.loader import load_policy
+
     files = [paths] if isinstance(paths, Path) else list(paths)
     merged: RawConfig = {}
     origin: dict[str, Path] = {}
@@ -201,6 +203,8 @@ def _read_config_file(path: Path) -> RawConfig:
 def read_log_events(source: str) -> list[Event]:
     """All records of a log URL, a ``.db`` path, or a ``.jsonl`` recording."""
     if is_recording_path(source):
+        from streams.recording import read_recording
+
         events = []
         aside: list[Quarantined] = []
         for item in read_recording(Path(source), extra=RECORD_CHECKS):
@@ -230,6 +234,9 @@ def persist(
 ) -> int:
     """Append ``events`` to the log at ``url`` and checkpoint it (:func:`save_checkpoint`);
     returns how many were new. ``run``: see :class:`streams.chain.ChainWriter`."""
+    from controller.compose.simulated import save_checkpoint
+    from controller.simulate.runner import save_log
+
     added = save_log(url, list(events), run=run, another_run=another_run)
     save_checkpoint(url)
     return added
@@ -238,6 +245,8 @@ def persist(
 def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None:
     """Run a command that talks to a cluster (``tide record``, ``tide run``) to its end,
     turn its API and log errors into one line, and leave a checkpoint at the log's head."""
+    from controller.compose.simulated import save_checkpoint
+
     try:
         asyncio.run(main)
     except KubeError as exc:
@@ -251,6 +260,8 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
     """A World resumed at or before ``start`` from the checkpoint kept with the log at
     ``source`` (None if there is no usable one), and the records from its position on
     (all of them without a checkpoint). Writes nothing."""
+    from projections.store import resume_world
+
     require_log(source)
     async with await open_reader(source) as log:
         world = None

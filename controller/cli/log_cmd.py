@@ -22,7 +22,6 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from controller.cli.common import RECORD_CHECKS, SHOWN, read_log_events, require_persistent
-from controller.drive.settings import DEFAULT_LOG
 from projections.store import checkpoint_world
 from streams.backends import not_a_sqlite_log, open_log, open_reader
 from streams.backends.checkpoints import open_log_store
@@ -30,7 +29,7 @@ from streams.chain import ChainReport, Sealable, check_chain, check_log
 from streams.events import EVENT_TYPES
 from streams.log import EventLog, LogError, Quarantined, quarantine_of
 from streams.recording import ImportSummary, export_log, import_recording
-from streams.urls import is_recording_path, parse_log_url
+from streams.urls import DEFAULT_LOG, is_recording_path, parse_log_url
 
 T = TypeVar("T")
 PROGRESS_FROM_BYTES = 64 * 2**20  # smaller files import in a few seconds: no bar

@@ -10,23 +10,25 @@ offsets are its line order). Folds run under :func:`streams.gcpause.paced`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
+from typing import TYPE_CHECKING
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
-from projections.store import resume_world
-from projections.world import World
-from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
-from streams.chain import ChainReport, Sealable, check_log
-from streams.chain_check import ChainChecker
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
 from streams.paging import LogReader
 from streams.urls import is_recording_path
+
+if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs them
+    from projections.world import World
+    from replay.verify import ReplayReport
+    from streams.chain import ChainReport
 
 
 def is_recording(source: str) -> bool:
@@ -62,6 +64,40 @@ def decisions(source: str) -> Iterator[Event]:
         yield from log.of_types(DECISION_TYPES)
 
 
+def about(
+    source: str,
+    keys: Sequence[str],
+    *,
+    then: Callable[[list[Event]], Sequence[str]] | None = None,
+) -> Iterator[Event]:
+    """The records of ``source`` filed under any of ``keys`` (:mod:`streams.subjects`), in
+    offset order, through the log's subject index; every record when it has none (a
+    ``.jsonl`` recording, a Kafka topic, a SQLite log no writer has opened since the index
+    came): the caller filters them either way, and answers the same.
+
+    ``then``: more keys, worked out from the records found (a node's zones), whose records
+    are merged in."""
+    if is_recording(source):
+        yield from read_log_events(source)
+        return
+    with reader(source) as log:
+        found = log.about(keys)
+        if found is None:
+            yield from log.records()
+            return
+        if then is None:
+            yield from found
+            return
+        first = list(found)
+        more = [k for k in then(first) if k not in keys]
+        second = log.about(more) if more else None
+        last = -1
+        for event in heapq.merge(first, second or (), key=lambda e: e.offset):
+            if event.offset != last:
+                yield event
+            last = event.offset
+
+
 def folded(source: str, label: str) -> Iterator[Event]:
     """Every record of ``source`` in offset order for a fold: paged (as :func:`records`),
     with the collector paced and the progress line of
@@ -95,6 +131,10 @@ def replay_log(
     (:func:`streams.chain.check_log`), checked on the records as the replay reads them;
     read once more only when the replay stopped before the end (at its first
     difference)."""
+    from replay.verify import RecordedDecisions, replay
+    from streams.chain import check_log
+    from streams.chain_check import ChainChecker
+
     with reader(source) as log:
         world: World | None = None
         if start is not None:
@@ -141,10 +181,14 @@ def replay_log(
 
 
 async def _seal_of(log: EventLog) -> tuple[int, str] | None:
+    from streams.chain import Sealable
+
     return await log.sealed() if isinstance(log, Sealable) else None
 
 
 async def _resume(log: LogReader, source: str, start: int) -> World | None:
+    from projections.store import resume_world
+
     store = await open_log_store(log.log.url or source, create=False)
     if store is None:
         return None

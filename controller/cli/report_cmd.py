@@ -18,7 +18,6 @@ from controller.cli.audit_cmd import audit_app
 from controller.cli.common import fail, read_log_events, read_policy
 from controller.cli.progress import Progress, tracked
 from controller.cli.reading import decisions, folded, records
-from controller.drive.settings import DEFAULT_LOG
 from replay.report import collect, render, series
 from replay.report_whatif import whatif_section
 from replay.resimulate import decision_dicts, diff_runs
@@ -27,6 +26,7 @@ from replay.verify import replay
 from replay.whatif import WhatIf, compare, from_report
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event, parse_time
+from streams.urls import DEFAULT_LOG
 
 
 def _time(text: str | None, option: str) -> datetime | None:

@@ -22,7 +22,6 @@ from rich.table import Table
 
 from controller.cli.common import require_file, require_log
 from controller.cli.progress import Progress
-from controller.drive.settings import DEFAULT_LOG
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.overcommit import amount
@@ -32,6 +31,7 @@ from projections.world import World
 from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
 from streams.events import JSON, parse_time
+from streams.urls import DEFAULT_LOG
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 

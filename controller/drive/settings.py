@@ -31,9 +31,7 @@ from pydantic import (
 )
 
 from controller.policy.framework.errors import ConfigError
-
-#: The one ``--log`` default of every command: ``tide.db`` in the working directory.
-DEFAULT_LOG = "tide.db"
+from streams.urls import DEFAULT_LOG
 
 __all__ = [
     "DEFAULT_LOG",

@@ -32,11 +32,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import orjson
 
+from streams.backends import sqlite_subjects
 from streams.backends.sqlite_files import TIDE_TABLES, foreign, not_a_log, read_only_uri, tables
 from streams.codec import check_appendable, from_stored
 from streams.events import Event, format_time
@@ -47,8 +48,10 @@ from streams.log import (
     NotALogError,
     Quarantined,
 )
+from streams.subjects import subjects_of
 
 PAGE = 1_000
+T = TypeVar("T")
 #: the page size of new log files: a ~5 KB pod row fits on one 16 KB page instead of
 #: spilling onto overflow pages of 4 KB ones (appends ~15% cheaper on the CPU clock)
 PAGE_SIZE = 16_384
@@ -130,6 +133,8 @@ class SQLiteLog(EventLog):
         #: the tables a read-only log holds (a writer creates them all)
         self._tables = TIDE_TABLES
         self._page, self._type_page = _PAGE, _TYPE_PAGE
+        #: whether the subject index can be read (None: not asked yet; a writer built it)
+        self._indexed: bool | None = None
 
     @classmethod
     async def open(
@@ -181,6 +186,8 @@ class SQLiteLog(EventLog):
             if ("prev",) not in list(await db.execute_fetchall(_COLUMNS, ())):
                 await db.execute(_ADD_PREV)
                 await db.commit()
+            # the subject index (sqlite_subjects.py): built here for a log from before it
+            await _on_thread(db, sqlite_subjects.ensure)
         except aiosqlite.Error as exc:
             await db.close()
             raise _wrap(exc, f"cannot open SQLite log {path}") from exc
@@ -223,19 +230,21 @@ class SQLiteLog(EventLog):
         check_appendable(events)
         unique: dict[str, Event] = {}
         rows: list[Row] = []
+        keys: list[list[str]] = []  # each row's subjects (sqlite_subjects.py)
         for i, event in enumerate(events):  # encoded here, before taking the lock
             if event.id in unique:
                 continue
             unique[event.id] = event
             payload = payloads[i] if i < len(payloads) else None
             rows.append(_row(event, payload))
+            keys.append(subjects_of(event))
         if not unique:
             return []
         async with self._lock:
             try:
                 # one hop to the connection's thread for the whole transaction
                 run: Callable[..., Awaitable[dict[str, int]]] = self._db._execute
-                offsets = await run(_store, self._db, rows, list(unique))
+                offsets = await run(_store, self._db, rows, list(unique), keys)
             except BaseException as exc:
                 await _rollback(self._db)
                 if isinstance(exc, aiosqlite.Error):
@@ -325,6 +334,20 @@ class SQLiteLog(EventLog):
             return await self._rows(max(offset, 0), limit)
         async with self._lock:
             return await self._fetch(self._type_page, (type_, max(offset, 0), limit))
+
+    async def read_about(
+        self, subjects: Sequence[str], offset: int, limit: int
+    ) -> list[StoredRow] | None:
+        """Up to ``limit`` stored rows from ``offset`` on filed under any of ``subjects``
+        (:mod:`streams.subjects`), still encoded; None when the log has no subject index
+        of this version (a log no writer opened since the index came: scan it instead)."""
+        async with self._lock:
+            if self._indexed is None:
+                self._indexed = await _on_thread(self._db, sqlite_subjects.usable)
+            if not self._indexed:
+                return None
+            keys = orjson.dumps(list(subjects)).decode()
+            return await self._fetch(sqlite_subjects.FIND, (keys, max(offset, 0), limit))
 
     async def seal(self, offset: int, head: str) -> None:
         """Record where the log ended cleanly (see ``streams/chain.py``)."""
@@ -427,9 +450,11 @@ def _row(event: Event, payload: bytes | None = None) -> Row:
     return (event.id, _format_at(event.at), event.type, event.cause, event.v, data, event.prev)
 
 
-def _store(db: aiosqlite.Connection, rows: list[Row], ids: list[str]) -> dict[str, int]:
-    """Insert ``rows`` (ids ``ids``, all distinct) in one transaction on the connection's
-    own thread; the offsets given to the ids actually inserted.
+def _store(
+    db: aiosqlite.Connection, rows: list[Row], ids: list[str], keys: list[list[str]]
+) -> dict[str, int]:
+    """Insert ``rows`` (ids ``ids``, all distinct; subjects ``keys``) in one transaction on
+    the connection's own thread; the offsets given to the ids actually inserted.
 
     Offsets are assigned per batch (the head read once under ``BEGIN IMMEDIATE``, then
     consecutive); a batch holding an id already on the log fails on the unique index
@@ -451,11 +476,19 @@ def _store(db: aiosqlite.Connection, rows: list[Row], ids: list[str]) -> dict[st
             offsets = (
                 {} if count <= 0 else {i: o for o, i in con.execute(_ADDED, (first,)).fetchall()}
             )
+        placed = ((offsets[i], k) for i, k in zip(ids, keys, strict=True) if i in offsets)
+        sqlite_subjects.insert(con, [(s, offset) for offset, k in placed for s in k])
         con.commit()
     except BaseException:
         con.rollback()
         raise
     return offsets
+
+
+async def _on_thread(db: aiosqlite.Connection, call: Callable[[sqlite3.Connection], T]) -> T:
+    """``call(connection)`` on the connection's own thread (one trip, as ``_store``)."""
+    run: Callable[..., Awaitable[T]] = db._execute
+    return await run(lambda: call(db._conn))
 
 
 def _create_private(path: Path) -> None:

@@ -63,7 +63,9 @@ def test_every_recorder_argument_parses_with_the_real_command_line() -> None:
         args = container(render(directory), "tide-record")["args"]
         command = typer.main.get_command(app)
         assert isinstance(command, typer.core.TyperGroup)
-        context = command.commands["record"].make_context("record", args[1:])
+        record = command.get_command(typer.Context(command), "record")  # loaded when looked up
+        assert record is not None
+        context = record.make_context("record", args[1:])
         given = {a.split("=")[0] for a in args[1:]}
         assert given <= {f"--{p.replace('_', '-')}" for p in context.params}
 

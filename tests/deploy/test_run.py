@@ -104,7 +104,9 @@ def parsed(box: Doc) -> dict[str, Any]:
     assert args[0] == "run"
     command = typer.main.get_command(app)
     assert isinstance(command, typer.core.TyperGroup)
-    context = command.commands["run"].make_context("run", args[1:])
+    run = command.get_command(typer.Context(command), "run")  # loaded when looked up
+    assert run is not None
+    context = run.make_context("run", args[1:])  # a wrong flag or value raises here
     given = {a.split("=")[0] for a in args[1:]}
     assert given <= {f"--{p.replace('_', '-')}" for p in context.params}
     return dict(context.params)

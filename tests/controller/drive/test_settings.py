@@ -83,14 +83,17 @@ def test_every_field_has_a_docstring(model: type[BaseModel]) -> None:
 
 
 def _log_defaults() -> dict[str, object]:
+    import typer.core
     import typer.main
 
     from controller.cli import app
 
     def walk(command: Any, path: str) -> dict[str, object]:
         found: dict[str, object] = {}
-        for name, sub in sorted(getattr(command, "commands", {}).items()):
-            found |= walk(sub, f"{path} {name}")
+        if isinstance(command, typer.core.TyperGroup):  # its commands load when looked up
+            ctx = typer.Context(command)
+            for name in sorted(command.list_commands(ctx)):
+                found |= walk(command.get_command(ctx, name), f"{path} {name}")
         for param in command.params:
             if "--log" in param.opts:
                 found[path] = param.default

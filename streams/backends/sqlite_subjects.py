@@ -1,0 +1,99 @@
+"""The SQLite log's subject index: which records are about which pod, node, zone or
+namespace (the keys of :func:`streams.subjects.subjects_of`), so that ``tide audit
+timeline`` and ``tide audit decisions --node/--namespace`` read those records and no
+others.
+
+One table beside ``events``, ``subjects (subject, "offset")``, its primary key the index
+(``WITHOUT ROWID``: the table *is* the index). The writer fills it in the transaction that
+appends the records (:func:`rows_of`, inserted by ``streams.backends.sqlite._store``). A
+log written before the index gets it from the first writer that opens it
+(:func:`ensure`: the table created and every stored record indexed, in one transaction);
+a reader never creates it: on a log without it, :data:`FIND` is not asked and the reader
+scans the log as before, with the same answer.
+
+The table records the version of :func:`streams.subjects.subjects_of` it was built with
+(``subjects_version``): another version's index is dropped and rebuilt by the next writer,
+and not read meanwhile.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from streams.codec import from_stored
+from streams.events import Event
+from streams.subjects import VERSION, subjects_of
+
+TABLE = "subjects"
+VERSION_TABLE = "subjects_version"
+_CREATE = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    subject TEXT NOT NULL,
+    "offset" INTEGER NOT NULL,
+    PRIMARY KEY (subject, "offset")
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
+    one INTEGER PRIMARY KEY CHECK (one = 0),
+    version INTEGER NOT NULL
+);
+"""
+_VERSION = f"SELECT version FROM {VERSION_TABLE} WHERE one = 0"
+_SET_VERSION = f"INSERT OR REPLACE INTO {VERSION_TABLE} (one, version) VALUES (0, ?)"
+INSERT = f'INSERT OR IGNORE INTO {TABLE} (subject, "offset") VALUES (?, ?)'
+_ALL = (
+    'SELECT "offset", id, at, type, cause, v, data, NULL FROM events '
+    'WHERE "offset" >= ? ORDER BY "offset" LIMIT ?'
+)
+#: the stored rows under any of some subjects (a JSON list), from an offset on, a page
+FIND = (
+    'SELECT "offset", id, at, type, cause, v, data, prev FROM events WHERE "offset" IN '
+    f'(SELECT DISTINCT "offset" FROM {TABLE} WHERE subject IN (SELECT value FROM json_each(?)) '
+    'AND "offset" >= ?) ORDER BY "offset" LIMIT ?'
+)
+_BACKFILL_PAGE = 5_000
+
+
+def rows_of(events: Iterable[tuple[int, Event]]) -> list[tuple[str, int]]:
+    """The index rows of ``(offset, event)`` pairs."""
+    return [(subject, offset) for offset, event in events for subject in subjects_of(event)]
+
+
+def usable(con: sqlite3.Connection) -> bool:
+    """Whether the file holds an index of this version (read only: creates nothing)."""
+    try:
+        row = con.execute(_VERSION).fetchone()
+    except sqlite3.OperationalError:  # no such table: a log from before the index
+        return False
+    return row is not None and row[0] == VERSION
+
+
+def ensure(con: sqlite3.Connection) -> None:
+    """Create the index of a log that lacks it (or holds another version's) and index
+    every stored record, in one ``BEGIN IMMEDIATE`` transaction: the writer's migration.
+    A log already indexed costs one query."""
+    if usable(con):
+        return
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if not usable(con):  # asked again under the lock: another writer may have built it
+            con.execute(f"DROP TABLE IF EXISTS {TABLE}")
+            for statement in _CREATE.split(";"):
+                if statement.strip():
+                    con.execute(statement)
+            offset = 0
+            while rows := con.execute(_ALL, (offset, _BACKFILL_PAGE)).fetchall():
+                events = ((row[0], from_stored(*row)) for row in rows)
+                con.executemany(INSERT, rows_of(events))
+                offset = rows[-1][0] + 1
+            con.execute(_SET_VERSION, (VERSION,))
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+
+
+def insert(con: sqlite3.Connection, rows: Sequence[tuple[str, int]]) -> None:
+    """Add index rows inside the caller's transaction."""
+    if rows:
+        con.executemany(INSERT, rows)
