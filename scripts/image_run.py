@@ -183,7 +183,12 @@ def main(argv: list[str]) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="tide-image-root.") as scratch:
         root = options.root or Path(scratch)
-        image = unpack(options.archive, root)
+        try:
+            image = unpack(options.archive, root)
+        except (tarfile.TarError, ValueError, KeyError, IndexError) as error:
+            why = "not a tar file" if isinstance(error, tarfile.ReadError) else str(error)
+            print(f"image_run: {options.archive} is not an OCI archive: {why}", file=sys.stderr)
+            return 2
         return subprocess.run(command(image, root, options.args), check=False).returncode
 
 

@@ -16,8 +16,9 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 
@@ -161,6 +162,34 @@ def test_build_script_refuses_an_unknown_argument() -> None:
     assert result.stderr.strip() == (
         "build-image: unknown argument --push (use --print, or no argument to build)"
     )
+
+
+def _tar_of(path: Path, name: str) -> None:
+    (path.parent / name).write_text("{}")
+    with tarfile.open(path, "w") as archive:
+        archive.add(path.parent / name, arcname=name)
+
+
+@pytest.mark.parametrize(
+    ("make", "line"),
+    [
+        (lambda p: p.write_text("not a tar"), "is not an OCI archive: not a tar file"),
+        (
+            lambda p: _tar_of(p, "manifest.json"),
+            "is not an OCI archive: \"filename 'index.json' not found\"",
+        ),
+        (lambda p: None, "no such archive: "),
+    ],
+    ids=["not a tar", "no index.json", "missing"],
+)
+def test_image_run_names_a_bad_archive_in_one_line(
+    make: Callable[[Path], object], line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "x.oci.tar"
+    make(archive)
+    assert image_run.main([str(archive), "--version"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and line in err and str(archive) in err
 
 
 # --- the built image (root, after scripts/build-image, TIDE_REQUIRE_IMAGE=1) ---------------
