@@ -171,7 +171,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
             merged[key] = inner[key]
     label = ", ".join(str(p) for p in files)
     try:
-        policy = load_policy(merged)
+        policy = load_policy(merged, strict=True)
     except (ConfigError, ValueError) as exc:
         fail(f"{label}: {exc}")
     for warning in policy.warnings:
@@ -182,17 +182,21 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
 def _read_config_file(path: Path) -> RawConfig:
     """One configuration file's keys (a ConfigMap unwrapped, its notes printed), or exit."""
     try:
-        raw = load_yaml(path) or {}
+        raw = load_yaml(path)
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}")
     except YAMLLimitError as exc:
         fail(str(exc))
+    if raw is None or raw == {}:  # never Volcano's default in its place, silently
+        fail(f"{path}: the configuration is empty (no keys, only blanks or comments)")
     if not isinstance(raw, dict):
         fail(f"{path}: a configuration is a mapping")
     try:
         inner, notes = unwrap(raw)
     except ConfigError as exc:
         fail(f"{path}: {exc}")
+    if not inner:
+        fail(f"{path}: the configuration it wraps is empty (no keys)")
     for note in notes:
         typer.echo(f"{path}: {note}", err=True)
     return inner
