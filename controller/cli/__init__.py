@@ -3,23 +3,26 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+try:  # Ctrl-C while Python imports the command line is exit 130 too, no traceback
+    from importlib.metadata import PackageNotFoundError, version
+    from typing import Annotated
 
-import typer
+    import typer
 
-from controller.cli import (
-    audit_cmd,
-    demo_cmd,
-    log_cmd,
-    record_cmd,
-    replay_cmd,
-    report_cmd,
-    run_cmd,
-    simulate_cmd,
-    state_cmd,
-)
-from controller.cli.common import guard_all
+    from controller.cli import (
+        audit_cmd,
+        demo_cmd,
+        log_cmd,
+        record_cmd,
+        replay_cmd,
+        report_cmd,
+        run_cmd,
+        simulate_cmd,
+        state_cmd,
+    )
+    from controller.cli.common import EXIT_INTERRUPTED, guard_all
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
 
 app = typer.Typer(
     name="tide",
@@ -66,5 +69,9 @@ def _options(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: exit 130 on Ctrl-C at any moment (the commands' own
+    ``guarded`` wrapper and typer turn it into that code; this holds outside them)."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        raise SystemExit(EXIT_INTERRUPTED) from None

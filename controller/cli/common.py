@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import signal
 import sys
 import tempfile
 import traceback
@@ -57,6 +58,12 @@ SHOWN = 20
 #: exit codes (README, "Exit codes"): success; input set aside or a verification
 #: difference; a usage or configuration error; an internal error (a bug in tide)
 EXIT_OK, EXIT_DIFFERENCE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: stopped by Ctrl-C (SIGINT): 128 + 2, what a shell reports for a program SIGINT ended
+EXIT_INTERRUPTED = 130
+
+#: the signals that stopped a live command (`tide run`, `tide record`) since
+#: :func:`run_against_cluster` started it: a SIGINT among them is exit 130 after the stop
+_STOPPED_BY: list[int] = []
 
 
 #: the exceptions of the click typer runs on: the `click` package for older typers, the
@@ -84,6 +91,8 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except KeyboardInterrupt:  # Ctrl-C: the shell's code for it, no traceback
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except _CLI_EXITS:
             raise
         except DOMAIN_ERRORS as exc:
@@ -242,6 +251,7 @@ def persist(
 def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None:
     """Run a command that talks to a cluster (``tide record``, ``tide run``) to its end,
     turn its API and log errors into one line, and leave a checkpoint at the log's head."""
+    _STOPPED_BY.clear()
     try:
         asyncio.run(main)
     except KubeError as exc:
@@ -249,6 +259,23 @@ def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None
     except (LogError, ValueError) as exc:
         fail(str(exc))
     save_checkpoint(log_url)
+    if signal.SIGINT in _STOPPED_BY:  # the same clean stop as SIGTERM; Ctrl-C's exit code
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM and SIGINT set: a live command's clean stop (its effects in flight
+    finish, the log is sealed). :func:`run_against_cluster` exits 130 after a SIGINT."""
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+
+    def stopped(signum: int) -> None:
+        _STOPPED_BY.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(signum, stopped, signum)
+    return stop
 
 
 async def resume_from(source: str, start: int) -> tuple[World | None, list[Event]]:
