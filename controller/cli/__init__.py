@@ -20,7 +20,7 @@ try:  # Ctrl-C while Python imports the command line is exit 130 too, no traceba
         simulate_cmd,
         state_cmd,
     )
-    from controller.cli.common import EXIT_INTERRUPTED, guard_all
+    from controller.cli.common import EXIT_INTERRUPTED, guard_all, plain_help
 except KeyboardInterrupt:
     raise SystemExit(130) from None
 
@@ -47,6 +47,7 @@ COMMANDS = (
 for module in COMMANDS:
     module.register(app)
 guard_all(app)
+plain_help(app)
 
 
 def _version(value: bool) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -133,6 +135,41 @@ def guard_all(app: typer.Typer) -> None:
     for group in app.registered_groups:
         if group.typer_instance is not None:
             guard_all(group.typer_instance)
+
+
+#: reStructuredText a docstring may hold that ``--help`` shows as plain text: a role
+#: (``:class:`~a.B```, ``:func:`f```) and a literal (double backticks)
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain(text: str) -> str:
+    """``text`` (a docstring) without its reStructuredText markup: ``:class:`~a.B``` is
+    ``B``, ``:func:`a.f``` is ``a.f``, a literal in double backticks its bare text."""
+
+    def role(match: re.Match[str]) -> str:
+        target = match.group(1)
+        return target.rsplit(".", 1)[-1] if match.group(0).count("~") else target
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
+
+
+def plain_help(app: typer.Typer) -> None:
+    """Every command's and group's help in ``app`` as plain text (:func:`plain`); the app
+    itself prints its help without rich's panels, whose flags read ``<bool>``."""
+    app.rich_markup_mode = None
+    for command in app.registered_commands:
+        doc = command.help or (inspect.getdoc(command.callback) if command.callback else None)
+        if doc:
+            command.help = plain(doc)
+    for group in app.registered_groups:
+        if isinstance(group.help, str):
+            group.help = plain(group.help)
+        if group.typer_instance is not None:
+            info = group.typer_instance.info
+            if isinstance(info.help, str):
+                info.help = plain(info.help)
+            plain_help(group.typer_instance)
 
 
 def require_log(source: str) -> None:

@@ -267,7 +267,7 @@ def state(
     source: Annotated[
         str | None,
         typer.Argument(
-            metavar="[LOG]", help="Log URL or .db path (default tide.db).", show_default=False
+            metavar="LOG", help="Log URL or .db path (default tide.db).", show_default=False
         ),
     ] = None,
     log: Annotated[
