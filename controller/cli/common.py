@@ -7,6 +7,7 @@ import functools
 import inspect
 import os
 import re
+import select
 import signal
 import sys
 import tempfile
@@ -62,6 +63,8 @@ SHOWN = 20
 EXIT_OK, EXIT_DIFFERENCE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 #: stopped by Ctrl-C (SIGINT): 128 + 2, what a shell reports for a program SIGINT ended
 EXIT_INTERRUPTED = 130
+#: the reader of stdout went away (``| head``): 128 + 13, as for a program SIGPIPE ended
+EXIT_PIPE = 141
 
 #: the signals that stopped a live command (`tide run`, `tide record`) since
 #: :func:`run_against_cluster` started it: a SIGINT among them is exit 130 after the stop
@@ -97,6 +100,11 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except _CLI_EXITS:
             raise
+        except BrokenPipeError:
+            if not _stdout_closed():
+                raise  # a socket's, not the reader of our output: an error as any other
+            _silence_stdout()  # `tide audit decisions | head`: the reader had enough
+            raise typer.Exit(EXIT_PIPE) from None
         except DOMAIN_ERRORS as exc:
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             fail(lines[0], code=EXIT_USAGE)
@@ -104,6 +112,25 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             internal_error(exc)
 
     return run
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll says POLLERR on it)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, no file descriptor
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def internal_error(exc: BaseException) -> NoReturn:

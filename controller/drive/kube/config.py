@@ -9,6 +9,7 @@ requests with what it is given.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +168,7 @@ def check_kubeconfig(path: Path, context: str | None) -> None:
         raise KubeConfigError(f"{path}: cluster {ctx.get('cluster')!r} has no server")
 
 
-def _named(raw: dict[str, Any], section: str, name: object) -> dict[str, Any] | None:
+def _named(raw: Mapping[str, object], section: str, name: object) -> Mapping[str, Any] | None:
     """The entry of ``raw[section]`` (a kubeconfig list of ``{name, ...}``) called ``name``."""
     entries = raw.get(section)
     if not isinstance(entries, list) or name is None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,22 @@ def test_audit_decisions_table_says_when_nothing_matches(log: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout.split() == ["time", "kind", "reason", "node", "pod", "/", "taint"]
     assert result.stderr.strip() == "no decision matches"
+
+
+def test_a_reader_that_goes_away_is_exit_141_and_no_error(log: Path) -> None:
+    code = "from controller.cli import main; main()"
+    args = ["audit", "series", "--node", "shared-0", "--log", str(log)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("time,")  # `| head -1`
+    proc.stdout.close()
+    code_seen = proc.wait(timeout=120)
+    said = proc.stderr.read()
+    proc.stderr.close()
+    assert code_seen == 141, said
+    assert said == ""
