@@ -95,3 +95,55 @@ def test_the_readme_is_a_page_that_links_every_docs_page() -> None:
     linked = {target.split("#")[0] for target in LINK.findall(README)}
     missing = [page.name for page in DOCS.glob("*.md") if f"docs/{page.name}" not in linked]
     assert not missing, f"the README links no {missing}"
+
+
+#: where an exit code is given in the code: ``Exit(1)``, ``code=2``, ``SystemExit(130)``,
+#: and the names of ``controller.cli.common``'s ``EXIT_*`` constants
+_EXITS = re.compile(r"(?:Exit|SystemExit)\((\w+)\)|\bcode=(\w+)")
+
+
+def _exit_table() -> str:
+    """The "Exit codes" table of docs/commands.md."""
+    text = (DOCS / "commands.md").read_text()
+    assert "## Exit codes" in text, "docs/commands.md has no 'Exit codes' section"
+    return text.split("## Exit codes", 1)[1].split("\n#", 1)[0]
+
+
+def codes_in_the_code() -> dict[int, list[str]]:
+    """Every exit code the command line can end with, and where it is given."""
+    from controller.cli import common
+
+    constants = {
+        name: value
+        for name, value in vars(common).items()
+        if name.startswith("EXIT_") and isinstance(value, int)
+    }
+    found: dict[int, list[str]] = {}
+    for path in sorted((ROOT / "controller").rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for match in _EXITS.finditer(line):
+                token = match.group(1) or match.group(2)
+                code = int(token) if token.isdigit() else constants.get(token)
+                if code is not None:
+                    where = f"{path.relative_to(ROOT)}:{number}"
+                    found.setdefault(code, []).append(where)
+    for name, code in constants.items():
+        found.setdefault(code, []).append(f"controller/cli/common.py {name}")
+    return found
+
+
+def test_every_exit_code_the_code_uses_is_in_the_table() -> None:
+    rows = re.findall(r"^\| (\d+) \| (.*) \|$", _exit_table(), re.M)
+    table = {int(code): meaning for code, meaning in rows}
+    used = codes_in_the_code()
+    assert {0, 1, 2, 3, 130, 141} <= set(used)  # the scan finds what it must
+    missing = {code: where for code, where in sorted(used.items()) if code not in table}
+    assert not missing, f"exit codes used but not in docs/commands.md's table: {missing}"
+    assert set(table) <= set(used) | {0}, "the table lists a code nothing uses"
+    assert "audit why" in table[1]
+
+
+def test_the_scan_would_catch_an_unlisted_code() -> None:
+    line = "        raise typer.Exit(4)  # a new code"
+    assert [m.group(1) for m in _EXITS.finditer(line)] == ["4"]
+    assert [m.group(2) for m in _EXITS.finditer("fail(msg, code=EXIT_USAGE)")] == ["EXIT_USAGE"]

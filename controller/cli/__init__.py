@@ -7,11 +7,14 @@ needs (tests/controller/cli/test_startup.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+try:  # Ctrl-C while Python imports the command line is exit 130 too, no traceback
+    from typing import Annotated
 
-import typer
+    import typer
 
-from controller.cli.lazy import lazy_group
+    from controller.cli.lazy import lazy_group
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
 
 #: the order of ``tide --help``: each command's name and the modules (under
 #: ``controller.cli``, imported when the command is looked up: controller/cli/lazy.py)
@@ -36,6 +39,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: rich's panels show every flag as <bool>
 )
 
 
@@ -61,5 +65,9 @@ def _options(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: exit 130 on Ctrl-C at any moment (the commands' own
+    ``guarded`` wrapper and typer turn it into that code; this holds outside them)."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None  # controller.cli.common.EXIT_INTERRUPTED

@@ -6,7 +6,10 @@ simulate/replay commands, which import the report writer for `tide demo`.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from collections.abc import Iterable
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -16,7 +19,7 @@ from controller.cli.lazy import lazy_group
 from controller.cli.reading import about, decisions, records
 from replay.audit import decision_keys, select_decisions
 from streams.codec import decision_line
-from streams.events import parse_time
+from streams.events import Event, format_time, parse_time
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
 from streams.urls import DEFAULT_LOG
 
@@ -33,6 +36,45 @@ def audit_why(
     from controller.cli.explain_cmd import why_streamed
 
     why_streamed(log, pod, as_json=as_json)
+
+
+class DecisionFormat(StrEnum):
+    """The forms of ``tide audit decisions``."""
+
+    table = "table"
+    jsonl = "jsonl"
+
+
+#: the columns of ``tide audit decisions --format table``: heading and the field shown
+_COLUMNS = (("time", "at"), ("kind", "kind"), ("reason", "reason"), ("node", "node"))
+
+
+def decision_table(events: Iterable[Event]) -> list[str]:
+    """The decisions as an aligned text table: a heading line, then one row per decision
+    (time, kind, reason, node, and the pod as ``namespace/name`` or the taint)."""
+    rows = [[heading for heading, _ in _COLUMNS] + ["pod / taint"]]
+    for event in events:
+        data = as_decision(event)
+        cells = [format_time(event.at)]
+        cells += [str(data.get(name) or "-") for _, name in _COLUMNS[1:]]
+        if data.get("pod"):
+            cells.append(f"{data.get('namespace')}/{data.get('pod')}")
+        else:
+            cells.append(_taint(data.get("taint")))
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    ]
+
+
+def _taint(taint: object) -> str:
+    """A taint as kubectl writes one: ``key=value:Effect`` (``key:Effect`` without a value)."""
+    if not isinstance(taint, dict):
+        return "-"
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint.get('key')}{value}:{taint.get('effect')}"
 
 
 def _known(option: str, value: str | None, valid: frozenset[str]) -> None:
@@ -52,8 +94,18 @@ def audit_decisions(
     kind: str | None = None,
     since: Annotated[str | None, typer.Option("--from", help="RFC 3339")] = None,
     until: Annotated[str | None, typer.Option("--to", help="RFC 3339")] = None,
+    form: Annotated[
+        DecisionFormat | None,
+        typer.Option(
+            "--format",
+            help="table (one aligned row per decision) or jsonl (one JSON object per line);"
+            " default: table on a terminal, jsonl on a pipe or in a file.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Decisions by time range, reason, node, namespace or kind (JSON Lines)."""
+    """Decisions by time range, reason, node, namespace or kind: a table on a terminal,
+    JSON Lines for scripts."""
     _known("--reason", reason, REASON_CODES)
     _known("--kind", kind, DECISION_KINDS)
     try:
@@ -62,7 +114,7 @@ def audit_decisions(
     except ValueError as exc:
         fail(str(exc))
     keys = decision_keys(node=node, namespace=namespace)
-    for event in select_decisions(
+    chosen = select_decisions(
         decisions(log) if keys is None else about(log, keys),
         reason=reason,
         node=node,
@@ -70,8 +122,18 @@ def audit_decisions(
         kind=kind,
         since=start,
         until=stop,
-    ):
-        typer.echo(decision_line(event).decode())
+    )
+    if form is None:  # a person at a terminal reads a table; a pipe keeps getting JSON Lines
+        form = DecisionFormat.table if sys.stdout.isatty() else DecisionFormat.jsonl
+    if form is DecisionFormat.jsonl:
+        for event in chosen:
+            typer.echo(decision_line(event).decode())
+        return
+    lines = decision_table(chosen)
+    for line in lines:
+        typer.echo(line)
+    if len(lines) == 1:
+        typer.echo("no decision matches", err=True)
 
 
 @audit_app.command("timeline")

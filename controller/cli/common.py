@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
+import re
+import select
+import signal
 import sys
 import tempfile
 import traceback
@@ -57,6 +61,14 @@ SHOWN = 20
 #: exit codes (docs/commands.md, "Exit codes"): success; input set aside or a verification
 #: difference; a usage or configuration error; an internal error (a bug in tide)
 EXIT_OK, EXIT_DIFFERENCE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: stopped by Ctrl-C (SIGINT): 128 + 2, what a shell reports for a program SIGINT ended
+EXIT_INTERRUPTED = 130
+#: the reader of stdout went away (``| head``): 128 + 13, as for a program SIGPIPE ended
+EXIT_PIPE = 141
+
+#: the signals that stopped a live command (`tide run`, `tide record`) since
+#: :func:`run_against_cluster` started it: a SIGINT among them is exit 130 after the stop
+_STOPPED_BY: list[int] = []
 
 
 #: the exceptions of the click typer runs on: the `click` package for older typers, the
@@ -84,8 +96,15 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except KeyboardInterrupt:  # Ctrl-C: the shell's code for it, no traceback
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except _CLI_EXITS:
             raise
+        except BrokenPipeError:
+            if not _stdout_closed():
+                raise  # a socket's, not the reader of our output: an error as any other
+            _silence_stdout()  # `tide audit decisions | head`: the reader had enough
+            raise typer.Exit(EXIT_PIPE) from None
         except DOMAIN_ERRORS as exc:
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             fail(lines[0], code=EXIT_USAGE)
@@ -93,6 +112,25 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             internal_error(exc)
 
     return run
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll says POLLERR on it)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, no file descriptor
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def internal_error(exc: BaseException) -> NoReturn:
@@ -116,14 +154,39 @@ def require_persistent(url: str, *, option: str = "--log") -> None:
         fail(f"{option} {url}: a throw-away log would be lost when the command ends; name a file")
 
 
-def guard_all(app: typer.Typer) -> None:
-    """Wrap every command of ``app`` and its groups with :func:`guarded`."""
+#: reStructuredText a docstring may hold that ``--help`` shows as plain text: a role
+#: (``:class:`~a.B```, ``:func:`f```) and a literal (double backticks)
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain(text: str) -> str:
+    """``text`` (a docstring) without its reStructuredText markup: ``:class:`~a.B``` is
+    ``B``, ``:func:`a.f``` is ``a.f``, a literal in double backticks its bare text."""
+
+    def role(match: re.Match[str]) -> str:
+        target = match.group(1)
+        return target.rsplit(".", 1)[-1] if match.group(0).count("~") else target
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
+
+
+def plain_help(app: typer.Typer) -> None:
+    """Every command's and group's help in ``app`` as plain text (:func:`plain`); the app
+    itself prints its help without rich's panels, whose flags read ``<bool>``."""
+    app.rich_markup_mode = None
     for command in app.registered_commands:
-        if command.callback is not None:
-            command.callback = guarded(command.callback)
+        doc = command.help or (inspect.getdoc(command.callback) if command.callback else None)
+        if doc:
+            command.help = plain(doc)
     for group in app.registered_groups:
+        if isinstance(group.help, str):
+            group.help = plain(group.help)
         if group.typer_instance is not None:
-            guard_all(group.typer_instance)
+            info = group.typer_instance.info
+            if isinstance(info.help, str):
+                info.help = plain(info.help)
+            plain_help(group.typer_instance)
 
 
 def require_log(source: str) -> None:
@@ -173,7 +236,7 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
             merged[key] = inner[key]
     label = ", ".join(str(p) for p in files)
     try:
-        policy = load_policy(merged)
+        policy = load_policy(merged, strict=True)
     except (ConfigError, ValueError) as exc:
         fail(f"{label}: {exc}")
     for warning in policy.warnings:
@@ -184,17 +247,21 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
 def _read_config_file(path: Path) -> RawConfig:
     """One configuration file's keys (a ConfigMap unwrapped, its notes printed), or exit."""
     try:
-        raw = load_yaml(path) or {}
+        raw = load_yaml(path)
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}")
     except YAMLLimitError as exc:
         fail(str(exc))
+    if raw is None or raw == {}:  # never Volcano's default in its place, silently
+        fail(f"{path}: the configuration is empty (no keys, only blanks or comments)")
     if not isinstance(raw, dict):
         fail(f"{path}: a configuration is a mapping")
     try:
         inner, notes = unwrap(raw)
     except ConfigError as exc:
         fail(f"{path}: {exc}")
+    if not inner:
+        fail(f"{path}: the configuration it wraps is empty (no keys)")
     for note in notes:
         typer.echo(f"{path}: {note}", err=True)
     return inner
@@ -247,6 +314,7 @@ def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None
     turn its API and log errors into one line, and leave a checkpoint at the log's head."""
     from controller.compose.simulated import save_checkpoint
 
+    _STOPPED_BY.clear()
     try:
         asyncio.run(main)
     except KubeError as exc:
@@ -254,6 +322,23 @@ def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None
     except (LogError, ValueError) as exc:
         fail(str(exc))
     save_checkpoint(log_url)
+    if signal.SIGINT in _STOPPED_BY:  # the same clean stop as SIGTERM; Ctrl-C's exit code
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM and SIGINT set: a live command's clean stop (its effects in flight
+    finish, the log is sealed). :func:`run_against_cluster` exits 130 after a SIGINT."""
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+
+    def stopped(signum: int) -> None:
+        _STOPPED_BY.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(signum, stopped, signum)
+    return stop
 
 
 async def resume_from(source: str, start: int) -> tuple[World | None, list[Event]]:

@@ -95,8 +95,11 @@ def _print_why(pod: str, found: list[Answer], passed: list[str], *, as_json: boo
         )
     else:
         blocks = [a.text() for a in found] + [f"not decided: {line}" for line in passed]
-        typer.echo("\n\n".join(blocks) if blocks else f"no decision about {pod}")
+        if blocks:
+            typer.echo("\n\n".join(blocks))
     if not found and not passed:
+        # the answer is "nothing": said on stderr (stdout stays the answer's), exit 1
+        typer.echo(f"no decision about {pod}", err=True)
         raise typer.Exit(1)
 
 

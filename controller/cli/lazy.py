@@ -27,7 +27,7 @@ def load(modules: tuple[str, ...]) -> typer.Typer:
     """A Typer holding what the ``controller.cli`` ``modules`` register, every command
     (and every command they add to a group defined elsewhere, ``tide audit series``)
     wrapped once by :func:`controller.cli.common.guarded`; imported once per process."""
-    holder = typer.Typer()
+    holder = typer.Typer(rich_markup_mode=None)
     for module in modules:
         import_module(f"controller.cli.{module}").register(holder)
     guard(holder)
@@ -36,9 +36,11 @@ def load(modules: tuple[str, ...]) -> typer.Typer:
 
 def guard(app: typer.Typer) -> None:
     """:func:`controller.cli.common.guarded` around each command of ``app`` and its groups
-    that is not wrapped yet."""
-    from controller.cli.common import guarded
+    that is not wrapped yet, and their help as plain text
+    (:func:`controller.cli.common.plain_help`)."""
+    from controller.cli.common import guarded, plain_help
 
+    plain_help(app)  # help as plain text: no reStructuredText, no rich panels
     for command in app.registered_commands:
         if command.callback is not None and id(command.callback) not in _GUARDED:
             command.callback = guarded(command.callback)

@@ -147,8 +147,11 @@ def quarantine_command(log: LogOption = DEFAULT_LOG) -> None:
         async with await _open(log, create=False) as source:
             return await quarantine_of(source).quarantine()
 
-    for item in _run(run()):
+    items = _run(run())
+    for item in items:
         typer.echo(_where(item))
+    if not items:  # said, so that "nothing printed" is never read as "it did not look"
+        typer.echo(f"nothing was set aside in {parse_log_url(log).display()}")
 
 
 @log_app.command("verify")

@@ -10,7 +10,6 @@ the log's file when it stops. Every failure it cannot recover from is one line o
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, read_policy, run_against_cluster
+from controller.cli.common import fail, read_policy, run_against_cluster, stop_on_signals
 from controller.drive.clock import SystemClock
 from controller.drive.kube.client import KubeClient, KubeConfigError
 from controller.drive.settings import DEFAULT_LOG, Settings, load_settings
@@ -102,10 +101,7 @@ async def _record(settings: Settings, options: RecorderOptions, config: ConfigPa
             await recorder.prepare(applied)
         except OSError as exc:
             fail(f"--health-address {options.health_address}: {exc}")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+        stop = stop_on_signals()
         health = recorder.health
         where = f"; probes on http://{health.host}:{health.port}" if health is not None else ""
         _say(f"recording {client.host} onto {log.url or settings.log.url}{where}")

@@ -1,4 +1,5 @@
-"""`tide report` (the HTML picture of a log) and `tide audit series` (its samples as CSV).
+"""`tide report` (the HTML picture of a log) and `tide audit series` (its samples as CSV or
+JSON Lines).
 
 The page itself is built in :mod:`replay.report`; this module reads the log, parses the
 options and writes the file.
@@ -7,8 +8,10 @@ options and writes the file.
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -117,16 +120,40 @@ def _whatif(
     return from_report(replayed, recorded), f"the decision points replayed under {config}"
 
 
+class SeriesFormat(StrEnum):
+    """The forms of ``tide audit series``: CSV for a spreadsheet or a plotting tool, JSON
+    Lines for ``jq`` and the scripts that read ``tide audit decisions``."""
+
+    csv = "csv"
+    jsonl = "jsonl"
+
+
 def audit_series(
     node: Annotated[str, typer.Option(help="The node whose samples to print.")],
     log: Annotated[str, typer.Option(help="Log URL or path.")] = DEFAULT_LOG,
-    as_csv: Annotated[bool, typer.Option("--csv", help="CSV (the only format for now).")] = True,
+    form: Annotated[
+        SeriesFormat,
+        typer.Option("--format", help="csv (a header row, then one row per sample) or jsonl."),
+    ] = SeriesFormat.csv,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", hidden=True, help="The same as --format csv.")
+    ] = False,
 ) -> None:
-    """A node's usage samples (time, cpu %, memory %, cores, GiB) as CSV, to plot elsewhere."""
+    """A node's usage samples (time, cpu %, memory %, cores, GiB) as CSV or JSON Lines, to
+    plot elsewhere."""
+    if as_csv and form is not SeriesFormat.csv:
+        fail(f"--csv and --format {form.value} ask for two formats: give one")
     day = collect(records(log), only=(node,))
     if node not in day.nodes:
         fail(f"--node: no such node in {log}: {node}")
-    csv.writer(sys.stdout, lineterminator="\n").writerows(series(day, node))
+    rows = series(day, node)
+    if form is SeriesFormat.csv:
+        csv.writer(sys.stdout, lineterminator="\n").writerows(rows)
+        return
+    heading, samples = rows[0], rows[1:]
+    for row in samples:
+        values = [row[0], *(float(cell) for cell in row[1:])]
+        typer.echo(json.dumps(dict(zip(heading, values, strict=True))))
 
 
 def register(app: typer.Typer) -> None:

@@ -24,14 +24,13 @@ decision and its effect carrying its id.
 from __future__ import annotations
 
 import asyncio
-import signal
 from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-from controller.cli.common import fail, read_policy, run_against_cluster
+from controller.cli.common import fail, read_policy, run_against_cluster, stop_on_signals
 from controller.cli.record_cmd import (
     ConfigOption,
     ContextOption,
@@ -91,7 +90,7 @@ async def run_live(
     ``settings.observe`` address (``/metrics``, ``/healthz``, ``/readyz``).
     """
     if stop is None:  # first: a SIGTERM while starting is a clean stop too
-        stop = _stop_on_signals()
+        stop = stop_on_signals()
     offset = settings.triggers.clock_offset
     clock = ShiftedClock(SystemClock(), offset) if offset else SystemClock()
     try:
@@ -129,15 +128,6 @@ async def run_live(
             f"{len(loop.effects.pending)} without an outcome"
         )
         return loop
-
-
-def _stop_on_signals() -> asyncio.Event:
-    """An event SIGTERM and SIGINT set."""
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(signum, stop.set)
-    return stop
 
 
 class Readiness:

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from controller.cli.common import require_file, require_log
+from controller.cli.common import fail, require_file, require_log
 from controller.cli.progress import Progress
 from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
@@ -264,7 +264,16 @@ def render(report: JSON, console: Console, *, limit: int = 50) -> None:
 
 
 def state(
-    log: Annotated[str, typer.Option("--log", help="Log URL or .db path.")] = DEFAULT_LOG,
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="LOG", help="Log URL or .db path (default tide.db).", show_default=False
+        ),
+    ] = None,
+    log: Annotated[
+        str | None,
+        typer.Option("--log", help="The same as LOG (kept for older scripts).", show_default=False),
+    ] = None,
     at: Annotated[
         str | None, typer.Option("--at", help="Fold records with at ≤ TIME (RFC 3339).")
     ] = None,
@@ -275,6 +284,7 @@ def state(
     limit: Annotated[int, typer.Option(help="Rows per table (tables only).", min=1)] = 50,
 ) -> None:
     """Show the folded cluster state: nodes, tasks by status, jobs and queues."""
+    log = _one_log(source, log)
     if at is not None and offset is not None:
         typer.echo("error: give --at or --offset, not both", err=True)
         raise typer.Exit(2)
@@ -297,6 +307,14 @@ def state(
         typer.echo(text.decode())
     else:
         render(report, Console(), limit=limit)
+
+
+def _one_log(source: str | None, option: str | None) -> str:
+    """The log named by the positional LOG or ``--log`` (the same log given twice is
+    fine; two different ones are exit 2), ``tide.db`` when neither is given."""
+    if source is not None and option is not None and source != option:
+        fail(f"LOG {source} and --log {option} name two logs: give one")
+    return source or option or DEFAULT_LOG
 
 
 def register(app: typer.Typer) -> None:

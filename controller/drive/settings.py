@@ -9,7 +9,9 @@ never read from globals.
 Validation is pydantic's (v2); :func:`load_settings` turns its errors into a
 :class:`~controller.policy.framework.errors.ConfigError` naming the dotted key and the value
 (``effector.eviction_grace_seconds: -1: Input should be greater than or equal to 0``).
-Unknown keys are errors: a misspelt setting must not be silently ignored.
+Unknown keys are errors: a misspelt setting must not be silently ignored, and the error
+names the setting it is a near miss of (``effector.dryrun: True: unknown setting (did you
+mean dry_run?)``; :mod:`controller.policy.framework.spelling`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pydantic import (
 )
 
 from controller.policy.framework.errors import ConfigError
+from controller.policy.framework.spelling import near_miss
 from streams.urls import DEFAULT_LOG
 
 __all__ = [
@@ -209,4 +212,18 @@ def load_settings(raw: Mapping[str, Any] | None = None) -> Settings:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "<settings>"
         message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = _unknown_key(error["loc"])
         raise ConfigError(key, error.get("input"), message) from exc
+
+
+def _unknown_key(where: tuple[int | str, ...]) -> str:
+    """The message of a key no settings group has, with the key it is a near miss of."""
+    model: type[BaseModel] = Settings
+    for part in where[:-1]:
+        inner = model.model_fields[str(part)].annotation
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return "unknown setting"
+        model = inner
+    meant = near_miss(str(where[-1]), model.model_fields)
+    return "unknown setting" + (f" (did you mean {meant}?)" if meant else "")

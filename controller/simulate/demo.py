@@ -3,8 +3,8 @@
 A built-in co-located cluster (online nodes, a day-time revocable zone, a night-only
 zone whose window runs across midnight, online and batch workloads, jobs with
 budgets, a CPU spike and a leaking pod) runs through a day of virtual time against the
-simulated cluster. The log is kept in a SQLite file; the timeline, a summary and the
-commands to try next are printed.
+simulated cluster. The log is kept in a SQLite file; the timeline and a summary are
+printed (the commands to try next are the command line's: :mod:`controller.cli.demo_cmd`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from controller.policy.loader import load_policy
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import expand, frees_usage
 from streams.events import Event, format_time
-from streams.payloads import as_decision, as_evict, as_taint
+from streams.payloads import as_decision, as_taint
 
 
 def _data(name: str) -> str:
@@ -91,14 +91,4 @@ def run_demo(db: Path, *, echo: bool = True, behaviour: int | None = None) -> li
     for key, count in sorted(counts.items()):
         out(f"  {count:4}  {key}")
     out(f"  {len(result.log.events)} records on the log, {result.sessions} sessions run\n")
-    evicted = next((d for d in result.decisions if as_decision(d).get("kind") == "evict"), None)
-    out(f"the log is in {db}. Try:")
-    if evicted is not None:
-        pod = as_evict(evicted)
-        out(f"  tide audit why {pod['namespace']}/{pod['pod']} --log {db}")
-    out(f"  tide audit decisions --log {db} --reason tdm-window-closed")
-    out(f"  tide audit timeline --log {db} --node shared-0")
-    out(f"  tide state --log {db} --at 2026-11-21T13:30:00Z")
-    out(f"  tide replay {db} --verify")
-    out(f"  tide audit metrics --log {db}")
-    return result.decisions
+    return result.decisions  # the commands to try next: controller.cli.demo_cmd

@@ -30,6 +30,7 @@ OWNERSHIP = ROOT / "tests" / "replay" / "golden" / "sources" / "ownership.yaml"
 
 READERS = {
     "state": ["state", "--log", "{p}"],
+    "state-positional": ["state", "{p}"],
     "replay": ["replay", "{p}"],
     "replay-verify": ["replay", "--verify", "{p}"],
     "replay-from": ["replay", "--from", "3", "{p}"],
@@ -124,8 +125,7 @@ def test_a_reading_command_leaves_any_path_byte_identical(
     said = KINDS[kind]
     if said is None:  # a log: read as usual (audit why of a pod it lacks says so, exit 1)
         assert result.exit_code in (0, 1), result.output
-        if command != "log-quarantine":  # its empty answer is a golden output (for now)
-            assert result.output.strip(), "a reading command says what it found"
+        assert result.output.strip(), "a reading command says what it found"
         return
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2, result.output

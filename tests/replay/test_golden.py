@@ -109,7 +109,9 @@ than three resolutions, its own ``timestamp`` against the record's ``at``, is no
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import orjson
@@ -191,6 +193,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_cli_output_is_unchanged(name: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(workdir)
+    # as CI runs it, the venv activated: the demo's hints say `tide …` (controller/cli/demo_cmd)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     expected = (GOLDEN / "outputs" / f"{name}.txt").read_text()
     code, out = invoke(COMMANDS[name])
     assert f"exit {code}\n" + out == expected

@@ -47,7 +47,17 @@ def test_values_are_read_per_group() -> None:
         ),
         ({"log": {"url": " "}}, 'log.url: " ": must name a log'),
         ({"triggers": {"tick": 0}}, "triggers.tick: 0: must be positive"),
-        ({"kube": {"namespace": "x"}}, 'kube.namespace: "x": Extra inputs are not permitted'),
+        ({"kube": {"namespace": "x"}}, 'kube.namespace: "x": unknown setting'),
+        ({"kube": {"contxt": "x"}}, 'kube.contxt: "x": unknown setting (did you mean context?)'),
+        ({"efector": {}}, "efector: {}: unknown setting (did you mean effector?)"),
+        (
+            {"effector": {"dryrun": True}},
+            "effector.dryrun: True: unknown setting (did you mean dry_run?)",
+        ),
+        (
+            {"leader_election": {"lease_nam": "x"}},
+            'leader_election.lease_nam: "x": unknown setting (did you mean lease_name?)',
+        ),
         (
             {"effector": {"dry_run": "maybe"}},
             'effector.dry_run: "maybe": Input should be a valid boolean, unable to interpret input',

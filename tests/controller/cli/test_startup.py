@@ -19,7 +19,7 @@ from controller.simulate.runner import save_log
 from streams.events import Event
 from streams.recording import read_recording
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "replay" / "golden" / "tdm-budgets.jsonl"
 
 #: what only the live commands (record, run) and their parts need
