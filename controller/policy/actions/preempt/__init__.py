@@ -48,7 +48,7 @@ from controller.policy.actions.preempt.normal import normal_preempt
 from controller.policy.actions.preempt.roombound import RoomBound
 from controller.policy.actions.preempt.topology import topology_aware_preempt
 from controller.policy.actions.preempt.victims import Filter, eligible, inter_job, intra_job
-from controller.policy.framework.nodes import predicate_nodes, preempt_check_memo
+from controller.policy.framework.nodes import predicate_nodes, preempt_check_memo, preempt_nodes
 from controller.policy.framework.ordering import Ordered
 from controller.policy.framework.points import FitError
 from controller.policy.framework.session import Session
@@ -201,7 +201,10 @@ class _Run:
         cache = None
         if self.args.predicate_error_cache:
             cache = self.error_cache.setdefault((preemptor.job, preemptor.task_role), {})
-        found = predicate_nodes(ssn, preemptor, preempt_check_memo(ssn), cache=cache)
+        if self.fast:
+            found = preempt_nodes(ssn, preemptor, cache=cache)
+        else:
+            found = predicate_nodes(ssn, preemptor, preempt_check_memo(ssn), cache=cache)
         if not found.feasible:
             return False
         if ssn.disruptions.active:
@@ -234,12 +237,7 @@ class _Run:
         else:
             nodes = found.feasible
             if self.bound is not None:  # the nodes that cannot make room left out (speed only)
-                check = (
-                    self.bound.inter_job(preemptor)
-                    if phase == "inter-job"
-                    else self.bound.intra_job(preemptor)
-                )
-                nodes = [node for node in nodes if check(node)]
+                nodes = self.bound.nodes(preemptor, nodes, phase=phase)
             node = normal_preempt(
                 ssn, stmt, preemptor, nodes, accept=accept, evict=evict, rank=self.rank
             )

@@ -38,7 +38,7 @@ the plain path on the full-cluster benchmark's scenario, scaled down).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from operator import attrgetter
 
 from controller.policy.framework.session import Session
@@ -48,8 +48,8 @@ from projections.model import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, Resource,
 #: added to every dimension of a bound: far below the 0.1 tolerance of ``less_equal``
 SLACK = 1e-3
 
-#: a node check: whether preemption may make room for the preemptor there
-NodeBound = Callable[[NodeInfo], bool]
+#: below every job priority: the bound is the node's future idle alone
+NONE = -(2**63)
 #: a node's candidates, their jobs, the jobs' priorities (None: no such job), the bounds
 #: by job priority
 Entry = tuple[list[TaskInfo], tuple[str, ...], list[int | None], dict[int, Resource]]
@@ -92,6 +92,8 @@ class RoomBound:
         #: node name -> (node object, version, candidates, their jobs' priorities, job
         #: priority -> the bound over the candidates of jobs below it)
         self._nodes: dict[str, tuple[NodeInfo, int, Entry]] = {}
+        #: job priority -> (entries of the view's change log read, :meth:`_upper`)
+        self._uppers: dict[int, tuple[int, Resource]] = {}
 
     @classmethod
     def of(cls, ssn: Session) -> RoomBound | None:
@@ -153,37 +155,77 @@ class RoomBound:
             found = bounds[below] = _slack(room)
         return found
 
-    def inter_job(self, preemptor: TaskInfo) -> NodeBound:
-        """Phase 1's check for ``preemptor``: the node's bound over the tasks of jobs of a
-        lower priority than the preemptor's job."""
-        job = self.ssn.jobs.peek(preemptor.job)
+    def _upper(self, below: int) -> Resource:
+        """Every dimension's largest :meth:`_bound` over the session's nodes now (an upper
+        bound: kept up to date from the view's log of node changes, it never shrinks)."""
+        view = self.ssn.view
+        nodes, changed = view.node_list, view.changed
+        hit = self._uppers.get(below)
+        if hit is None:
+            top = Resource()
+            for node in nodes:
+                _raise(top, self._bound(node, below))
+            hit = self._uppers[below] = (len(changed), top)
+        elif hit[0] != len(changed):
+            top = hit[1]
+            for pos in sorted(set(changed[hit[0] :])):
+                _raise(top, self._bound(nodes[pos], below))
+            hit = self._uppers[below] = (len(changed), top)
+        return hit[1]
+
+    def nodes(self, preemptor: TaskInfo, nodes: list[NodeInfo], *, phase: str) -> list[NodeInfo]:
+        """``nodes`` less those where preemption cannot make room for ``preemptor`` in
+        ``phase`` (``inter-job`` or ``intra-job``), in their order.
+
+        Phase 1 bounds a node over the tasks of jobs of a lower priority than the
+        preemptor's job (none when it has no job: priority then answers no victims),
+        phase 2 over the tasks of the preemptor's own job. Where no node's bound can
+        hold the request (:meth:`_upper`), no node is read at all.
+        """
         request = preemptor.init_resreq
-        if job is None:  # priority answers no victims at all
-            return lambda node: request.less_equal(_slack(node.future_idle()))
-        below = job.priority
-
-        def check(node: NodeInfo) -> bool:
-            return request.less_equal(self._bound(node, below))
-
-        return check
-
-    def intra_job(self, preemptor: TaskInfo) -> NodeBound:
-        """Phase 2's check for ``preemptor``: the node's bound over its own job's tasks."""
-        request = preemptor.init_resreq
-        # the job as the fold left it: a session only moves a task out of Bound or Running
-        # (evict, pipeline, allocate), so these tasks hold every candidate the node has
         job = self.ssn.jobs.peek(preemptor.job)
-        held: dict[str, Resource] = {}
-        if job is not None:
-            for task in job.tasks.values():
-                if task.status in PREEMPTABLE_STATUSES and task.preemptable and task.node_name:
-                    held.setdefault(task.node_name, Resource()).add(task.resreq)
+        below = NONE
+        if phase == "intra-job":
+            held = _held(job)
+            if held:
 
-        def check(node: NodeInfo) -> bool:
-            room = node.future_idle()
-            extra = held.get(node.name)
-            if extra is not None:
-                room.add(extra)
-            return request.less_equal(_slack(room))
+                def check(node: NodeInfo) -> bool:
+                    room = node.future_idle()
+                    extra = held.get(node.name)
+                    if extra is not None:
+                        room.add(extra)
+                    return request.less_equal(_slack(room))
 
-        return check
+                return [node for node in nodes if check(node)]
+        elif job is not None:
+            below = job.priority
+        if not request.less_equal(self._upper(below)):
+            return []
+        bound = self._bound
+        return [node for node in nodes if request.less_equal(bound(node, below))]
+
+
+def _held(job: JobInfo | None) -> dict[str, Resource]:
+    """Node name -> the requests of ``job``'s tasks there that may be victims.
+
+    The job as the fold left it (``peek``): a session only moves a task out of Bound or
+    Running (evict, pipeline, allocate), so these tasks hold every candidate of the job.
+    """
+    held: dict[str, Resource] = {}
+    if job is not None:
+        for task in job.tasks.values():
+            if task.status in PREEMPTABLE_STATUSES and task.preemptable and task.node_name:
+                held.setdefault(task.node_name, Resource()).add(task.resreq)
+    return held
+
+
+def _raise(top: Resource, room: Resource) -> None:
+    """Raise every dimension of ``top`` to ``room``'s where that is larger."""
+    if room.milli_cpu > top.milli_cpu:
+        top.milli_cpu = room.milli_cpu
+    if room.memory > top.memory:
+        top.memory = room.memory
+    scalars = top.scalars
+    for name, value in room.scalars.items():
+        if value > scalars.get(name, 0.0):
+            scalars[name] = value
