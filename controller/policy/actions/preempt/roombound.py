@@ -57,6 +57,8 @@ SLACK = 1e-3
 
 #: more than less_equal's tolerance (0.1): a request's CPU this far over a bound's fails it
 CPU_MARGIN = 0.2
+#: more than SLACK and the rounding of a column's sums: a request this far over fails
+MARGIN = 0.01
 #: below every job priority: the bound is the node's future idle alone
 NONE = -(2**63)
 #: a node's candidates, their jobs, the jobs' priorities (None: no such job), the bounds
@@ -103,6 +105,8 @@ class RoomBound:
         self._nodes: dict[str, tuple[NodeInfo, int, Entry]] = {}
         #: node name -> (node object, version, its future idle with SLACK)
         self._idles: dict[str, tuple[NodeInfo, int, Resource]] = {}
+        #: the lowest priority of the fold's jobs (:meth:`_floor`)
+        self._lowest: int | None = None
         #: job priority -> (entries of the view's change log read, :meth:`_upper`)
         self._uppers: dict[int, tuple[int, Resource]] = {}
 
@@ -180,6 +184,29 @@ class RoomBound:
         self._idles[node.name] = (node, version, room)
         return room
 
+    def _floor(self) -> int:
+        """The lowest priority of the fold's jobs (once a session): a preemptor whose job
+        is no higher has no candidate below it anywhere, its bound is the future idle."""
+        if self._lowest is None:
+            self._lowest = min(map(_PRIORITY, self.jobs.values()), default=0)
+        return self._lowest
+
+    def _idle_fits(self, request: Resource) -> bool:
+        """False when no session node's future idle can hold ``request``: a dimension
+        that exceeds the largest of allocate's free columns (future idle plus the 0.1
+        tolerance, kept current by the view) by more than :data:`SLACK`."""
+        columns = self.ssn.view.columns()
+        if not columns.future_cpu:
+            return False
+        if request.milli_cpu >= max(columns.future_cpu) + MARGIN:
+            return False
+        if request.memory >= max(columns.future_mem) + MARGIN:
+            return False
+        for name, value in request.scalars.items():
+            if value > 0 and value >= max(columns.scalar(name)[1]) + MARGIN:
+                return False
+        return True
+
     def _upper(self, below: int) -> Resource:
         """Every dimension's largest :meth:`_bound` over the session's nodes now (an upper
         bound: kept up to date from the view's log of node changes, it never shrinks)."""
@@ -222,9 +249,12 @@ class RoomBound:
                     return request.less_equal(_slack(room))
 
                 return [node for node in nodes if check(node)]
-        elif job is not None:
+        elif job is not None and job.priority > self._floor():
             below = job.priority
-        if not request.less_equal(self._upper(below)):
+        if below == NONE:
+            if not self._idle_fits(request):
+                return []
+        elif not request.less_equal(self._upper(below)):
             return []
         bound = self._bound
         # a CPU shortfall beyond less_equal's tolerance refuses a node without the call
