@@ -197,3 +197,57 @@ def test_a_kept_bound_follows_a_priority_class_changed(monkeypatch: pytest.Monke
     assert fast_world.cluster.jobs["c1/low"].priority == 1
     assert decide(plain_world, fast=False, when=2) == ["decision.evict low-0"]
     assert decide(fast_world, fast=True, when=2) == ["decision.evict low-0"]
+
+
+@pytest.mark.parametrize(
+    ("cpu", "gpus", "phase", "expected"),
+    [
+        ("1", 0, "inter-job", ["free", "gpu"]),  # fits the future idle of two nodes
+        ("1", 0, "intra-job", ["free", "gpu"]),
+        ("2", 0, "inter-job", ["free"]),  # exactly the free room
+        ("3", 0, "inter-job", []),  # more than any node has free
+        ("3", 0, "intra-job", []),
+        ("1", 1, "inter-job", ["gpu"]),  # only the GPU node has a GPU free
+        ("1", 2, "inter-job", []),
+    ],
+)
+def test_a_preemptor_without_victims_keeps_the_nodes_it_fits(
+    cpu: str, gpus: int, phase: str, expected: list[str]
+) -> None:
+    """A preemptor whose job is no higher than any job (the bound is the future idle):
+    answered from allocate's free columns, it keeps exactly the nodes whose future idle
+    holds it (``free`` has 2 cpu free, ``gpu`` 1 cpu and 1 GPU, ``full`` nothing)."""
+    gpu = node("gpu", "4", "8G")
+    for key in ("allocatable", "capacity"):
+        gpu["status"][key]["nvidia.com/gpu"] = "2"
+    used = pod("used-gpu", "used-gpu", node="gpu", cpu="3", memory="1G", priority=0)
+    used["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    waiting = pod("p", "p", cpu=cpu, memory="1G", priority=0)
+    if gpus:
+        waiting["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = str(gpus)
+    events = [
+        watch("queues", queue("q1")),
+        watch("nodes", node("free", "4", "8G")),
+        watch("nodes", node("full", "4", "8G")),
+        watch("nodes", gpu),
+        watch("podgroups", group("run", 1)),
+        watch("podgroups", group("p", 1)),
+        watch("pods", pod("run-0", "run", node="free", cpu="2", memory="1G", priority=0)),
+        watch("pods", pod("run-1", "run", node="full", cpu="4", memory="1G", priority=0)),
+        watch("pods", used),
+        watch("pods", waiting),
+    ]
+    conf = load_config(config(tiers=UPSTREAM_TIERS))
+    built = build_cycle(conf)
+    ssn = open_session(
+        world_of(events),
+        trigger(minutes(1)),
+        tiers=conf.tiers,
+        plugins=built.plugins,
+        ctx=built.ctx,
+    )
+    bound = RoomBound.of(ssn)
+    assert bound is not None
+    task = ssn.tasks["c1/p"]
+    kept = bound.nodes(task, list(ssn.view.node_list), phase=phase)
+    assert [n.name for n in kept] == expected
