@@ -25,6 +25,7 @@ import orjson
 
 from benchmarks import (
     bench_fold,
+    bench_fullpreempt,
     bench_import,
     bench_kafka,
     bench_policy,
@@ -48,6 +49,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "tdm": bench_tdm.run,
     "pressure": bench_pressure.run,
     "preempt": bench_preempt.run,
+    "fullpreempt": bench_fullpreempt.run,
     "record": bench_record.run,
     "rescheduling": bench_rescheduling.run,
     "e2e": e2e.rows,

@@ -54,6 +54,7 @@ __all__ = [
     "predicate_nodes",
     "preempt_check",
     "preempt_check_memo",
+    "preempt_nodes",
     "prioritize_nodes",
     "select_best_node",
     "sort_nodes",
@@ -218,6 +219,69 @@ def predicate_nodes(
             break
     if move_cursor:
         ssn.predicate_cursor = (start + processed) % total
+    return result
+
+
+def preempt_nodes(
+    ssn: Session, task: TaskInfo, *, cache: dict[str, FitError] | None = None
+) -> PredicateResult:
+    """``predicate_nodes(ssn, task, preempt_check_memo(ssn), cache=cache)``, in one loop.
+
+    The same walk (session nodes from the cursor, the error cache, the stopping rule, the
+    cursor moved past the nodes visited) and the same answers: each predicate answered
+    from the session's memo while the node's version holds, else asked and memoised, the
+    first error ending the node's checks, and the node rejected only by an error no
+    eviction can resolve. Without the two calls per node and the node's position looked
+    up by name (a session node's position is its index in ``node_list``): preempt walks
+    the nodes twice for every pending task of a full cluster.
+    """
+    pool = ssn.view.node_list
+    total = len(pool)
+    result = PredicateResult()
+    if total == 0:
+        return result
+    want = calculate_num_feasible_nodes_to_find(total)
+    start = ssn.predicate_cursor % total
+    feasible, errors = result.feasible, result.errors
+    versions = ssn.view.versions
+    plan = ssn.plan("predicate", task)
+    processed = 0
+    for i in range(total):
+        pos = (start + i) % total
+        node = pool[pos]
+        processed += 1
+        if cache is not None:
+            cached = cache.get(node.name)
+            if cached is not None:
+                errors[node.name] = cached
+                continue
+        version = versions[pos]
+        error: FitError | None = None
+        for fn, memo in plan:
+            if memo is not None:
+                hit = memo.get(pos)
+                if hit is not None and hit[0] == version:
+                    error = hit[1]
+                    if error is not None:
+                        break
+                    continue
+            try:
+                fn(task, node)
+            except FitError as exc:
+                error = exc.with_traceback(None)
+            if memo is not None:
+                memo[pos] = (version, error)
+            if error is not None:
+                break
+        if error is not None and not error.resolvable_by_preemption:
+            errors[node.name] = error
+            if cache is not None:
+                cache[node.name] = error
+            continue
+        feasible.append(node)
+        if len(feasible) >= want:
+            break
+    ssn.predicate_cursor = (start + processed) % total
     return result
 
 

@@ -87,6 +87,12 @@ class ViewQueries:
         totals = index.totals(self._base_jobs)
         return {name: sums for name, sums in totals.items() if name in queues}
 
+    @property
+    def fold_jobs(self) -> Mapping[str, JobInfo]:
+        """The projection's jobs as the session opened on them (never change them): a
+        session clones a job to change its tasks, never its own fields (its priority)."""
+        return self._base_jobs
+
     def preempt_reading(self, node: NodeInfo) -> NodeVictims | None:
         """``node``'s preemption candidates from the projection's index
         (:mod:`projections.preemptindex`); None when ``node`` is not the projection's own

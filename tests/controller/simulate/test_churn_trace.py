@@ -10,7 +10,27 @@ them living shorter than the simulated cluster's start-up delay). The invariants
   being bound, fit its allocatable in CPU, memory and GPUs;
 * no decision about a pod after its deletion;
 * no pod alive after its deletion (no watch event brings it back: no ghost);
+* every pod that fits at a session is bound by it, in the form Volcano's allocate
+  guarantees: when a session ends, no pod still pending fits the free room of any node
+  (allocatable less the requests of the pods bound there and not deleted, the session's
+  own binds included; CPU, memory, GPUs and the pod count, the only predicates this
+  scenario's pods and nodes meet: no gang minimum above one, one queue without a
+  capability, no selector, affinity or taint);
+* and every session where some pending pod fitted some node at its start bound a pod;
 * and tide's own over-commit watch agrees (it saw no node over).
+
+Why not "a pod that fits at a session's start is bound by it": allocate walks the pending
+pods once per session in its order (queue, then job order: priority first) and binds each
+to the best node it fits *then*; a pod it has passed is not tried again in that session.
+A pod that fitted at the start can therefore stay pending when a pod before it in that
+order took the room (upstream volcano-sh/volcano pkg/scheduler/actions/allocate, one pass
+over the jobs per session). What the one pass does guarantee is the form above: a bind
+only ever takes room within a session, so a pod that fitted nowhere when its turn came
+fits nowhere at the end either, and a pod that fitted somewhere was bound. Sessions run
+on the whole seconds of the tick (``sessionTick`` 1 s); a tick that finds the cluster
+unchanged since the last session runs none (the quiet-tick rule), and then nothing changed
+since the last check either, so the checks are made at every whole second, after the
+records of that instant: a session that decides nothing writes nothing, but it ran.
 """
 
 from __future__ import annotations
@@ -113,6 +133,41 @@ class Audit:
     after_deletion: list[str] = field(default_factory=list)
     ghosts: list[str] = field(default_factory=list)
     binds: int = 0
+    pending: dict[str, str] = field(default_factory=dict)  # uid -> name, waiting for a bind
+    unbound: list[str] = field(default_factory=list)  # pods a session left fitting a node
+    idle: list[str] = field(default_factory=list)  # sessions that left every fit unbound
+    checks: int = 0
+
+    def fitting(self) -> list[tuple[str, str]]:
+        """(pod, node) for each pending pod and the first node whose free room holds it."""
+        rooms = {node: self.free(node) for node in sorted(self.allocatable)}
+        out = []
+        for uid, name in sorted(self.pending.items()):
+            want = self.requests[uid]
+            for node, room in rooms.items():
+                if all(value <= room.get(key, 0.0) + 1e-9 for key, value in want.items()):
+                    out.append((name, node))
+                    break
+        return out
+
+    def free(self, node: str) -> dict[str, float]:
+        """``node``'s allocatable less what its pods bound and not deleted request (their
+        count in ``pods``)."""
+        room = dict(self.allocatable[node])
+        held = self.on_node.get(node, {})
+        room["pods"] = room.get("pods", 0.0) - len(held)
+        for uid in held:
+            for key, value in self.requests[uid].items():
+                room[key] = room.get(key, 0.0) - value
+        return room
+
+    def session_ended(self, at: datetime, fitted_before: bool, bound: int) -> None:
+        """The checks at the end of the session at ``at`` (see the module docstring)."""
+        self.checks += 1
+        left = self.fitting()
+        self.unbound.extend(f"{at}: {pod} fits {node}" for pod, node in left)
+        if fitted_before and not bound:
+            self.idle.append(f"{at}: pods fitted, none bound")
 
     def see(self, event: Event) -> None:
         if event.type == "decision.bind":
@@ -128,6 +183,7 @@ class Audit:
         self.binds += 1
         if uid in self.deleted:
             self.after_deletion.append(f"bind {event.data['pod']}")
+        self.pending.pop(uid, None)
         held: dict[str, float] = defaultdict(float)
         for other in self.on_node.get(node, {}):
             for name, value in self.requests[other].items():
@@ -158,6 +214,7 @@ class Audit:
             return
         uid = meta["uid"]
         if kind == "DELETED":
+            self.pending.pop(uid, None)
             if event.cause is None:  # the recording's deletion
                 self.deleted.add(uid)
             node = self.node_of.pop(uid, None)
@@ -170,6 +227,8 @@ class Audit:
         self.requests.setdefault(uid, requests_of(obj))
         if obj["spec"].get("nodeName"):
             self._place(uid, obj["spec"]["nodeName"])
+        elif kind == "ADDED" and event.cause is None:
+            self.pending[uid] = meta["name"]
 
 
 @pytest.mark.parametrize("seed", [7, 28])
@@ -178,7 +237,19 @@ def test_churn_with_gpus_keeps_every_invariant(seed: int) -> None:
     sim = Simulation(load_config(CONFIG))
     sim.run(recording, until=at(300))
     audit = Audit()
+    tick = at(1)  # the sessions' instants: every whole second after the first input
+    fitted: bool | None = None  # whether a pending pod fitted a node as the session began
+    bound = 0
     for event in sim.log.events:
+        while tick < event.at:  # the session at ``tick`` is over
+            if fitted is None:  # no record at that instant: it began as it ended
+                fitted = bool(audit.fitting())
+            audit.session_ended(tick, fitted, bound)
+            tick += timedelta(seconds=1)
+            fitted, bound = None, 0
+        if fitted is None and event.at == tick:  # the instant's first record
+            fitted = bool(audit.fitting())
+        bound += event.type == "decision.bind"
         audit.see(event)
     assert audit.binds > 100  # the churn really went through the scheduler
     gpu_binds = [
@@ -195,6 +266,9 @@ def test_churn_with_gpus_keeps_every_invariant(seed: int) -> None:
     assert waited
     assert len(gpu_binds) < sum(1 for uid, r in audit.requests.items() if GPU in r)
     assert audit.overcommits == []
+    assert audit.checks >= 290
+    assert audit.unbound == []
+    assert audit.idle == []
     assert audit.after_deletion == []
     assert audit.ghosts == []
     # every pod of the trace is gone at the end, as the recording says

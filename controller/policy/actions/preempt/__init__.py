@@ -45,9 +45,10 @@ from controller.policy.actions.preempt.args import NAME, PreemptArgs, parse_args
 from controller.policy.actions.preempt.dryrun import LightDryRun
 from controller.policy.actions.preempt.fastpath import TaskRank
 from controller.policy.actions.preempt.normal import normal_preempt
+from controller.policy.actions.preempt.roombound import RoomBound
 from controller.policy.actions.preempt.topology import topology_aware_preempt
 from controller.policy.actions.preempt.victims import Filter, eligible, inter_job, intra_job
-from controller.policy.framework.nodes import predicate_nodes, preempt_check_memo
+from controller.policy.framework.nodes import predicate_nodes, preempt_check_memo, preempt_nodes
 from controller.policy.framework.ordering import Ordered
 from controller.policy.framework.points import FitError
 from controller.policy.framework.session import Session
@@ -88,6 +89,7 @@ class _Run:
         self.fast = fast
         self.rank = TaskRank.of(ssn) if fast else None
         self.light = LightDryRun.of(ssn) if fast else None
+        self.bound = RoomBound.of(ssn) if fast else None
         self.error_cache: dict[tuple[str, str], dict[str, FitError]] = {}
         self.nominated = nominations_of(ssn)
         self.tdm = any(name == "tdm" for row in ssn.chain("preemptable") for name, _ in row)
@@ -125,10 +127,12 @@ class _Run:
         under_request: dict[str, list[str]] = {}
         tasks: dict[str, list[Ordered[TaskInfo]]] = {}
         waiting = self._jobs_with_pending() if self.fast else None
-        for job_id in ssn.jobs:
-            if waiting is not None and job_id not in waiting:
-                continue  # nothing to preempt for: its statement would stay empty
-            job = ssn.jobs[job_id]
+        # the jobs with a pending task only (the others' statements would stay empty), in
+        # the session's job key order still, without sorting every session job's key
+        for job_id in ssn.jobs if waiting is None else sorted(waiting):
+            job = ssn.jobs.lookup(job_id)
+            if job is None:
+                continue  # not a session job
             if ssn.job_valid(job) is not None or job.queue not in ssn.queues:
                 continue
             if not ssn.job_starving(job):
@@ -197,7 +201,10 @@ class _Run:
         cache = None
         if self.args.predicate_error_cache:
             cache = self.error_cache.setdefault((preemptor.job, preemptor.task_role), {})
-        found = predicate_nodes(ssn, preemptor, preempt_check_memo(ssn), cache=cache)
+        if self.fast:
+            found = preempt_nodes(ssn, preemptor, cache=cache)
+        else:
+            found = predicate_nodes(ssn, preemptor, preempt_check_memo(ssn), cache=cache)
         if not found.feasible:
             return False
         if ssn.disruptions.active:
@@ -228,8 +235,11 @@ class _Run:
                 light=self.light,
             )
         else:
+            nodes = found.feasible
+            if self.bound is not None:  # the nodes that cannot make room left out (speed only)
+                nodes = self.bound.nodes(preemptor, nodes, phase=phase)
             node = normal_preempt(
-                ssn, stmt, preemptor, found.feasible, accept=accept, evict=evict, rank=self.rank
+                ssn, stmt, preemptor, nodes, accept=accept, evict=evict, rank=self.rank
             )
         return node is not None
 
