@@ -21,7 +21,7 @@ from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
 from controller.policy.framework.unwrap import unwrap
 from controller.policy.loader import Policy, load_policy
 from controller.simulate.runner import save_log
-from projections.store import resume_world
+from projections.store import resume_at
 from projections.world import World
 from streams.backends import not_a_sqlite_log, open_reader
 from streams.backends.checkpoints import open_log_store
@@ -257,7 +257,7 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
         store = await open_log_store(log.url or source, create=False)
         if store is not None:
             async with store:
-                world = await resume_world(store, upto=start, head=await log.head())
+                world = await resume_at(store, log, upto=start)
         with paused_gc():
             events = await log.read_all(world.position if world is not None else 0)
     return world, events

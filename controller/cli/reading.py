@@ -15,7 +15,7 @@ from contextlib import closing, contextmanager
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
-from projections.store import resume_world
+from projections.store import resume_at
 from projections.world import World
 from replay.verify import RecordedDecisions, ReplayReport, replay
 from streams.backends import open_reader
@@ -149,4 +149,4 @@ async def _resume(log: LogReader, source: str, start: int) -> World | None:
     if store is None:
         return None
     async with store:
-        return await resume_world(store, upto=start, head=await log.log.head())
+        return await resume_at(store, log.log, upto=start)

@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 #: the tables tide writes into a log's file (the log's, and the checkpoints kept with it)
-TIDE_TABLES = frozenset({"events", "quarantine", "seal", "checkpoints"})
+TIDE_TABLES = frozenset({"events", "quarantine", "seal", "checkpoints", "checkpoints_at"})
 #: the columns of ``events`` a log has always had (``prev`` came with the hash chain)
 EVENT_COLUMNS = frozenset({"offset", "id", "at", "type", "data"})
 

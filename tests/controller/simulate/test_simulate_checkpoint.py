@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 import controller.compose.simulated as composed
 from controller.cli import app
 from controller.cli.reading import reader
-from projections.store import WORLD_CHECKPOINT, checkpoint_world
+from projections.checkpoint_codec import decode_snapshot
+from projections.store import checkpoint_world
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore, open_log_store
 from streams.log import EventLog
@@ -30,13 +31,17 @@ def _simulate(db: Path, scenario: Path, *extra: str) -> None:
 
 
 def _checkpoint(db: Path) -> tuple[int, bytes]:
+    """The head's checkpoint: its position and the dump of its World."""
+
     async def load() -> tuple[int, bytes]:
         store = await open_log_store(f"sqlite:///{db}", create=False)
         assert store is not None
         async with store:
-            found = await store.load(WORLD_CHECKPOINT)
+            head = (await store.stored())[-1].position
+            found = await store.load_at(head)
             assert found is not None
-            return found.position, found.state
+            snapshot = decode_snapshot(found)
+            return snapshot.position, snapshot.world.dump()
 
     return asyncio.run(load())
 
