@@ -148,7 +148,10 @@ class ChainChecker:
     def state(self) -> JSON:
         """What the checker holds after the records fed so far, as JSON: a checker
         :meth:`resumed` from it checks the records after them as this one would (a
-        checkpoint keeps it, so a segment of a log is checked from where it starts)."""
+        checkpoint keeps it, so a segment of a log is checked from where it starts). The
+        hash of the last record's stored line is left out (a cache: the next link is then
+        compared with the last record's canonical hash), so the state does not depend on
+        whether the feeder had the stored bytes."""
 
         def line(event: Event | None) -> str | None:
             return None if event is None else encode(event).decode()
@@ -156,7 +159,6 @@ class ChainChecker:
         return {
             "report": asdict(self.report),
             "previous": line(self._previous),
-            "previous_line": self._previous_line,
             "main": line(self._main),
             "main_sealing": self._main_sealing,
             "writers": {name: line(event) for name, event in self._writers.items()},
@@ -184,7 +186,6 @@ class ChainChecker:
                 **report, broken=None if broken is None else (int(broken[0]), str(broken[1]))
             )
             checker._previous = event(state["previous"])
-            checker._previous_line = state["previous_line"]
             checker._main = event(state["main"])
             checker._main_sealing = bool(state["main_sealing"])
             writers = {str(k): event(v) for k, v in dict(state["writers"]).items()}
