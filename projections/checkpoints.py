@@ -23,13 +23,14 @@ gives: a checkpoint is exactly that fold, and one that cannot be trusted is skip
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from projections.base import paused_gc
-from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot
+from projections.base import CheckpointError, paused_gc
+from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot, read_header
 from projections.effects import EffectsState
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore
@@ -114,7 +115,8 @@ class CheckpointPolicy:
         kept: list[int] = []
         if older and self.thinned:
             anchor = newest[0]
-            gap = max(1, self.every_records or (newest[-1] - newest[0]) // len(newest) or 1)
+            # start from the spacing of the newest ones, then double it each time
+            gap = max(1, (newest[-1] - newest[0]) // max(1, len(newest) - 1))
             for position in reversed(older):
                 if anchor - position >= gap:
                     kept.append(position)
@@ -310,3 +312,41 @@ async def _trust(store: CheckpointStore, log: EventLog, position: int) -> Snapsh
     if not last or last[0].id != snapshot.last:
         return "its last record is not this log's (a checkpoint of another log)"
     return snapshot
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One checkpoint as ``tide log checkpoints`` shows it: ``problem`` None when its
+    header, version and digest are good and its last record is the log's."""
+
+    position: int
+    at: str
+    size: int
+    problem: str | None
+
+
+async def listing(store: CheckpointStore | None, log: EventLog) -> list[Listed]:
+    """The checkpoints kept with ``log``, lowest position first, each checked without
+    decoding its state (the header, the version, the digest of its bytes, its last
+    record against the log's). Reads only."""
+    if store is None:
+        return []
+    out: list[Listed] = []
+    for info in await store.stored():
+        problem: str | None = None
+        data = await store.load_at(info.position)
+        try:
+            if data is None:
+                raise CheckpointError("gone")
+            header = read_header(data)
+            if hashlib.sha256(data[header.body :]).hexdigest() != header.digest:
+                raise CheckpointError("its digest does not match (corrupt or truncated)")
+            if header.position != info.position:
+                raise CheckpointError(f"its state is at position {header.position}")
+            last = [event async for event in log.read(info.position - 1, info.position)]
+            if not last or last[0].id != header.last:
+                raise CheckpointError("its last record is not this log's")
+        except CheckpointError as exc:
+            problem = str(exc)
+        out.append(Listed(info.position, info.at, info.size, problem))
+    return out

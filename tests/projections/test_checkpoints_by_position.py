@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cli.state_cmd import fold_log
-from projections.checkpoint_codec import MAGIC, decode_snapshot, read_header
+from projections.checkpoint_codec import MAGIC, Snapshot, decode_snapshot, read_header
 from projections.checkpoints import CheckpointPolicy, keep_checkpoints, nearest
 from projections.effects import EffectsState
 from projections.world import World
@@ -72,7 +72,7 @@ def _chain(records: list[Event], upto: int) -> ChainChecker:
     return checker
 
 
-async def _nearest(url: str, upto: int | None, at: datetime | None = None) -> object:
+async def _nearest(url: str, upto: int | None, at: datetime | None = None) -> Snapshot | None:
     async with await open_log(url) as log:
         store = await open_log_store(url, create=False)
         assert store is not None
@@ -95,7 +95,6 @@ def test_a_checkpoint_is_the_fold_from_zero_of_its_records(
         return
     assert found is not None
     snapshot = found
-    assert isinstance(snapshot.position, int)
     want = len(records) if limit == len(records) else limit - limit % every
     assert snapshot.position == want  # the nearest at or before the cut
     assert snapshot.world.dump() == _fold(records, want).dump()
@@ -245,3 +244,30 @@ def test_a_bad_checkpoint_is_skipped_with_one_warning(
     earlier = position - every if position % every == 0 else position - position % every
     where = f"position {earlier}" if earlier > 0 else "offset 0"
     assert lines[0].endswith(f"; folding from {where}")
+
+
+@pytest.mark.parametrize("kind", [None, "corrupt", "another-log's", "version-mismatched"])
+def test_log_checkpoints_lists_them_and_says_which_are_bad(
+    tmp_path: Path, kind: str | None
+) -> None:
+    from typer.testing import CliRunner
+
+    from controller.cli import app
+
+    name, every = "stale-metrics.jsonl", 50
+    if kind is None:
+        url, position = _log(name, every), -1
+    else:
+        url, position = _damaged(name, every, 100, kind, tmp_path)
+    result = CliRunner().invoke(app, ["log", "checkpoints", "--log", url])
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["position", "log", "time", "size", "digest"]
+    rows = [line.split() for line in lines[1:-1]]
+    assert [int(row[0]) for row in rows] == [50, 100, 150, 175]
+    records = _records(name)
+    for row in rows:
+        at = max(r.at for r in records[: int(row[0])])
+        assert row[1] == at.isoformat().replace("+00:00", "Z")
+        assert (row[3] == "ok") == (int(row[0]) != position)
+    assert lines[-1] == "4 checkpoint(s); the log has 175 records"
+    assert result.exit_code == (0 if kind is None else 1)
