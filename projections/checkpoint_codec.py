@@ -208,8 +208,7 @@ def read_header(data: bytes) -> Header:
         raise CheckpointError(f"the checkpoint's header is malformed: {exc!r}") from exc
 
 
-def decode_snapshot(data: bytes) -> Snapshot:
-    """The state a checkpoint holds (raises CheckpointError naming what is wrong)."""
+def _body(data: bytes) -> tuple[Header, bytes]:
     header = read_header(data)
     packed = data[header.body :]
     if hashlib.sha256(packed).hexdigest() != header.digest:
@@ -222,6 +221,22 @@ def decode_snapshot(data: bytes) -> Snapshot:
         length for _, length in header.parts
     ) != len(body):
         raise CheckpointError("the checkpoint's parts are not those of this tide")
+    return header, body
+
+
+def decode_effects(data: bytes) -> EffectsState:
+    """Only the ledger of a checkpoint (its World is not decoded: quick)."""
+    header, body = _body(data)
+    (_, world_len), (_, effects_len), _ = header.parts
+    effects = EffectsState()
+    effects.load(body[world_len : world_len + effects_len])
+    effects.position = header.position
+    return effects
+
+
+def decode_snapshot(data: bytes) -> Snapshot:
+    """The state a checkpoint holds (raises CheckpointError naming what is wrong)."""
+    header, body = _body(data)
     (_, world_len), (_, effects_len), _ = header.parts
     world = _load_world(body[:world_len])
     effects = EffectsState()

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from projections.base import CheckpointError, paused_gc
-from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot, read_header
+from projections.checkpoint_codec import (
+    Snapshot,
+    decode_effects,
+    decode_snapshot,
+    encode_snapshot,
+    read_header,
+)
 from projections.effects import EffectsState
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore
@@ -350,3 +356,48 @@ async def listing(store: CheckpointStore | None, log: EventLog) -> list[Listed]:
             problem = str(exc)
         out.append(Listed(info.position, info.at, info.size, problem))
     return out
+
+
+@dataclass
+class Restart:
+    """Where a live loop restarts (:func:`restart`): the checkpoint to resume its World
+    and ledger from, and what its other readers (the effector's guard rails, which look
+    ``window`` back in log time) are fed first: the decisions that were waiting for their
+    outcome at ``back``, then the records from ``back`` to the checkpoint."""
+
+    snapshot: Snapshot
+    back: int
+    pending: list[Event]
+
+
+async def restart(
+    store: CheckpointStore | None,
+    log: EventLog,
+    *,
+    window: timedelta = timedelta(minutes=5),
+    warn: Warn | None = None,
+) -> Restart | None:
+    """The latest good checkpoint of ``log`` and how far back its other readers start: the
+    latest good checkpoint whose records are all ``window`` or more before the first one's
+    (none: offset 0). Every record before ``back`` is then older than ``window`` before the
+    restart, and the decisions still open there are handed over (``pending``)."""
+    snapshot = await nearest(store, log, upto=None, warn=warn)
+    if snapshot is None or store is None:
+        return None
+    back, pending = 0, []
+    if snapshot.at:
+        limit = parse_time(snapshot.at) - window
+        for info in reversed(await store.stored()):
+            if info.position >= snapshot.position or not info.at or parse_time(info.at) > limit:
+                continue
+            data = await store.load_at(info.position)
+            try:
+                effects = decode_effects(data) if data is not None else None
+            except (ValueError, KeyError, TypeError) as exc:
+                if warn is not None:
+                    warn(f"warning: skipped checkpoint at position {info.position}: {exc}")
+                continue
+            if effects is not None:
+                back, pending = info.position, [p.decision for p in effects.oldest_pending()]
+                break
+    return Restart(snapshot, back, pending)
