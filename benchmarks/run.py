@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks import (
+    bench_checkpoints,
     bench_fold,
     bench_import,
     bench_kafka,
@@ -51,6 +52,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "rescheduling": bench_rescheduling.run,
     "e2e": e2e.rows,
     "kafka": bench_kafka.run,
+    "checkpoints": bench_checkpoints.run,
 }
 
 

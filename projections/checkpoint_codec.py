@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import zlib
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -135,7 +134,7 @@ def _load_world(data: bytes) -> World:
     return world
 
 
-def _json(data: bytes, what: str) -> dict[str, Any]:
+def _json(data: bytes, what: str) -> JSON:
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -145,14 +144,22 @@ def _json(data: bytes, what: str) -> dict[str, Any]:
     return value
 
 
-def encode_snapshot(snapshot: Snapshot) -> bytes:
-    """The checkpoint's bytes (sets ``snapshot.state``, the digest of its state)."""
-    if snapshot.world.position != snapshot.position:
+def world_part(world: World) -> bytes:
+    """The World's part of a checkpoint, encoded now (a writer whose World moves on before
+    the rest of the checkpoint is at hand: :meth:`projections.checkpoints.Keeper.hold`)."""
+    return _world_bytes(world)
+
+
+def encode_snapshot(snapshot: Snapshot, *, world: bytes | None = None) -> bytes:
+    """The checkpoint's bytes (sets ``snapshot.state``, the digest of its state);
+    ``world``: the World's part already encoded (:func:`world_part`) at the snapshot's
+    position, instead of ``snapshot.world``'s."""
+    if world is None and snapshot.world.position != snapshot.position:
         raise ValueError(
             f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
         )
     parts = [
-        ("world", _world_bytes(snapshot.world)),
+        ("world", world if world is not None else _world_bytes(snapshot.world)),
         ("effects", snapshot.effects.dump()),
         ("chain", orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS)),
     ]

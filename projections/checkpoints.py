@@ -36,6 +36,7 @@ from projections.checkpoint_codec import (
     decode_snapshot,
     encode_snapshot,
     read_header,
+    world_part,
 )
 from projections.effects import EffectsState
 from projections.world import World
@@ -67,7 +68,7 @@ class CheckpointPolicy:
     """
 
     every_records: int = 100_000
-    every_minutes: float = 60.0
+    every_minutes: float = 10.0
     keep: int = 8
     thinned: int = 8
 
@@ -164,6 +165,10 @@ class Keeper:
         self._saved = self.position  # the position of the last checkpoint (kept or resumed)
         self._saved_at = self.at
         self.written = 0
+        #: World parts encoded ahead of the records they fold (:meth:`hold`), oldest first
+        self._held: list[tuple[int, bytes]] = []
+        #: the position the last checkpoint was held or saved at, and its log time
+        self._planned, self._planned_at = self.position, self.at
 
     def feed(self, record: Event, payload: bytes | None = None) -> None:
         """Fold one more record of the log (in offset order), ``payload`` its stored
@@ -184,8 +189,42 @@ class Keeper:
         span = at - since if at is not None and since is not None else timedelta(0)
         return self.policy.due(self.position - self._saved, span)
 
-    async def save(self) -> None:
-        """Keep a checkpoint at the keeper's position (the World must be there)."""
+    def due_at(self, position: int, at: datetime | None) -> bool:
+        """Whether a checkpoint is due at ``position`` (records up to log time ``at``),
+        ahead of the records fed so far (a writer whose World folds records before they
+        reach the keeper)."""
+        since = self._planned_at if self._planned_at is not None else self._saved_at
+        span = at - since if at is not None and since is not None else timedelta(0)
+        return self.policy.due(position - max(self._planned, self._saved), span)
+
+    def hold(self, position: int, world: World) -> None:
+        """Encode ``world`` (the fold of the log's first ``position`` records) now, to be
+        the World of the checkpoint at ``position`` once the keeper is fed that far
+        (:attr:`ready`, then :meth:`save_held`)."""
+        if world.position != position:
+            raise ValueError(f"a World at {world.position} is not the fold of {position} records")
+        self._held.append((position, world_part(world)))
+        self._planned = position
+        self._planned_at = max((r for r in (self.at, self._planned_at) if r), default=None)
+
+    def plan_time(self, at: datetime | None) -> None:
+        """The log time reached where the last :meth:`hold` was (its records' latest)."""
+        self._planned_at = at
+
+    @property
+    def ready(self) -> bool:
+        """Whether the oldest World held is at the keeper's position now."""
+        return bool(self._held) and self._held[0][0] == self.position
+
+    async def save_held(self) -> None:
+        """Keep the checkpoint of the oldest World held (:attr:`ready` must be true)."""
+        assert self.ready
+        _, part = self._held.pop(0)
+        await self.save(world=part)
+
+    async def save(self, *, world: bytes | None = None) -> None:
+        """Keep a checkpoint at the keeper's position (the World must be there, or
+        ``world`` its part encoded when it was)."""
         snapshot = Snapshot(
             position=self.position,
             at=format_time(self.at) if self.at is not None else "",
@@ -194,7 +233,7 @@ class Keeper:
             effects=self.effects,
             chain=self.chain.state() if self.chain is not None else None,
         )
-        await self.store.save_at(self.position, snapshot.at, encode_snapshot(snapshot))
+        await self.store.save_at(self.position, snapshot.at, encode_snapshot(snapshot, world=world))
         self._saved, self._saved_at = self.position, self.at
         self.written += 1
 

@@ -83,8 +83,19 @@ class _Maps:
     def __init__(self) -> None:
         self.index: dict[bytes, int] = {}
         self.values: list[orjson.Fragment] = []
+        #: the maps already written, by identity (the fold shares equal maps between
+        #: tasks: each shared one is encoded once); they stay alive while the dump runs
+        self._seen: dict[int, tuple[Any, int]] = {}
 
     def ref(self, value: Any) -> int:
+        seen = self._seen.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
+        found = self._ref(value)
+        self._seen[id(value)] = (value, found)
+        return found
+
+    def _ref(self, value: Any) -> int:
         key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         found = self.index.get(key)
         if found is None:

@@ -217,7 +217,9 @@ class WiredSimulation:
         on_decision: Callable[[Event], None] | None,
         progress: Callable[[float], None] | None,
     ) -> RunResult:
-        """Run the step on the virtual loop over the plan's inputs to its end."""
+        """Run the step on the virtual loop over the plan's inputs to its end; onto an
+        empty log, the spool keeps its checkpoints as the run goes
+        (:meth:`controller.simulate.spool.Spool.keep_checkpoints`)."""
         plan = self.plan
         simulation = Simulation(
             plan.policy.config,
@@ -227,6 +229,8 @@ class WiredSimulation:
             spool=None if plan.keep_all else self.spool,
             on_decision=on_decision,
         )
+        if not plan.keep_all:
+            self.spool.keep_checkpoints(simulation.world, CheckpointPolicy.from_env())
         self.result = simulation.run(plan.inputs.events, until=plan.until, progress=progress)
         return self.result
 
