@@ -271,3 +271,41 @@ def test_log_checkpoints_lists_them_and_says_which_are_bad(
         assert (row[3] == "ok") == (int(row[0]) != position)
     assert lines[-1] == "4 checkpoint(s); the log has 175 records"
     assert result.exit_code == (0 if kind is None else 1)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite-file-beside"])
+async def test_the_same_contract_with_a_store_beside_the_log(tmp_path: Path, kind: str) -> None:
+    """As a ``kafka://`` log's: the log in one place (here in memory), its checkpoints in a
+    store of their own (in memory, or the SQLite file a ``checkpoints=`` option names)."""
+    from streams.backends.checkpoints import MemoryCheckpointStore, open_sqlite_store
+    from streams.backends.memory import MemoryLog
+
+    records = _records("stale-metrics.jsonl")
+    log = MemoryLog()
+    await log.append(records)
+    store = (
+        MemoryCheckpointStore()
+        if kind == "memory"
+        else await open_sqlite_store(tmp_path / "checkpoints.db")
+    )
+    async with store:
+        keeper = await keep_checkpoints(log, store, policy=_policy(25))
+        assert keeper.position == len(records)
+        assert [s.position for s in await store.stored()] == [*range(25, 175, 25), 175]
+        for cut in (0, 24, 25, 26, 99, 100, 174, 175, 500):
+            found = await nearest(store, log, upto=cut)
+            want = min(cut, len(records)) // 25 * 25 if cut < len(records) else len(records)
+            assert (found.position if found else 0) == want
+            if found is not None:
+                assert found.world.dump() == _fold(records, want).dump()
+        # a damaged one is skipped for the one before it, told once
+        data = await store.load_at(100)
+        assert data is not None
+        await store.save_at(100, "", data[: len(data) // 3])
+        told: list[str] = []
+        found = await nearest(store, log, upto=120, warn=told.append)
+        assert found is not None and found.position == 75
+        assert told == [
+            "warning: skipped checkpoint at position 100: the checkpoint's digest does not "
+            "match (corrupt or truncated); folding from position 75"
+        ]
