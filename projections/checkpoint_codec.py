@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 import orjson
 
-from projections.base import CheckpointError, decode_state, encode_state
+from projections.base import CheckpointError, decode_state
 from projections.cluster import ClusterState
 from projections.effects import EffectsState
-from projections.snapshot_rows import dump_rows, load_rows
+from projections.snapshot_rows import dump_rows, dumps, load_rows
 from projections.world import World
 from streams.events import JSON
 
@@ -88,9 +88,7 @@ def _world_bytes(world: World) -> bytes:
     parts: list[bytes] = []
     for member in world.members:
         if member.name == "cluster":
-            parts.append(
-                encode_state("cluster", member.position, dump_rows(world.cluster), fmt=_ROWS)
-            )
+            parts.append(dumps("cluster", member.position, dump_rows(world.cluster), fmt=_ROWS))
         else:
             parts.append(member.dump())
     head = orjson.dumps(

@@ -23,6 +23,7 @@ canonical, key-sorted encoding of each map).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,7 @@ from projections.ownership import Rules
 from projections.parsing import time_or_none
 from projections.pods import share_maps
 from projections.snapshot import _RESOURCES, _SKIP, _TIMES
-from streams.events import JSON, format_time
+from streams.events import JSON
 
 #: the task fields written through the maps table
 _MAPPED = frozenset({"node_selector", "tolerations", "labels", "annotations", "affinity"})
@@ -71,10 +72,6 @@ def _resource_in(value: Any) -> Resource | None:
         return None
     cpu, memory, scalars = value
     return Resource(float(cpu), float(memory), {str(k): float(v) for k, v in scalars.items()})
-
-
-def _time_out(value: Any) -> str | None:
-    return format_time(value) if value is not None else None
 
 
 class _Maps:
@@ -105,27 +102,34 @@ class _Maps:
 
 
 def _writer(cls: type[Any], maps: _Maps | None) -> Callable[[Any], list[Any]]:
-    """A function writing one object of ``cls`` as its row."""
-    steps: list[tuple[str, Callable[[Any], Any] | None]] = []
-    for name in _names(cls):
+    """A function writing one object of ``cls`` as its row. Times and statuses are left as
+    they are: the row is written with ``orjson.OPT_UTC_Z`` (:func:`dumps`), which gives
+    :func:`streams.events.format_time`'s text, and a status is an ``IntEnum``."""
+    names = _names(cls)
+    steps: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, name in enumerate(names):
         if name in _RESOURCES:
-            steps.append((name, _resource_out))
-        elif name in _TIMES:
-            steps.append((name, _time_out))
-        elif name == "status":
-            steps.append((name, int))
+            steps.append((i, _resource_out))
         elif maps is not None and name in _MAPPED:
-            steps.append((name, maps.ref))
-        else:
-            steps.append((name, None))
+            steps.append((i, maps.ref))
+    get = operator.attrgetter(*names)
 
     def write(obj: Any) -> list[Any]:
-        return [
-            getattr(obj, name) if convert is None else convert(getattr(obj, name))
-            for name, convert in steps
-        ]
+        row = list(get(obj))
+        for i, step in steps:
+            row[i] = step(row[i])
+        return row
 
     return write
+
+
+def dumps(name: str, position: int, body: JSON, *, fmt: int) -> bytes:
+    """:func:`projections.base.encode_state`'s envelope of ``body``, times as RFC 3339
+    UTC with ``Z`` (the rows hold them as datetimes)."""
+    return orjson.dumps(
+        {"projection": name, "format": fmt, "position": position, "state": body},
+        option=orjson.OPT_SORT_KEYS | orjson.OPT_UTC_Z,
+    )
 
 
 def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[list[Any]], Any]:

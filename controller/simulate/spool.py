@@ -203,10 +203,8 @@ class Spool:
         if len(added) != len(batch):  # the log had some: the run's World is not its fold
             self.keeper = None
             return
-        for record in added:
-            # no payload bytes: a recording's are not always the canonical ones the chain
-            # hashed, and a mismatch costs a second hash (the canonical one is one)
-            keeper.feed(record)
+        for record, payload in zip(added, payloads, strict=True):
+            keeper.feed(record, payload)  # the bytes the chain hashed, when known
             if keeper.ready:
                 self._runner.run(keeper.save_held())
 
