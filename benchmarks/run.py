@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks import (
+    bench_checkpoints,
     bench_fold,
     bench_fullpreempt,
     bench_import,
@@ -55,6 +56,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "e2e": e2e.rows,
     "kafka": bench_kafka.run,
     "startup": bench_startup.run,
+    "checkpoints": bench_checkpoints.run,
 }
 
 

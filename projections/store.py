@@ -8,16 +8,22 @@ loads the checkpoint (if any), folds the log from the stored position to its hea
 ``stop``) and checkpoints every ``checkpoint_every`` records and at the end. A resumed
 projection equals a full refold (``tests/projections/test_store.py``).
 
-The World checkpoint (name :data:`WORLD_CHECKPOINT`) is what the commands that write a log
-leave behind (:func:`checkpoint_world`) and what the reading commands resume from
-(:func:`resume_world`) instead of refolding from offset 0. A position is "the last folded
-offset + 1", never a record count, so a resumed fold reads on with ``log.read(position)``
-whatever the log's offsets look like.
+The World kept with a log: the commands that write a log keep checkpoints by position
+(:func:`checkpoint_world`, :mod:`projections.checkpoints`) and the reading commands resume
+from the nearest one at or before what they need (:func:`resume_at`) instead of refolding
+from offset 0. The single World checkpoint tide kept before (name
+:data:`WORLD_CHECKPOINT`, overwritten at the head) is still read (:func:`resume_world`),
+never written. A position is "the last folded offset + 1", never a record count, so a
+resumed fold reads on with ``log.read(position)`` whatever the log's offsets look like.
 """
 
 from __future__ import annotations
 
+import sys
+from datetime import datetime
+
 from projections.base import CheckpointError, Projection, paused_gc
+from projections.checkpoints import CheckpointPolicy, Warn, keep_checkpoints, nearest
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore
 from streams.log import EventLog
@@ -109,19 +115,44 @@ async def resume_world(
     return world if world.position == checkpoint.position else None
 
 
-async def checkpoint_world(log: EventLog, store: CheckpointStore) -> int:
-    """Fold ``log`` to its head into a default World and save it as the World checkpoint.
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
-    Resumes from the stored World checkpoint when it is usable (:func:`resume_world`), so
-    a log written in several runs is folded once overall. Returns the saved position.
+
+async def resume_at(
+    store: CheckpointStore | None,
+    log: EventLog,
+    *,
+    upto: int | None,
+    at: datetime | None = None,
+    warn: Warn | None = _stderr,
+) -> World | None:
+    """The World of the nearest usable checkpoint at or before position ``upto`` (None:
+    the head) — with ``at``, one whose records are all at or before that time — or None.
+
+    The checkpoints by position (:func:`projections.checkpoints.nearest`: a bad one is
+    skipped with one warning line, on stderr by default) and the single World
+    checkpoint of earlier tides (:func:`resume_world`, without ``at``: it says no time)
+    are the candidates; the one further along wins. Either equals a fold from offset 0.
     """
+    if store is None:
+        return None
     head = await log.head()
-    resumed = await resume_world(store, upto=None, head=head)
-    world = resumed or World()
-    start = world.position
-    with paused_gc():
-        async for event in log.read(start):
-            world.apply(event)
-    if resumed is None or world.position != start:
-        await store.save(WORLD_CHECKPOINT, world.position, world.dump())
-    return world.position
+    found = await nearest(store, log, upto=upto, at=at, warn=warn)
+    old = None if at is not None else await resume_world(store, upto=upto, head=head)
+    if old is not None and (found is None or old.position > found.position):
+        return old
+    return found.world if found is not None else None
+
+
+async def checkpoint_world(
+    log: EventLog, store: CheckpointStore, *, policy: CheckpointPolicy | None = None
+) -> int:
+    """Fold ``log`` to its head into a default World, keeping checkpoints by position on
+    the way and one at the head (:func:`projections.checkpoints.keep_checkpoints`).
+
+    Resumes from the latest good checkpoint, so a log written in several runs is folded
+    once overall. Returns the head's position.
+    """
+    keeper = await keep_checkpoints(log, store, policy=policy, warn=_stderr)
+    return keeper.position

@@ -13,9 +13,11 @@ does not start where it should. At the end it says whether every chain ends in i
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from streams.events import Event
+from streams.codec import decode, encode
+from streams.events import JSON, Event
 from streams.payloads import as_seal
 from streams.seal import (
     RUN_PREFIX,
@@ -142,6 +144,60 @@ class ChainChecker:
         self._previous = event
         self._previous_line = None if payload is None else digest(event, payload)
         return report.broken is None
+
+    def state(self) -> JSON:
+        """What the checker holds after the records fed so far, as JSON: a checker
+        :meth:`resumed` from it checks the records after them as this one would (a
+        checkpoint keeps it, so a segment of a log is checked from where it starts). The
+        hash of the last record's stored line is left out (a cache: the next link is then
+        compared with the last record's canonical hash), so the state does not depend on
+        whether the feeder had the stored bytes."""
+
+        def line(event: Event | None) -> str | None:
+            return None if event is None else encode(event).decode()
+
+        return {
+            "report": asdict(self.report),
+            "previous": line(self._previous),
+            "main": line(self._main),
+            "main_sealing": self._main_sealing,
+            "writers": {name: line(event) for name, event in self._writers.items()},
+            "groups": {name: [anchor, list(ds)] for name, (anchor, ds) in self._groups.items()},
+            "sealed_at": line(self._sealed_at),
+        }
+
+    @classmethod
+    def resumed(cls, state: Any) -> ChainChecker:
+        """A checker in the :meth:`state` given.
+
+        Raises:
+            ValueError: ``state`` is not such a state (a ``KeyError`` or ``TypeError``
+                inside is turned into it).
+        """
+
+        def event(text: Any) -> Event | None:
+            return None if text is None else decode(str(text))
+
+        try:
+            checker = cls()
+            report = dict(state["report"])
+            broken = report.pop("broken")
+            checker.report = ChainReport(
+                **report, broken=None if broken is None else (int(broken[0]), str(broken[1]))
+            )
+            checker._previous = event(state["previous"])
+            checker._main = event(state["main"])
+            checker._main_sealing = bool(state["main_sealing"])
+            writers = {str(k): event(v) for k, v in dict(state["writers"]).items()}
+            checker._writers = {k: v for k, v in writers.items() if v is not None}
+            checker._groups = {
+                str(k): (str(v[0]), [str(d) for d in v[1]])
+                for k, v in dict(state["groups"]).items()
+            }
+            checker._sealed_at = event(state["sealed_at"])
+        except (KeyError, TypeError, IndexError) as exc:
+            raise ValueError(f"not a chain checker's state: {exc!r}") from exc
+        return checker
 
     def _writer_record(self, event: Event, writer: str, link: str) -> None:
         report = self.report

@@ -345,7 +345,7 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
     """A World resumed at or before ``start`` from the checkpoint kept with the log at
     ``source`` (None if there is no usable one), and the records from its position on
     (all of them without a checkpoint). Writes nothing."""
-    from projections.store import resume_world
+    from projections.store import resume_at
 
     require_log(source)
     async with await open_reader(source) as log:
@@ -353,7 +353,7 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
         store = await open_log_store(log.url or source, create=False)
         if store is not None:
             async with store:
-                world = await resume_world(store, upto=start, head=await log.head())
+                world = await resume_at(store, log, upto=start)
         with paused_gc():
             events = await log.read_all(world.position if world is not None else 0)
     return world, events

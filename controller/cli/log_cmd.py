@@ -5,7 +5,8 @@ quarantine, and in the summary with their line numbers) and exiting 1 if there w
 any, so a script notices. ``export`` writes records back out in canonical form, so an
 import followed by an export reproduces a canonical recording byte for byte.
 ``quarantine`` lists what was set aside. ``verify`` walks the log's hash chain
-(``streams/chain.py``) and names the first bad offset. The work lives in
+(``streams/chain.py``) and names the first bad offset. ``checkpoints`` lists the
+checkpoints kept with the log (``projections.checkpoints``). The work lives in
 ``streams.recording``; this module parses options, opens the log and reports.
 """
 
@@ -22,6 +23,7 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from controller.cli.common import RECORD_CHECKS, SHOWN, read_log_events, require_persistent
+from projections.checkpoints import Listed, listing
 from projections.store import checkpoint_world
 from streams.backends import not_a_sqlite_log, open_log, open_reader
 from streams.backends.checkpoints import open_log_store
@@ -152,6 +154,33 @@ def quarantine_command(log: LogOption = DEFAULT_LOG) -> None:
         typer.echo(_where(item))
     if not items:  # said, so that "nothing printed" is never read as "it did not look"
         typer.echo(f"nothing was set aside in {parse_log_url(log).display()}")
+
+
+@log_app.command("checkpoints")
+def checkpoints_command(log: LogOption = DEFAULT_LOG) -> None:
+    """List the checkpoints kept with the log: position, log time, size, digest ok.
+
+    Reads only. Exit 1 when one is bad (readers skip it for an earlier one)."""
+
+    async def run() -> tuple[int, list[Listed]]:
+        async with await _open(log, create=False) as source:
+            store = await open_log_store(source.url or log, create=False)
+            if store is None:
+                return await source.head(), []
+            async with store:
+                return await source.head(), await listing(store, source)
+
+    head, found = _run(run())
+    if not found:
+        typer.echo(f"no checkpoints kept with this log ({head} records)")
+        return
+    typer.echo(f"{'position':>10}  {'log time':<24} {'size':>10}  digest")
+    for item in found:
+        ok = "ok" if item.problem is None else f"BAD: {item.problem}"
+        typer.echo(f"{item.position:>10}  {item.at or '-':<24} {item.size:>10}  {ok}")
+    typer.echo(f"{len(found)} checkpoint(s); the log has {head} records")
+    if any(item.problem is not None for item in found):
+        raise typer.Exit(1)
 
 
 @log_app.command("verify")

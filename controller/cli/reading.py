@@ -187,10 +187,10 @@ async def _seal_of(log: EventLog) -> tuple[int, str] | None:
 
 
 async def _resume(log: LogReader, source: str, start: int) -> World | None:
-    from projections.store import resume_world
+    from projections.store import resume_at
 
     store = await open_log_store(log.log.url or source, create=False)
     if store is None:
         return None
     async with store:
-        return await resume_world(store, upto=start, head=await log.log.head())
+        return await resume_at(store, log.log, upto=start)

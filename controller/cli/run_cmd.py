@@ -55,6 +55,7 @@ from controller.drive.sources.recorder import RecorderOptions
 from controller.policy.framework.errors import ConfigError
 from controller.policy.loader import Policy
 from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.log import EventLog
 
 
@@ -115,12 +116,17 @@ async def run_live(
                 f"leader election on lease {leadership.namespace}/{leadership.name} "
                 f"as {leadership.identity}"
             )
-        folded = await loop.prepare()
-        readiness.folded = folded
-        _say_running(settings, client=client, log=log, folded=folded, loop=loop)
+        # start, and take the lead, from the latest checkpoint kept with the log (read
+        # only here; written on the way out, by run_against_cluster)
+        loop.checkpoints = await open_log_store(log.url or settings.log.url, create=False)
         try:
+            folded = await loop.prepare()
+            readiness.folded = folded
+            _say_running(settings, client=client, log=log, folded=folded, loop=loop)
             await loop.run(stop, wired.recorder)
         finally:
+            if loop.checkpoints is not None:
+                await loop.checkpoints.close()
             if server is not None:
                 await server.close()
         _say(

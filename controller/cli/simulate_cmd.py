@@ -147,8 +147,10 @@ def simulate(
         for decision in result.decisions:
             emit(decision)
     if log:
-        # a run onto an empty log folded exactly its records: its World is the checkpoint
-        save_checkpoint(log, world=run.folded())
+        # a run onto an empty log kept its checkpoints as it went (the spool); any other
+        # is folded from the log's latest checkpoint
+        if not run.spool.checkpointed:
+            save_checkpoint(log, world=run.folded())
         if inputs.bad:  # the lines set aside go to the log's quarantine, as an import's do
             set_aside_in(log, inputs.bad)
     _summary(result, log)

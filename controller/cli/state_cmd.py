@@ -26,7 +26,7 @@ from projections.base import paused_gc
 from projections.model import ALLOCATED_STATUSES, JobInfo, Resource, TaskStatus
 from projections.overcommit import amount
 from projections.overcommit import current as overcommitted
-from projections.store import resume_world
+from projections.store import resume_at
 from projections.world import World
 from streams.backends import open_reader
 from streams.backends.checkpoints import open_log_store
@@ -39,19 +39,19 @@ _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 async def fold_log(url: str, *, at: datetime | None = None, offset: int | None = None) -> World:
     """The world folded from ``url``: records with offset < ``offset`` and ``at`` ≤ ``at``.
 
-    Without ``at`` the fold resumes from the World checkpoint kept with the log when it
-    is usable at ``offset`` (:func:`projections.store.resume_world`); the result is the
-    same as a fold from offset 0. With ``at`` it always folds from 0 (records are not in
-    time order, so no prefix of the log is "everything up to a time"). Nothing is written.
+    The fold resumes from the nearest checkpoint kept with the log that is usable at
+    ``offset`` and, with ``at``, holds only records at or before ``at``
+    (:func:`projections.store.resume_at`); the result is the same as a fold from offset 0
+    (records are not in time order, so the records after the checkpoint are all read and
+    those after ``at`` skipped). Nothing is written.
     """
     require_log(url)
     async with await open_reader(url) as log:
         world = None
-        if at is None:
-            store = await open_log_store(log.url or url, create=False)
-            if store is not None:
-                async with store:
-                    world = await resume_world(store, upto=offset, head=await log.head())
+        store = await open_log_store(log.url or url, create=False)
+        if store is not None:
+            async with store:
+                world = await resume_at(store, log, upto=offset, at=at)
         if world is None:
             world = World()
         begin = world.position

@@ -28,7 +28,8 @@ from controller.simulate.inputs import main_window, outlier
 from controller.simulate.runner import RunResult, Simulation
 from controller.simulate.scenario import frees_usage, is_scenario, load_scenario, read_scenario
 from controller.simulate.spool import Spool
-from projections.store import WORLD_CHECKPOINT, checkpoint_world
+from projections.checkpoints import CheckpointPolicy, Keeper, stored_records
+from projections.store import checkpoint_world
 from projections.world import World
 from streams.backends import open_log
 from streams.backends.checkpoints import open_log_store
@@ -216,7 +217,9 @@ class WiredSimulation:
         on_decision: Callable[[Event], None] | None,
         progress: Callable[[float], None] | None,
     ) -> RunResult:
-        """Run the step on the virtual loop over the plan's inputs to its end."""
+        """Run the step on the virtual loop over the plan's inputs to its end; onto an
+        empty log, the spool keeps its checkpoints as the run goes
+        (:meth:`controller.simulate.spool.Spool.keep_checkpoints`)."""
         plan = self.plan
         simulation = Simulation(
             plan.policy.config,
@@ -226,6 +229,8 @@ class WiredSimulation:
             spool=None if plan.keep_all else self.spool,
             on_decision=on_decision,
         )
+        if not plan.keep_all:
+            self.spool.keep_checkpoints(simulation.world, CheckpointPolicy.from_env())
         self.result = simulation.run(plan.inputs.events, until=plan.until, progress=progress)
         return self.result
 
@@ -245,14 +250,18 @@ def open_simulation(plan: SimulationPlan) -> Iterator[WiredSimulation]:
 
 
 def save_checkpoint(url: str, world: World | None = None) -> None:
-    """Leave a World checkpoint at the head of the log at ``url``, in its store (the
-    log's own SQLite file); logs without a store (``memory://``) get none. Only the
-    commands that write a log call this: the reading ones never create a checkpoint.
+    """Keep checkpoints by position along the log at ``url`` and one at its head, in its
+    store (the log's own SQLite file, a ``kafka://`` log's ``checkpoints=`` file); logs
+    without a store (``memory://``) get none. Only the commands that write a log call
+    this: the reading ones never create a checkpoint. When and which:
+    :meth:`projections.checkpoints.CheckpointPolicy.from_env`.
 
     ``world``: a default World already folded from the log's first ``world.position``
     records (a simulation's own, when it wrote a log that was empty): only the records
     after those are folded into it, instead of the whole log into a new World a second
-    time (the CPU of a whole fold, and a second World in memory).
+    time (the CPU of a whole fold, and a second World in memory); the checkpoint's ledger
+    and chain state are folded from the log's records meanwhile (no World: cheap), and
+    the one checkpoint kept is the head's.
     """
 
     async def run() -> None:
@@ -264,10 +273,13 @@ def save_checkpoint(url: str, world: World | None = None) -> None:
                 if world is None:
                     await checkpoint_world(log, store)
                     return
+                keeper = Keeper(store, CheckpointPolicy.from_env(), world=world)
                 with paused_gc():
-                    async for event in log.read(world.position):
-                        world.apply(event)
-                await store.save(WORLD_CHECKPOINT, world.position, world.dump())
+                    async for event, payload in stored_records(log, 0):
+                        if event.offset >= world.position:
+                            world.apply(event)
+                        keeper.feed(event, payload)
+                await keeper.finish()
 
     asyncio.run(run())
 

@@ -238,6 +238,12 @@ class Refold:
         #: fold one record of the log, in offset order (never decided)
         self.fold = self.world.apply
 
+    def resume(self, world: World) -> None:
+        """Fold on from ``world`` (a checkpoint's: the fold of the log's first
+        ``world.position`` records) instead of offset 0."""
+        self.world = world
+        self.fold = world.apply
+
     def adopt(self) -> World:
         """Make the fold the World the step decides on (the log was read to its end)."""
         self._step.world = self.world

@@ -112,6 +112,9 @@ class Simulation:
             feed = paced(iter(inputs))
         loop = VirtualLoop(self.step, log=target)
         loop.on_decision = self.on_decision
+        spool, world = self.spool, self.world
+        if spool is not None and spool.keeper is not None:
+            loop.at_rest = lambda: spool.at_rest(world)
         try:
             return self._run(loop, feed, ordered, until, progress)
         finally:

@@ -7,6 +7,13 @@ or not at all: it assigns offsets as a MemoryLog does (0, 1, 2, …, so the run 
 same records with the same offsets), holds the records of one batch, and appends each
 full batch to the log at ``url`` (its own event loop, kept open for the run).
 
+Checkpoints: when the log was empty at the start, the run's own World is the fold of the
+log's records, so the spool keeps the log's checkpoints itself (:meth:`Spool.at_rest`
+holds the World's part when one is due, the records written feed the rest of it,
+:class:`projections.checkpoints.Keeper`) instead of the log being folded again after the
+run; a log that took fewer records than written (another run's records were there) gets
+none here (``controller.compose.simulated.save_checkpoint`` folds it after the run).
+
 Appends stay idempotent by id, as the log port requires: an id is a hash of the record's
 content *including its time*, so a repeat can only come at the same ``at``; the loop
 writes in time order, so the ids of the last ``keep`` of virtual time suffice.
@@ -19,7 +26,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 
+from projections.checkpoints import CheckpointPolicy, Keeper, stored_records
+from projections.world import World
 from streams.backends import open_log
+from streams.backends.checkpoints import CheckpointStore, open_log_store
 from streams.chain import ChainWriter
 from streams.codec import check_appendable
 from streams.events import Event
@@ -60,6 +70,11 @@ class Spool:
         self._log: EventLog | None = None
         #: the log's head when the run began (None: no log)
         self.began_at: int | None = None
+        #: the log's checkpoints, kept as the run goes (see the module docstring)
+        self.keeper: Keeper | None = None
+        self._store: CheckpointStore | None = None
+        #: whether the checkpoints were kept here to the end (the head's included)
+        self.checkpointed = False
 
     def __enter__(self) -> Spool:
         if self.url is not None:
@@ -78,6 +93,27 @@ class Spool:
                 raise
         return self
 
+    def keep_checkpoints(self, world: World, policy: CheckpointPolicy) -> None:
+        """Keep the log's checkpoints as the run goes, ``world`` being the run's own
+        (folded from an empty log); nothing when the log was not empty or keeps none."""
+        if self._runner is None or self.began_at != 0 or self._log is None:
+            return
+        self._store = self._runner.run(open_log_store(self._log.url or str(self.url), create=True))
+        if self._store is not None:
+            self.keeper = Keeper(self._store, policy, world=world)
+
+    def at_rest(self, world: World) -> None:
+        """Told by the loop between two steps (every record written is folded): hold the
+        World's part of a checkpoint if one is due here."""
+        keeper = self.keeper
+        if (
+            keeper is not None
+            and world.position == self.count
+            and keeper.due_at(self.count, self._latest)
+        ):
+            keeper.hold(self.count, world)
+            keeper.plan_time(self._latest)
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -89,10 +125,30 @@ class Spool:
                 if self._writer is not None:
                     writer, self._writer = self._writer, None
                     self._runner.run(writer.__aexit__(kind, exc, tb))
+                if kind is None and self.keeper is not None:
+                    self._runner.run(self._checkpoint_head())
+                if self._store is not None:
+                    store, self._store = self._store, None
+                    self._runner.run(store.close())
                 if self._log is not None:
                     self._runner.run(self._log.close())
                 self._runner.close()
             self._runner, self._log = None, None
+
+    async def _checkpoint_head(self) -> None:
+        """The head's checkpoint, once the log is sealed: the run's World with the records
+        written after the run's own (the seal) folded in."""
+        keeper, log = self.keeper, self._log
+        if keeper is None or log is None:
+            return
+        world = keeper.world
+        if not world.position == keeper.position == self.count:
+            return
+        async for record, payload in stored_records(log, keeper.position):
+            world.apply(record)
+            keeper.feed(record, payload)
+        await keeper.finish()
+        self.checkpointed = True
 
     @property
     def whole(self) -> bool:
@@ -139,7 +195,18 @@ class Spool:
             return
         batch, self._pending = self._pending, []
         payloads, self._payloads = self._payloads, []
-        self.written += len(self._runner.run(self._writer.append(batch, payloads)))
+        added = self._runner.run(self._writer.append(batch, payloads))
+        self.written += len(added)
+        keeper = self.keeper
+        if keeper is None:
+            return
+        if len(added) != len(batch):  # the log had some: the run's World is not its fold
+            self.keeper = None
+            return
+        for record, payload in zip(added, payloads, strict=True):
+            keeper.feed(record, payload)  # the bytes the chain hashed, when known
+            if keeper.ready:
+                self._runner.run(keeper.save_held())
 
     def _forget(self) -> None:
         assert self._latest is not None

@@ -1,9 +1,16 @@
 """Checkpoint storage: opaque bytes kept at a position under a name, beside the log backends.
 
-A checkpoint is one row ``(name, position, state)`` written in one statement, so whoever
-reads it back never gets a state from one point and a position from another. What the
-bytes mean (a projection's dump) is ``projections.store``'s business, not this module's:
-the port here only keeps them.
+A checkpoint is one row written in one statement, so whoever reads it back never gets a
+state from one point and a position from another. What the bytes mean (a projection's
+dump, a log's checkpoint) is ``projections``' business, not this module's: the port here
+only keeps them. Two kinds of rows:
+
+* by name, ``(name, position, state)``: one per name, replaced by each save (a projection's
+  own checkpoint, and the single World checkpoint tide kept before checkpoints by
+  position, still read);
+* by position, ``(position, at, state)``: a log's checkpoints (``projections.checkpoints``),
+  many per store, one per position, with the log time ``at`` they reach; :meth:`stored`
+  lists them without their bytes.
 
 * :class:`CheckpointStore` is the port, :class:`MemoryCheckpointStore` its in-process
   adapter; the SQLite adapter (aiosqlite, table ``checkpoints(name PRIMARY KEY, position,
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 import abc
 import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, cast
@@ -39,8 +46,19 @@ class Checkpoint:
     state: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A checkpoint kept at a position, without its bytes: ``size`` is their length and
+    ``at`` the log time it reaches (RFC 3339, "" when it says none)."""
+
+    position: int
+    at: str
+    size: int
+
+
 class CheckpointStore(abc.ABC):
-    """Where checkpoints are kept: one ``(position, state)`` per name."""
+    """Where checkpoints are kept: one ``(position, state)`` per name, and a log's
+    checkpoints by position."""
 
     #: the errors a read of this store's storage may raise when the storage is unreadable
     #: (a corrupt file, say): a reader that can do without a checkpoint treats them as none
@@ -58,6 +76,22 @@ class CheckpointStore(abc.ABC):
     async def delete(self, name: str) -> None:
         """Forget the checkpoint of ``name``."""
 
+    @abc.abstractmethod
+    async def save_at(self, position: int, at: str, state: bytes) -> None:
+        """Keep ``state`` as the checkpoint at ``position`` (replacing one there)."""
+
+    @abc.abstractmethod
+    async def stored(self) -> list[Stored]:
+        """The checkpoints kept by position, lowest position first."""
+
+    @abc.abstractmethod
+    async def load_at(self, position: int) -> bytes | None:
+        """The bytes of the checkpoint at ``position``, or None."""
+
+    @abc.abstractmethod
+    async def drop_at(self, positions: Iterable[int]) -> None:
+        """Forget the checkpoints at ``positions`` (those not kept are ignored)."""
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
 
@@ -73,6 +107,7 @@ class MemoryCheckpointStore(CheckpointStore):
 
     def __init__(self) -> None:
         self._rows: dict[str, Checkpoint] = {}
+        self._at: dict[int, tuple[str, bytes]] = {}
 
     async def save(self, name: str, position: int, state: bytes) -> None:
         self._rows[name] = Checkpoint(name, position, bytes(state))
@@ -82,6 +117,20 @@ class MemoryCheckpointStore(CheckpointStore):
 
     async def delete(self, name: str) -> None:
         self._rows.pop(name, None)
+
+    async def save_at(self, position: int, at: str, state: bytes) -> None:
+        self._at[position] = (at, bytes(state))
+
+    async def stored(self) -> list[Stored]:
+        return [Stored(p, self._at[p][0], len(self._at[p][1])) for p in sorted(self._at)]
+
+    async def load_at(self, position: int) -> bytes | None:
+        found = self._at.get(position)
+        return None if found is None else found[1]
+
+    async def drop_at(self, positions: Iterable[int]) -> None:
+        for position in positions:
+            self._at.pop(position, None)
 
 
 def _sqlite(function: str) -> Callable[[str | Path], Awaitable[CheckpointStore | None]]:

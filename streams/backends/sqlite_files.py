@@ -33,7 +33,15 @@ from urllib.parse import quote
 
 #: the tables tide writes into a log's file (the log's, and the checkpoints kept with it)
 TIDE_TABLES = frozenset(
-    {"events", "quarantine", "seal", "checkpoints", "subjects", "subjects_version"}
+    {
+        "events",
+        "quarantine",
+        "seal",
+        "checkpoints",
+        "checkpoints_at",
+        "subjects",
+        "subjects_version",
+    }
 )
 #: the columns of ``events`` a log has always had (``prev`` came with the hash chain)
 EVENT_COLUMNS = frozenset({"offset", "id", "at", "type", "data"})

@@ -20,7 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from controller.cli import app
+from projections.checkpoints import CheckpointPolicy, keep_checkpoints
 from streams.backends import open_log
+from streams.backends.checkpoints import open_log_store
 from streams.log import LogError
 from streams.recording import import_recording
 
@@ -44,6 +46,7 @@ READERS = {
     "log-export": ["log", "export", "--log", "{p}"],
     "log-verify": ["log", "verify", "{p}"],
     "log-quarantine": ["log", "quarantine", "--log", "{p}"],
+    "log-checkpoints": ["log", "checkpoints", "--log", "{p}"],
 }
 
 #: kind of path -> the phrase the one line says about it (None: a log, read as usual)
@@ -60,12 +63,18 @@ KINDS: dict[str, str | None] = {
 
 @pytest.fixture(scope="module")
 def tide_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tide log (WAL mode) imported from a golden recording, closed: at rest."""
+    """A tide log (WAL mode) imported from a golden recording, with checkpoints by position
+    (every 50 records: the readers start from them), closed: at rest."""
     path = tmp_path_factory.mktemp("log") / "log.db"
 
     async def make() -> None:
         async with await open_log(str(path)) as log:
             await import_recording(GOLDEN, log)
+            store = await open_log_store(str(path), create=True)
+            assert store is not None
+            async with store:
+                policy = CheckpointPolicy(every_records=50, every_minutes=0)
+                assert (await keep_checkpoints(log, store, policy=policy)).written >= 2
 
     asyncio.run(make())
     assert sorted(p.name for p in path.parent.iterdir()) == ["log.db"]

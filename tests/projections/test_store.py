@@ -292,7 +292,8 @@ def test_dumps_are_deterministic_and_round_trip(kind: str) -> None:
 
 
 async def test_checkpoint_world_resumes_and_equals_a_refold(tmp_path: Path) -> None:
-    from projections.store import WORLD_CHECKPOINT, checkpoint_world
+    from projections.checkpoint_codec import decode_snapshot
+    from projections.store import checkpoint_world
     from streams.backends.checkpoints import open_log_store
     from streams.backends.sqlite import SQLiteLog
 
@@ -306,9 +307,10 @@ async def test_checkpoint_world_resumes_and_equals_a_refold(tmp_path: Path) -> N
             assert await checkpoint_world(log, store) == 5
             await log.append(records[5:])
             assert await checkpoint_world(log, store) == len(records)
-            saved = await store.load(WORLD_CHECKPOINT)
+            assert [s.position for s in await store.stored()] == [5, len(records)]
+            saved = await store.load_at(len(records))
     assert saved is not None
-    assert saved.state == World().fold(await_all(records)).dump()
+    assert decode_snapshot(saved).world.dump() == World().fold(await_all(records)).dump()
 
 
 def await_all(records: list[Event]) -> list[Event]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from projections.store import WORLD_CHECKPOINT, checkpoint_world, resume_world
+from projections.store import checkpoint_world, resume_at
 from streams.backends.checkpoints import open_log_store
 from streams.backends.kafka import KafkaLog
 from streams.backends.kafka_url import parse_kafka_url
@@ -101,9 +101,8 @@ async def test_records_topics_and_checkpoints_survive_a_broker_restart(
             store = await open_log_store(url, create=False)
             assert store is not None
             async with store:
-                checkpoint = await store.load(WORLD_CHECKPOINT)
-                assert checkpoint is not None and checkpoint.position == folded
-                world = await resume_world(store, upto=None, head=await log.head())
+                assert (await store.stored())[-1].position == folded
+                world = await resume_at(store, log, upto=None)
                 assert world is not None and world.position == folded
             assert await log.append(events) == []  # the id index, rebuilt from the topic
             added = await log.append([*events[:3], *ticks(0, 2)])

@@ -53,7 +53,9 @@ from controller.drive.sources.recorder import Recorder
 from controller.drive.triggers.live import LiveTriggers
 from controller.policy.framework.config import TideConfig
 from controller.policy.step import Step
+from projections.checkpoints import Restart, restart
 from projections.effects import EffectsState
+from streams.backends.checkpoints import CheckpointStore
 from streams.chain import append_with_payloads
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.gcpause import FoldedHeap, freeze_folded, paused_gc
@@ -68,6 +70,10 @@ logger = logging.getLogger(__name__)
 FOLLOWUP_POLL = 0.2
 #: seconds a firing waits for the others due at the same instant (then all go in rank order)
 SETTLE = 0.05
+
+
+def _warn(line: str) -> None:
+    logger.warning("%s", line)
 
 
 class LiveLoop:
@@ -116,6 +122,8 @@ class LiveLoop:
         #: how many decisions this process wrote (each went to the observer and the log;
         #: keeping them would grow with the log)
         self.decided = 0
+        #: the checkpoints kept with the log, read on start (None: fold from offset 0)
+        self.checkpoints: CheckpointStore | None = None
         #: the folded state out of the collector's sight while running (``run``)
         self._heap: FoldedHeap | None = None
         self._lock = asyncio.Lock()
@@ -128,13 +136,26 @@ class LiveLoop:
     # ---- start ------------------------------------------------------------------------
 
     async def prepare(self) -> int:
-        """Fold the whole log into the step and the effects projection; records folded.
+        """Fold the log into the step and the effects projection; records folded.
 
-        The cyclic collector is paused meanwhile: every full collection would walk the
-        whole folded cluster again (``streams.gcpause``)."""
-        count = 0
+        From the latest good checkpoint kept with the log when :attr:`checkpoints` has
+        one (:func:`projections.checkpoints.restart`: the World and the ledger of
+        decisions waiting for their outcome are the checkpoint's, the readers are fed from
+        a few minutes of log time before it), else from offset 0: the same state either
+        way. The cyclic collector is paused meanwhile: every full collection would walk
+        the whole folded cluster again (``streams.gcpause``)."""
+        count = start = 0
+        resumed = await restart(self.checkpoints, self.log, warn=_warn)
         with paused_gc():
-            async for record in self.log.read(0):
+            if resumed is not None:
+                start = self._resume(resumed)
+                for decision in resumed.pending:
+                    for reader in self.readers:
+                        reader(decision)
+                async for record in self.log.read(resumed.back, start):
+                    for reader in self.readers:
+                        reader(record)
+            async for record in self.log.read(start):
                 self.step.on_logged(record)
                 self.effects.apply(record)
                 for reader in self.readers:
@@ -143,10 +164,22 @@ class LiveLoop:
                 count += 1
         return count
 
+    def _resume(self, resumed: Restart) -> int:
+        """Take the World and the ledger of a checkpoint; its position."""
+        snapshot = resumed.snapshot
+        self.step.world = snapshot.world
+        self.effects = snapshot.effects
+        if self.applier is not None:
+            self.applier.effects = snapshot.effects
+        self._end = snapshot.position
+        logger.info("resumed from the checkpoint at position %d", snapshot.position)
+        return snapshot.position
+
     async def _catch_up(self) -> None:
         """On a gained lead (the lock is held): when another replica appended since this
-        one last read the log, fold the whole log afresh, so the World decided on and the
-        open decisions are the log's, not this replica's share of it."""
+        one last read the log, fold the whole log afresh (from its latest checkpoint, as
+        :meth:`prepare`), so the World decided on and the open decisions are the log's, not
+        this replica's share of it."""
         read = 0
         async for record in self.log.read(self._end):
             self._end = record.offset + 1
@@ -154,9 +187,19 @@ class LiveLoop:
         foreign, self._appended = read != self._appended, 0
         if not foreign:
             return
-        refold, effects = self.step.refold(), EffectsState()
+        refold, effects, start = self.step.refold(), EffectsState(), 0
+        resumed = await restart(self.checkpoints, self.log, warn=_warn)
         with paused_gc():
-            async for record in self.log.read(0):
+            if resumed is not None:  # the log's fold up to a checkpoint, and on from there
+                refold.resume(resumed.snapshot.world)
+                effects, start = resumed.snapshot.effects, resumed.snapshot.position
+                for decision in resumed.pending:
+                    for reader in self.readers:
+                        reader(decision)
+                async for record in self.log.read(resumed.back, start):
+                    for reader in self.readers:
+                        reader(record)
+            async for record in self.log.read(start):
                 refold.fold(record)
                 effects.apply(record)
                 for reader in self.readers:

@@ -166,6 +166,9 @@ class VirtualLoop(Generic[L]):
         #: given: each decision written goes here instead of into :attr:`decisions` (a
         #: long run's decisions, with their evidence, are not all kept in memory)
         self.on_decision: Callable[[Event], None] | None = None
+        #: called between two steps, when every record written is folded (a simulation
+        #: keeps its log's checkpoints there: ``controller.simulate.spool.Spool.at_rest``)
+        self.at_rest: Callable[[], None] | None = None
         #: how many decisions were written
         self.decided = 0
         self._queue: list[tuple[datetime, int, int, Event | _Packed]] = []
@@ -265,7 +268,10 @@ class VirtualLoop(Generic[L]):
         fed = self._horizon is not None
         if until is None and triggers is not None and not fed:
             raise ValueError("a loop with triggers needs an end: they fire forever")
+        at_rest = self.at_rest
         while True:
+            if at_rest is not None:
+                at_rest()
             if self._feed is not None:
                 self._pull(None)
             if until is None and fed and self._feed is None:

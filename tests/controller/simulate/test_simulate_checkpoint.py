@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 import controller.compose.simulated as composed
 from controller.cli import app
 from controller.cli.reading import reader
-from projections.store import WORLD_CHECKPOINT, checkpoint_world
+from projections.checkpoint_codec import decode_snapshot
+from projections.store import checkpoint_world
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore, open_log_store
 from streams.log import EventLog
@@ -30,13 +31,17 @@ def _simulate(db: Path, scenario: Path, *extra: str) -> None:
 
 
 def _checkpoint(db: Path) -> tuple[int, bytes]:
+    """The head's checkpoint: its position and the dump of its World."""
+
     async def load() -> tuple[int, bytes]:
         store = await open_log_store(f"sqlite:///{db}", create=False)
         assert store is not None
         async with store:
-            found = await store.load(WORLD_CHECKPOINT)
+            head = (await store.stored())[-1].position
+            found = await store.load_at(head)
             assert found is not None
-            return found.position, found.state
+            snapshot = decode_snapshot(found)
+            return snapshot.position, snapshot.world.dump()
 
     return asyncio.run(load())
 
@@ -81,3 +86,46 @@ def test_a_second_run_and_a_repeat_fold_the_log(tmp_path: Path, refolds: list[in
     _simulate(db, SCENARIO)  # the first run again: nothing new is written
     assert refolds == [1, 1]
     assert _checkpoint(db) == _refolded(db)
+
+
+@pytest.mark.parametrize("every", ["1", "7", "40"])
+def test_a_run_onto_an_empty_log_keeps_checkpoints_along_it(
+    tmp_path: Path, refolds: list[int], monkeypatch: pytest.MonkeyPatch, every: str
+) -> None:
+    """Every checkpoint the spool kept as the run went is the fold of the log's records
+    before it (World, ledger, chain checker state); the log was not folded again."""
+    from projections.checkpoints import CheckpointPolicy
+    from projections.effects import EffectsState
+    from streams.chain_check import ChainChecker
+
+    monkeypatch.setenv("TIDE_CHECKPOINT_RECORDS", every)
+    monkeypatch.setenv("TIDE_CHECKPOINT_KEEP", "1000")
+    db = tmp_path / "run.db"
+    _simulate(db, SCENARIO)
+    assert refolds == []
+    with reader(str(db)) as log:
+        records = list(log.records())
+
+    async def stored() -> list[bytes]:
+        store = await open_log_store(f"sqlite:///{db}", create=False)
+        assert store is not None
+        async with store:
+            found = [await store.load_at(s.position) for s in await store.stored()]
+        return [data for data in found if data is not None]
+
+    kept = [decode_snapshot(data) for data in asyncio.run(stored())]
+    positions = [s.position for s in kept]
+    assert positions[-1] == len(records) and len(positions) >= len(records) // (
+        int(every) + CheckpointPolicy().keep
+    )
+    assert positions == sorted(set(positions))
+    for snapshot in kept:
+        cut = records[: snapshot.position]
+        assert snapshot.world.dump() == World().fold(cut).dump()
+        effects, checker = EffectsState(), ChainChecker()
+        effects.fold(cut)
+        for record in cut:
+            checker.feed(record)
+        assert snapshot.effects.dump() == effects.dump()
+        assert snapshot.chain == checker.state()
+        assert snapshot.last == cut[-1].id
