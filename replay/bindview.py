@@ -21,6 +21,7 @@ that decides otherwise) gets one line saying why (:attr:`BindView.problem`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,11 +35,20 @@ from controller.policy.loader import Policy, load_policy
 from projections.model import TaskInfo
 from projections.world import World
 from replay.bindparts import Part, score_parts
+from replay.explain import Answer
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, JSON, Event
 from streams.payloads import as_decision, as_trigger, evidence_of
 
-__all__ = ["BindFold", "BindView", "NodeView", "PluginScore", "bind_views", "failed_what"]
+__all__ = [
+    "BindFold",
+    "BindView",
+    "NodeView",
+    "PluginScore",
+    "bind_views",
+    "failed_what",
+    "with_views",
+]
 
 #: how many feasible nodes the compact form lists (the rest are counted)
 COMPACT = 5
@@ -407,3 +417,17 @@ def bind_views(events: Iterable[Event], *, pod: str | None = None) -> list[BindV
     for event in records:
         fold.feed(event)
     return fold.views()
+
+
+def with_views(found: Iterable[Answer], views: Iterable[BindView]) -> list[Answer]:
+    """``found`` with each bind's answer carrying its per-node view (``tide audit why``)."""
+    by_id = {view.decision.id: view for view in views}
+    out = []
+    for answer in found:
+        view = by_id.get(answer.decision.id)
+        if view is not None:
+            answer = dataclasses.replace(
+                answer, per_node=tuple(view.lines()), per_node_json=view.as_json()
+            )
+        out.append(answer)
+    return out
