@@ -30,7 +30,7 @@ from typing import Any
 from controller.policy.engine import build_cycle
 from controller.policy.framework.session import Session, open_session
 from controller.policy.framework.statement import Statement
-from controller.policy.framework.verdicts import RESOURCES, evaluate_nodes
+from controller.policy.framework.verdicts import evaluate_nodes
 from controller.policy.loader import Policy, load_policy
 from projections.model import TaskInfo
 from projections.world import World
@@ -216,8 +216,9 @@ class BindView:
 
 
 def failed_what(check: str) -> str:
-    """``resources`` or ``predicate NAME``: what refused a node."""
-    return "resources" if check == RESOURCES else f"predicate {check}"
+    """What refused a node: ``resources`` (the request does not fit future idle) or the
+    refusing predicate plugin's name."""
+    return check
 
 
 def _most_first(group: tuple[str, list[str]]) -> tuple[int, str]:

@@ -121,7 +121,7 @@ def test_every_node_refused_or_scored_and_the_chosen_one_has_the_recorded_score(
     [
         (1, "empty (chosen): total "),
         (2, "busy: total "),
-        (3, "1 node(s) failed predicate predicates: node(s) had untolerated taint"),
+        (3, "1 node(s) failed predicates: node(s) had untolerated taint"),
         (4, "1 node(s) failed resources: Insufficient resources (full)"),
     ],
 )
@@ -175,7 +175,7 @@ def test_the_report_shows_a_table_per_bind() -> None:
     rows = table.split("<tr")[2:]
     assert "empty" in rows[0] and "chosen" in rows[0] and "busy" in rows[1]
     assert "leastrequested" in rows[0] and "×3" in rows[0]  # tainttoleration's weight
-    assert "1 node failed predicate predicates" in binds
+    assert "1 node failed predicates" in binds
     assert "1 node failed resources" in binds
 
 
