@@ -215,3 +215,26 @@ def test_audit_why_prints_the_per_node_view_and_json_carries_it(tmp_path: Path) 
         "failed": "resources",
         "reason": "Insufficient resources",
     }
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in GOLDEN.glob("*.jsonl")))
+def test_every_bind_of_every_golden_log_is_derived_with_its_recorded_score(name: str) -> None:
+    events = [e for e in read_recording(GOLDEN / f"{name}.jsonl") if isinstance(e, Event)]
+    views = bind_views(events)
+    assert views and len(views) == sum(e.type == "decision.bind" for e in events)
+    for view in views:
+        assert_derived(view)
+
+
+def test_a_big_cluster_lists_the_top_ten_and_counts_the_rest() -> None:
+    nodes = [watch("nodes", build_node(f"n{i:02d}", cpu=str(4 + i)), s(0)) for i in range(13)]
+    pod = build_pod("default", "p", phase="Pending", cpu="1", created=s(0.5))
+    events = simulate([watch("queues", build_queue(), s(0)), *nodes, watch("pods", pod, s(0.5))])
+    (view,) = bind_views(events)
+    assert_derived(view)
+    assert view.ranked()[0].node == view.node  # the best total is the chosen node
+    page = render(collect(events), events)
+    table = page.split("<table class='nodes'", 1)[1].split("</table>", 1)[0]
+    rows = table.split("<tr")[2:]
+    assert len(rows) == 11 and "… 3 more feasible nodes (totals " in rows[-1]
+    assert view.lines()[-1] == "  … 8 more feasible node(s)"  # the compact form: top 5
