@@ -238,3 +238,15 @@ def test_a_big_cluster_lists_the_top_ten_and_counts_the_rest() -> None:
     rows = table.split("<tr")[2:]
     assert len(rows) == 11 and "… 3 more feasible nodes (totals " in rows[-1]
     assert view.lines()[-1] == "  … 8 more feasible node(s)"  # the compact form: top 5
+
+
+def test_a_best_effort_pod_placed_by_backfill() -> None:
+    config = CONFIG | {"actions": "allocate, backfill"}
+    pod = build_pod("default", "be", phase="Pending", cpu=None, memory=None, created=s(0.5))
+    (view,) = bind_views(simulate([*cluster(), watch("pods", pod, s(0.5))], config))
+    assert view.decision.data["source"] == "backfill"
+    assert_derived(view)
+    # no request: nothing is short of resources, only the taint refuses
+    assert [(c, [n for _, ns in r for n in ns]) for c, r in view.failed()] == [
+        ("predicates", ["tainted"])
+    ]
