@@ -3,10 +3,11 @@
 Why it exists: a plugin registers one node-order function, so the session knows only its
 weighted sum. kube-scheduler-simulator users read a score as its parts (nodeorder's
 least-requested, balanced-resource, node-affinity and taint-toleration scores, each
-times its weight), so :func:`score_parts` computes them again for the plugins whose
-arithmetic is known, from their validated arguments and the same score functions. The
-parts are offered only when they add up to the plugin's own score exactly; otherwise
-(a plugin tide does not know, an argument it cannot read) the score stands alone.
+times its weight), so :class:`PartsFor` computes them again for the plugins whose
+arithmetic is known (nodeorder, usage), from their validated arguments and the same
+score functions. The parts are offered only when they add up to the plugin's own score
+exactly; otherwise (a plugin tide does not know, an argument it cannot read) the score
+stands alone.
 """
 
 from __future__ import annotations
@@ -40,53 +41,59 @@ class Part:
         return self.raw * self.weight
 
 
-def _nodeorder(ssn: Session, task: TaskInfo, node: NodeInfo, args: NodeOrderArgs) -> list[Part]:
-    parts = [
-        Part("leastrequested", _resource_scores(task, node, 1, 0, 0), args.least_requested),
-        Part("mostrequested", _resource_scores(task, node, 0, 1, 0), args.most_requested),
-        Part("balancedresource", _resource_scores(task, node, 0, 0, 1), args.balanced_resource),
-    ]
-    if task.affinity:
-        parts.append(Part("nodeaffinity", node_affinity(task, node), args.node_affinity))
-    if args.taint_toleration:
-        top = max((intolerable(task, n) for n in ssn.view.node_list if n.taints), default=0)
-        raw = (
-            MAX_NODE_SCORE
-            if top == 0 or not node.taints
-            else MAX_NODE_SCORE - intolerable(task, node) * MAX_NODE_SCORE // top
-        )
-        parts.append(Part("tainttoleration", raw, args.taint_toleration))
-    return [part for part in parts if part.weight]
+class PartsFor:
+    """The weighted parts of the plugins' scores for one task in one session (what is
+    the same for every node, the taint maximum, worked out once)."""
 
+    def __init__(self, ssn: Session, task: TaskInfo) -> None:
+        self.ssn = ssn
+        self.task = task
+        self._top: int | None = None
 
-def _usage(score: float, args: UsageArgs) -> list[Part]:
-    weight = args.usage_weight
-    return [Part("usage", score / weight, weight)] if weight else []
+    def _most_taints(self) -> int:
+        if self._top is None:
+            nodes = self.ssn.view.node_list
+            self._top = max((intolerable(self.task, n) for n in nodes if n.taints), default=0)
+        return self._top
 
+    def _nodeorder(self, node: NodeInfo, args: NodeOrderArgs) -> list[Part]:
+        task = self.task
+        parts = [
+            Part("leastrequested", _resource_scores(task, node, 1, 0, 0), args.least_requested),
+            Part("mostrequested", _resource_scores(task, node, 0, 1, 0), args.most_requested),
+            Part("balancedresource", _resource_scores(task, node, 0, 0, 1), args.balanced_resource),
+        ]
+        if task.affinity:
+            parts.append(Part("nodeaffinity", node_affinity(task, node), args.node_affinity))
+        if args.taint_toleration:
+            top = self._most_taints()
+            raw = (
+                MAX_NODE_SCORE
+                if top == 0 or not node.taints
+                else MAX_NODE_SCORE - intolerable(task, node) * MAX_NODE_SCORE // top
+            )
+            parts.append(Part("tainttoleration", raw, args.taint_toleration))
+        return [part for part in parts if part.weight]
 
-def score_parts(
-    ssn: Session, task: TaskInfo, node: NodeInfo, *, plugin: str, score: float
-) -> tuple[Part, ...]:
-    """``plugin``'s score of ``node`` for ``task`` as its weighted parts; empty when tide
-    cannot split it, or the parts do not add up to ``score`` exactly.
+    def of(self, node: NodeInfo, *, plugin: str, score: float) -> tuple[Part, ...]:
+        """``plugin``'s score of ``node`` as its weighted parts; empty when tide cannot
+        split it, or the parts do not add up to ``score`` exactly.
 
-    Args:
-        ssn: The open session (read only).
-        task: The task placed.
-        node: The node scored.
-        plugin: The plugin's name.
-        score: The plugin's own score of the node (what the session added).
+        Args:
+            node: The node scored (a node of the session's view).
+            plugin: The plugin's name.
+            score: The plugin's own score of the node (what the session added).
 
-    Returns:
-        The parts, in the plugin's order.
-    """
-    built: Any = ssn.plugins.get(plugin)
-    args = getattr(built, "args", None)
-    parts: list[Part] = []
-    if isinstance(args, NodeOrderArgs):
-        parts = _nodeorder(ssn, task, node, args)
-    elif isinstance(args, UsageArgs):
-        parts = _usage(score, args)
-    if not parts or sum(part.score for part in parts) != score:
-        return ()
-    return tuple(parts)
+        Returns:
+            The parts, in the plugin's order.
+        """
+        built: Any = self.ssn.plugins.get(plugin)
+        args = getattr(built, "args", None)
+        parts: list[Part] = []
+        if isinstance(args, NodeOrderArgs):
+            parts = self._nodeorder(node, args)
+        elif isinstance(args, UsageArgs) and args.usage_weight:
+            parts = [Part("usage", score / args.usage_weight, args.usage_weight)]
+        if not parts or sum(part.score for part in parts) != score:
+            return ()
+        return tuple(parts)

@@ -34,7 +34,7 @@ from controller.policy.framework.verdicts import evaluate_nodes
 from controller.policy.loader import Policy, load_policy
 from projections.model import TaskInfo
 from projections.world import World
-from replay.bindparts import Part, score_parts
+from replay.bindparts import Part, PartsFor
 from replay.explain import Answer
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, JSON, Event
@@ -52,6 +52,9 @@ __all__ = [
 
 #: how many feasible nodes the compact form lists (the rest are counted)
 COMPACT = 5
+#: how many of the best feasible nodes get their scores split into weighted parts (the
+#: report lists 10; the others keep their per-plugin scores)
+PARTS = 10
 
 
 @dataclass(frozen=True)
@@ -267,13 +270,18 @@ class _Probe:
             return
         ssn = self.ssn
         nodes = ssn.view.nodes
+        verdicts = evaluate_nodes(ssn, task)
+        # the parts only for the nodes a view lists (the best PARTS): one split per shown node
+        best = sorted((v for v in verdicts if v.feasible), key=lambda v: (-v.total, v.node))
+        split = {v.node for v in best[:PARTS]}
+        parts = PartsFor(ssn, task)
         views = []
-        for v in evaluate_nodes(ssn, task):
+        for v in verdicts:
             scores = tuple(
                 PluginScore(
                     name,
                     score,
-                    score_parts(ssn, task, nodes[v.node], plugin=name, score=score),
+                    parts.of(nodes[v.node], plugin=name, score=score) if v.node in split else (),
                 )
                 for name, score in v.scores
             )

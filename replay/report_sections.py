@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from replay.bindview import BindView, failed_what
+from replay.bindview import BindView, PluginScore, failed_what
 from replay.report_style import KIND_NAMES, kind_rank
 from replay.units import humanize
 from streams.events import Event, format_time
@@ -243,10 +243,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _score_cell(view: BindView, plugin: str, node: str) -> str:
-    found = next(
-        (s for n in view.nodes if n.node == node for s in n.scores if s.plugin == plugin), None
-    )
+def _score_cell(found: PluginScore | None) -> str:
     if found is None:
         return ""
     parts = "<br>".join(
@@ -282,7 +279,7 @@ def node_table(view: BindView, links: Mapping[str, str]) -> str:
             str(rank),
             links.get(n.node, html.escape(n.node)),
             _cell(float(n.total)),
-            *(_score_cell(view, p, n.node) for p in plugins),
+            *(_score_cell(next((x for x in n.scores if x.plugin == p), None)) for p in plugins),
             html.escape(verdict),
         ]
         chosen = " class='chosen'" if n.node == view.node else ""
