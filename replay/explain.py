@@ -52,6 +52,9 @@ class Answer:
     cause: str
     outcome: str
     evidence: EvidenceDict
+    #: a bind's per-node view (:mod:`replay.bindview`), compact lines and JSON, when derived
+    per_node: tuple[str, ...] = ()
+    per_node_json: JSON | None = None
 
     def text(self) -> str:
         """The answer as a person reads it: sentences first, then the evidence as YAML."""
@@ -61,7 +64,7 @@ class Answer:
         indented = "".join(f"    {line}\n" for line in body.splitlines())
         return (
             f"{self.headline}\n  cause:   {self.cause}\n  outcome: {self.outcome}\n"
-            f"  evidence:\n{indented}"
+            f"  evidence:\n{indented}" + "".join(f"  {line}\n" for line in self.per_node)
         ).rstrip("\n")
 
     def as_json(self) -> JSON:
@@ -81,7 +84,7 @@ class Answer:
             },
             "evidence": self.evidence,
             "raw_evidence": dict(d.get("evidence") or {}),
-        }
+        } | ({"nodes": self.per_node_json} if self.per_node_json is not None else {})
 
 
 def _pod(d: Mapping[str, Any]) -> str:

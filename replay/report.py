@@ -2,8 +2,9 @@
 
 The page opens with what was decided, where and when (a cluster summary and a contents
 list whose node entries are linkable anchors, :mod:`replay.report_sections`), then the
-decisions per reason per hour, the binds with the evidence the scheduler recorded, and
-one section per node, the nodes ordered by what happened on them. A node's chart draws
+decisions per reason per hour, the binds with the evidence the scheduler recorded and,
+per bind, every node's verdict derived from the log (:mod:`replay.bindview`), and one
+section per node, the nodes ordered by what happened on them. A node's chart draws
 CPU and memory pressure (% of capacity) against the eviction thresholds, the revocable
 zone's open windows (from the log's own window-start/window-end triggers) and a marker
 per decision whose hover text is its ``audit why`` headline; the table under it lists
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 
 from controller.policy.loader import load_policy
 from projections.parsing import milli, units
+from replay.bindview import BindFold, BindView
 from replay.explain import headline
 from replay.overcommit import OvercommitFold
 from replay.report_axes import Frame
@@ -75,6 +77,9 @@ class Day:
     end: datetime
     #: the over-commit invariant's findings (:meth:`replay.overcommit.OvercommitFold.lines`)
     overcommit: list[str] = field(default_factory=list)
+    #: each bind's per-node view by the bind's id (:mod:`replay.bindview`); None when the
+    #: page is built without them (:func:`collect` of a one-pass stream, no decisions given)
+    binds: dict[str, BindView] | None = None
 
 
 def collect(
@@ -83,8 +88,16 @@ def collect(
     since: datetime | None = None,
     until: datetime | None = None,
     only: Sequence[str] = (),
+    binds: BindFold | None = None,
 ) -> Day:
-    """Fold ``events`` into a :class:`Day` (nodes in ``only``, or all; times in range)."""
+    """Fold ``events`` into a :class:`Day` (nodes in ``only``, or all; times in range).
+
+    ``binds`` derives each bind's per-node view in the same pass (a
+    :class:`~replay.bindview.BindFold` given the log's decisions); when ``events`` is a
+    list it is made from the list's own decisions. Otherwise the day has no bind views.
+    """
+    if binds is None and isinstance(events, list):
+        binds = BindFold(events)
     nodes: dict[str, NodeSeries] = {}
     zone_open: dict[str, datetime | None] = {}
     zone_windows: dict[str, list[tuple[datetime | None, datetime | None]]] = {}
@@ -94,6 +107,8 @@ def collect(
     overcommit = OvercommitFold()
     for event in events:
         overcommit.apply(event)  # the whole log: a node's room depends on all before
+        if binds is not None:
+            binds.feed(event)
         if until and event.at > until:
             continue
         # state before the range holds in it: the nodes and their capacity, the
@@ -143,7 +158,8 @@ def collect(
         thresholds = {r: eviction.resource(r).evict_threshold for r in ("cpu", "memory")}
     chosen = {n: nodes[n] for n in sorted(nodes) if not only or n in only}
     start = first or datetime(1970, 1, 1, tzinfo=UTC)
-    return Day(chosen, decisions, thresholds, start, last or start, overcommit.lines())
+    views = {v.decision.id: v for v in binds.views()} if binds is not None else None
+    return Day(chosen, decisions, thresholds, start, last or start, overcommit.lines(), views)
 
 
 def _node(nodes: dict[str, NodeSeries], watch: WatchPayload) -> None:
@@ -214,7 +230,7 @@ def render(
     why = headlines(day.decisions, records)
     scale = TimeScale(day.start, day.end, frame=Frame(NODE_HEIGHT))
     over = _overcommit(day)
-    bound = binds(day.decisions, link_html)
+    bound = binds(day.decisions, link_html, day.binds)
     sections = [("summary", "Summary"), ("reasons", "Decisions per reason per hour")]
     sections += [("overcommit", "Nodes over their allocatable")] if over else []
     sections += [("whatif", "What if")] if extra else []

@@ -10,9 +10,11 @@ For a bind, kube-scheduler-simulator users look for each node's filter verdict a
 score plugin's score. A tide bind records less: the chosen node, its total score, how
 many feasible nodes the search found, the job and queue (``AllocateEvidence``). The
 search stops once it has found enough feasible nodes and prunes the scoring, so the
-other nodes' scores and the predicates that rejected them were never computed; the
-binds section says so and shows what the record holds, with any further evidence key a
-newer or imported record carries.
+other nodes' scores and the predicates that rejected them were never computed at
+decision time; the binds section shows what the record holds (with any further evidence
+key a newer or imported record carries), then per bind a table of nodes derived from the
+log (:mod:`replay.bindview`): the feasible nodes by total score with each plugin's score
+and its weighted parts, then the refused nodes counted by the check that refused them.
 """
 
 from __future__ import annotations
@@ -23,10 +25,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from replay.bindview import BindView, PluginScore, failed_what
 from replay.report_style import KIND_NAMES, kind_rank
 from replay.units import humanize
 from streams.events import Event, format_time
 from streams.payloads import as_decision, evidence_of
+
+#: how many feasible nodes a bind's node table lists (the rest are counted)
+TOP_NODES = 10
 
 #: the bind evidence keys the binds table has a column for
 _BIND_KEYS = ("node", "score", "feasible", "gradient", "best_effort", "job", "queue")
@@ -162,8 +168,14 @@ def _cell(value: object) -> str:
     return html.escape(str(value)) if value not in (None, "", False) else ""
 
 
-def binds(decisions: Sequence[Event], links: Mapping[str, str]) -> str:
-    """The binds: per pod, the node chosen and what the scheduler recorded about it."""
+def binds(
+    decisions: Sequence[Event],
+    links: Mapping[str, str],
+    views: Mapping[str, BindView] | None = None,
+) -> str:
+    """The binds: per pod, the node chosen and what the scheduler recorded about it; then
+    per bind its node table (``views``: bind id → :class:`~replay.bindview.BindView`;
+    None when the page was built without them, said in one line)."""
     found = [e for e in decisions if as_decision(e).get("kind") == "bind"]
     if not found:
         return ""
@@ -183,6 +195,7 @@ def binds(decisions: Sequence[Event], links: Mapping[str, str]) -> str:
             *(_cell(evidence.get(k)) for k in _BIND_KEYS[1:]),
             html.escape(str(d.get("reason"))),
             more,
+            f"<a href='#b-{event.id}'>nodes</a>" if views is not None else "",
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(
@@ -199,8 +212,13 @@ def binds(decisions: Sequence[Event], links: Mapping[str, str]) -> str:
             "queue",
             "reason",
             "other evidence",
+            "per node",
         )
     )
+    if views is None:
+        per_node = ["<p class='note'>The per-node view was not derived for this page.</p>"]
+    else:
+        per_node = [node_table(views[e.id], links) for e in found if e.id in views]
     return (
         "<section id='binds'><h2>Binds: what the scheduler recorded</h2>"
         "<p class='note'>Per bind, tide records the node chosen, its total score (the sum of "
@@ -209,9 +227,93 @@ def binds(decisions: Sequence[Event], links: Mapping[str, str]) -> str:
         "job and queue. It does not record the other nodes' scores, each plugin's share of a "
         "score, or which predicate rejected a node: the search stops once it has found enough "
         "feasible nodes and prunes the scoring, so those were never computed. Any further "
-        "evidence a record carries is shown in the last column.</p>"
-        f"<table class='binds'><tr>{head}</tr>{''.join(rows)}</table></section>"
+        "evidence a record carries is shown in the other evidence column.</p>"
+        f"<table class='binds'><tr>{head}</tr>{''.join(rows)}</table>"
+        "<h3>Per bind, every node</h3>"
+        "<p class='note'>Derived from the log: at each bind's session, the session is "
+        "rebuilt with the configuration in force and every node is asked about the pod "
+        "just before it was placed — the feasible nodes by total score (each plugin's "
+        f"score, with its parts as raw score × weight; the top {TOP_NODES}), then the nodes "
+        "refused, counted by the check that refused them. The chosen node's total is the "
+        "recorded score.</p>" + "".join(per_node) + "</section>"
     )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _score_cell(found: PluginScore | None) -> str:
+    if found is None:
+        return ""
+    parts = "<br>".join(
+        html.escape(f"{p.name} {_cell(p.raw)}×{_cell(p.weight)}") for p in found.parts
+    )
+    return _cell(float(found.score)) + (f"<br><span class='parts'>{parts}</span>" if parts else "")
+
+
+def node_table(view: BindView, links: Mapping[str, str]) -> str:
+    """One bind's nodes: the feasible ones by total score (the top :data:`TOP_NODES`),
+    with each plugin's score, then the refused ones counted by check and reason; or the
+    one line saying why the view could not be derived."""
+    d = as_decision(view.decision)
+    title = (
+        f"<h4 id='b-{view.decision.id}'>{format_time(view.decision.at)} "
+        f"{html.escape(view.pod)} → {links.get(view.node, html.escape(view.node))}</h4>"
+    )
+    if view.problem:
+        return f"<div class='bind'>{title}<p>Not derived: {html.escape(view.problem)}.</p></div>"
+    plugins = view.plugins()
+    ranked = view.ranked()
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("rank", "node", "total", *(html.escape(p) for p in plugins), "verdict")
+    )
+    rows = []
+    for rank, n in enumerate(ranked[:TOP_NODES], 1):
+        verdict = "chosen" if n.node == view.node else ""
+        verdict += "" if n.fits_idle else (", " if verdict else "") + "fits only future idle"
+        if n.score_error:
+            verdict += (", " if verdict else "") + f"score zeroed: {n.score_error}"
+        cells = [
+            str(rank),
+            links.get(n.node, html.escape(n.node)),
+            _cell(float(n.total)),
+            *(_score_cell(next((x for x in n.scores if x.plugin == p), None)) for p in plugins),
+            html.escape(verdict),
+        ]
+        chosen = " class='chosen'" if n.node == view.node else ""
+        rows.append(f"<tr{chosen}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    if len(ranked) > TOP_NODES:
+        rest = ranked[TOP_NODES:]
+        rows.append(
+            f"<tr><td colspan='{len(plugins) + 4}'>… {_plural(len(rest), 'more feasible node')}"
+            f" (totals {_cell(float(rest[-1].total))} to {_cell(float(rest[0].total))})</td></tr>"
+        )
+    lines = []
+    for check, reasons in view.failed():
+        count = sum(len(names) for _, names in reasons)
+        said = "; ".join(
+            f"{html.escape(reason)} ({_plural(len(names), 'node')}: {_names(names, links)})"
+            for reason, names in reasons
+        )
+        lines.append(
+            f"<li>{_plural(count, 'node')} failed {html.escape(failed_what(check))}: {said}</li>"
+        )
+    warn = (
+        ""
+        if view.agrees
+        else "<p class='over'>The derived total of the chosen node differs from the recorded "
+        f"score ({html.escape(str(evidence_of(d).get('score')))}).</p>"
+    )
+    table = f"<table class='nodes'><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
+    failed = f"<ul class='failed'>{''.join(lines)}</ul>" if lines else ""
+    return f"<div class='bind'>{title}{warn}{table}{failed}</div>"
+
+
+def _names(names: Sequence[str], links: Mapping[str, str], most: int = 5) -> str:
+    shown = ", ".join(links.get(n, html.escape(n)) for n in names[:most])
+    return shown + (f", … {len(names) - most} more" if len(names) > most else "")
 
 
 def decision_table(decisions: Sequence[Event], why: Mapping[str, str]) -> str:

@@ -113,6 +113,8 @@ table{border-collapse:collapse;margin:8px 0 16px}
 td,th{border-bottom:1px solid #e6e6e6;padding:3px 8px;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right}td.at,.binds td:first-child{white-space:nowrap}
 .over{color:#b00020}.note{color:#444;max-width:900px}
+.nodes tr.chosen td{font-weight:bold}.parts{color:#444;font-size:11px;font-weight:normal}
+.bind h4{margin:12px 0 2px}.failed{margin:2px 0 12px}
 nav ol{columns:22em 2;column-gap:32px;list-style-position:inside;padding-left:0;margin:4px 0}
 .reasons-table td:first-child{white-space:nowrap}
 .node-stats{color:#444;font-weight:normal;font-size:14px}
@@ -122,7 +124,7 @@ nav ol{columns:22em 2;column-gap:32px;list-style-position:inside;padding-left:0;
  *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
  a{color:inherit;text-decoration:none}.top{display:none}
  section.node{break-before:page}h2,h3{break-after:avoid}
- figure,tr{break-inside:avoid}.chart{max-width:100%}
+ figure,tr,.bind{break-inside:avoid}.chart{max-width:100%}
  table{font-size:10px}td,th{padding:2px 4px}
 }
 @page{margin:12mm}

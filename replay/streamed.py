@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from projections.world import World
+from replay.bindview import BindFold
 from replay.explain import Answer, describe_cause, describe_outcome, headline
 from replay.report import Day, collect
 from replay.units import humanize
@@ -141,8 +142,10 @@ class ReportFold:
         until: datetime | None = None,
         only: tuple[str, ...] = (),
     ) -> Day:
-        """:func:`replay.report.collect` of ``events``, keeping what :meth:`needed` needs."""
-        return collect(self.records(events), since=since, until=until, only=only)
+        """:func:`replay.report.collect` of ``events`` (with the bind views), keeping what
+        :meth:`needed` needs."""
+        binds = BindFold(self._decisions)
+        return collect(self.records(events), since=since, until=until, only=only, binds=binds)
 
 
 __all__ = ["ReportFold", "WhyFold"]

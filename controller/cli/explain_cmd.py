@@ -16,6 +16,7 @@ import typer
 from controller.cli.progress import Progress
 from controller.cli.reading import decisions, folded
 from controller.policy.loader import Policy
+from replay.bindview import BindFold, bind_views, with_views
 from replay.explain import Answer, answers
 from replay.nomination import nomination_answers
 from replay.resimulate import diff_runs, horizon, select_inputs
@@ -32,7 +33,8 @@ def why(events: list[Event], pod: str, *, as_json: bool) -> None:
     """Print why ``pod`` was evicted or bound, and why not; exit 1 when nothing is known."""
     # its own decisions, and the nominations its victims' evictions carry (a preemptor)
     found = sorted(
-        answers(events, pod) + nomination_answers(events, pod),
+        with_views(answers(events, pod), bind_views(events, pod=pod))
+        + nomination_answers(events, pod),
         key=lambda a: (a.decision.at, a.decision.offset, a.decision.type != "decision.evict"),
     )
     with Progress("audit why", len(events)) as bar:
@@ -52,12 +54,15 @@ def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
     }
     name = pod.rsplit("/", 1)[-1]
     kept: list[Event] = []
+    # the pod's binds, each node's verdict: derived on the same fold (replay/bindview.py)
+    binds = BindFold(decided, pod=pod, world=fold.whynot.world)
     for event in folded(source, "audit why"):
+        binds.before(event)
         fold.feed(event)
         if event.type in DECISION_TYPES or event.id in causes or _watch_about(event, name):
             kept.append(event)
     found = sorted(
-        fold.answers() + nomination_answers(kept, pod),
+        with_views(fold.answers(), binds.views()) + nomination_answers(kept, pod),
         key=lambda a: (a.decision.at, a.decision.offset, a.decision.type != "decision.evict"),
     )
     _print_why(pod, found, fold.not_decided(), as_json=as_json)

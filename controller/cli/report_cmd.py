@@ -21,6 +21,7 @@ from controller.cli.audit_cmd import audit_app
 from controller.cli.common import fail, read_log_events, read_policy
 from controller.cli.progress import Progress, tracked
 from controller.cli.reading import decisions, folded, records
+from replay.bindview import BindFold
 from replay.report import collect, render, series
 from replay.report_whatif import whatif_section
 from replay.resimulate import decision_dicts, diff_runs
@@ -81,7 +82,9 @@ def report(
     found = None
     if against or config:  # the what-if views compare whole runs: read the log whole
         events = read_log_events(log)
-        day = collect(tracked(events, "report"), since=start, until=stop, only=only)
+        day = collect(
+            tracked(events, "report"), since=start, until=stop, only=only, binds=BindFold(events)
+        )
         if node and not day.nodes:
             fail(f"--node: no such node in {log}: {', '.join(node)}")
         found = _whatif(events, against=against, config=config, resimulate=resimulate)

@@ -91,6 +91,12 @@ out.reasons = {slots: +reasons.dataset.slots, yticks: texts(reasons, '.tick.y'),
     return {slot: +b.dataset.slot, x: +b.getAttribute('x'), kind: b.dataset.kind,
       count: +b.dataset.count, title: b.querySelector('title').textContent,
       colour: m ? d.getElementById(m[1]).dataset.colour : fill}; })};
+out.binds = Array.from(d.querySelectorAll('#binds .bind')).map(function (b) {
+  var t = b.querySelector('table.nodes'), w = d.documentElement.clientWidth;
+  return {id: b.querySelector('h4').id, rows: t ? t.querySelectorAll('tr').length - 1 : 0,
+    chosen: texts(b, 'tr.chosen td:nth-child(2)').join(''), failed: texts(b, '.failed li'),
+    fits: t ? box(t).r <= w && box(t).b > box(t).t : false}; });
+out.bindRows = d.querySelectorAll('table.binds tr').length - 1;
 document.title = 'RESULT' + JSON.stringify(out);
 """
 
@@ -167,6 +173,21 @@ def test_summary_first_then_contents_and_every_link_resolves(
     assert found["contents"] == ["#" + n["id"] for n in found["nodes"]]
     assert all(re.fullmatch(r"node-[a-z0-9-]+", n["id"]) for n in found["nodes"])
     assert "node-shared-1" in [n["id"] for n in found["nodes"]]
+
+
+def test_every_bind_has_its_node_table(
+    dom: tuple[dict[str, Any], list[str]], demo_events: list[Event]
+) -> None:
+    binds = [e for e in demo_events if e.type == "decision.bind"]
+    found = dom[0]["binds"]
+    assert dom[0]["bindRows"] == len(binds) == len(found) == 22
+    assert [b["id"] for b in found] == [f"b-{e.id}" for e in binds]
+    for bind, event in zip(found, binds, strict=True):
+        # a table of the feasible nodes, the chosen one marked, within the page's width
+        assert bind["rows"] >= 1 and bind["fits"], bind
+        assert bind["chosen"] == event.data["node"], bind
+    # the demo's closed revocable zones refuse nodes: counted by predicate
+    assert any(line.startswith("4 nodes failed tdm") for b in found for line in b["failed"])
 
 
 def test_nodes_in_order_of_what_happened(
