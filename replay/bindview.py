@@ -25,6 +25,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from controller.policy.engine import build_cycle
@@ -308,12 +309,19 @@ class BindFold:
     every record is :meth:`feed` in offset order. ``pod`` (``namespace/name`` or a name)
     derives only that pod's binds. ``world``: fold into this World instead of an own one,
     when the caller folds one already (then call :meth:`before` ahead of its own apply,
-    instead of :meth:`feed`).
+    instead of :meth:`feed`). ``since``/``until`` keep the binds of a time range, and
+    ``limit`` derives the first that many of them only (each costs one evaluation of every
+    node): :attr:`left_out` counts the others.
     """
 
     decisions: Iterable[Event]
     pod: str | None = None
     world: World = field(default_factory=World)
+    #: only the binds at or after / at or before these instants (the report's range)
+    since: datetime | None = None
+    until: datetime | None = None
+    #: derive at most this many binds' views (the first in log order); None: every one
+    limit: int | None = None
     _by_cause: dict[str, list[Event]] = field(init=False, default_factory=dict)
     _binds: list[Event] = field(init=False, default_factory=list)
     _views: dict[str, BindView] = field(init=False, default_factory=dict)
@@ -329,6 +337,16 @@ class BindFold:
             if event.type == "decision.bind" and _matches(_pod_key(event), self.pod):
                 self._binds.append(event)
         self._binds.sort(key=lambda e: e.offset)
+        self._binds = [
+            e
+            for e in self._binds
+            if (self.since is None or e.at >= self.since)
+            and (self.until is None or e.at <= self.until)
+        ]
+        #: the binds in range whose views were not derived (past ``limit``)
+        self.left_out = max(0, len(self._binds) - self.limit) if self.limit is not None else 0
+        if self.limit is not None:
+            self._binds = self._binds[: self.limit]
         self._wanted = {e.cause for e in self._binds if e.cause}
         self.decisions = ()
 

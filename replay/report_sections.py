@@ -195,7 +195,7 @@ def binds(
             *(_cell(evidence.get(k)) for k in _BIND_KEYS[1:]),
             html.escape(str(d.get("reason"))),
             more,
-            f"<a href='#b-{event.id}'>nodes</a>" if views is not None else "",
+            f"<a href='#b-{event.id}'>nodes</a>" if views is not None and event.id in views else "",
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(
@@ -219,6 +219,12 @@ def binds(
         per_node = ["<p class='note'>The per-node view was not derived for this page.</p>"]
     else:
         per_node = [node_table(views[e.id], links) for e in found if e.id in views]
+        if len(per_node) < len(found):  # each view evaluates every node: a page keeps a few
+            per_node.append(
+                f"<p class='note'>Per-node views for the first {len(per_node)} of the "
+                f"{len(found)} binds on this page (<code>tide report --bind-views N</code> "
+                "derives more).</p>"
+            )
     return (
         "<section id='binds'><h2>Binds: what the scheduler recorded</h2>"
         "<p class='note'>Per bind, tide records the node chosen, its total score (the sum of "

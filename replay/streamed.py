@@ -141,10 +141,11 @@ class ReportFold:
         since: datetime | None = None,
         until: datetime | None = None,
         only: tuple[str, ...] = (),
+        bind_views: int | None = None,
     ) -> Day:
-        """:func:`replay.report.collect` of ``events`` (with the bind views), keeping what
-        :meth:`needed` needs."""
-        binds = BindFold(self._decisions)
+        """:func:`replay.report.collect` of ``events`` (with the views of the range's first
+        ``bind_views`` binds, None: all), keeping what :meth:`needed` needs."""
+        binds = BindFold(self._decisions, since=since, until=until, limit=bind_views)
         return collect(self.records(events), since=since, until=until, only=only, binds=binds)
 
 

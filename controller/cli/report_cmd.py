@@ -32,6 +32,9 @@ from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event, parse_time
 from streams.urls import DEFAULT_LOG
 
+#: the binds a page derives every node's verdict for, by default (a page to print keeps a few)
+BIND_VIEWS = 100
+
 
 def _time(text: str | None, option: str) -> datetime | None:
     if not text:
@@ -68,6 +71,15 @@ def report(
         bool,
         typer.Option(help="With --config: re-run the log's inputs through the simulator."),
     ] = False,
+    bind_views: Annotated[
+        int,
+        typer.Option(
+            "--bind-views",
+            min=0,
+            help="Derive every node's verdict for the range's first N binds (each costs one"
+            " evaluation of every node).",
+        ),
+    ] = BIND_VIEWS,
 ) -> None:
     """One self-contained HTML page to print for an incident review: a summary of what
     was decided where and when, decisions per reason per hour, the binds, and per node
@@ -83,14 +95,20 @@ def report(
     if against or config:  # the what-if views compare whole runs: read the log whole
         events = read_log_events(log)
         day = collect(
-            tracked(events, "report"), since=start, until=stop, only=only, binds=BindFold(events)
+            tracked(events, "report"),
+            since=start,
+            until=stop,
+            only=only,
+            binds=BindFold(events, since=start, until=stop, limit=bind_views),
         )
         if node and not day.nodes:
             fail(f"--node: no such node in {log}: {', '.join(node)}")
         found = _whatif(events, against=against, config=config, resimulate=resimulate)
     else:  # streamed: the decisions first, then one paged pass keeping what render needs
         fold = ReportFold(decisions(log))
-        day = fold.day(folded(log, "report"), since=start, until=stop, only=only)
+        day = fold.day(
+            folded(log, "report"), since=start, until=stop, only=only, bind_views=bind_views
+        )
         if node and not day.nodes:
             fail(f"--node: no such node in {log}: {', '.join(node)}")
         events = fold.needed()

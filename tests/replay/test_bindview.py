@@ -250,3 +250,26 @@ def test_a_best_effort_pod_placed_by_backfill() -> None:
     assert [(c, [n for _, ns in r for n in ns]) for c, r in view.failed()] == [
         ("predicates", ["tainted"])
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "tables", "note"),
+    [
+        ([], 22, False),  # the demo's 22 binds are under the default
+        (["--bind-views", "5"], 5, True),
+        (["--bind-views", "0"], 0, True),
+        (["--from", "2026-11-21T21:00:00Z", "--bind-views", "3"], 3, False),  # the 22:00 binds
+    ],
+)
+def test_a_page_derives_the_first_binds_it_is_asked_for(
+    tmp_path: Path, args: list[str], tables: int, note: bool
+) -> None:
+    log = tmp_path / "demo.jsonl"
+    log.write_bytes((GOLDEN / "demo.jsonl").read_bytes())
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(app, ["report", str(log), "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    binds = out.read_text().split("<section id='binds'>", 1)[1].split("</section>", 1)[0]
+    assert binds.count("<div class='bind'>") == tables
+    assert binds.count(">nodes</a>") == tables  # a link only where there is a table
+    assert ("Per-node views for the first" in binds) is note
