@@ -153,7 +153,7 @@ def quarantine_command(log: LogOption = DEFAULT_LOG) -> None:
     for item in items:
         typer.echo(_where(item))
     if not items:  # said, so that "nothing printed" is never read as "it did not look"
-        typer.echo(f"nothing was set aside in {parse_log_url(log).display()}")
+        typer.echo("nothing was set aside")
 
 
 @log_app.command("checkpoints")

@@ -66,7 +66,7 @@ def test_audit_why_of_an_unknown_pod_says_so_on_stderr(log: Path) -> None:
 def test_log_quarantine_says_when_nothing_was_set_aside(log: Path) -> None:
     result = runner.invoke(app, ["log", "quarantine", "--log", str(log)])
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == f"nothing was set aside in {log}"
+    assert result.stdout.strip() == "nothing was set aside"  # the same on every backend
 
 
 @pytest.mark.parametrize(
