@@ -47,8 +47,11 @@ async def records(
         reader.assign([tp])
         reader.seek(tp, start)
         while True:
+            # while the end is being found out, a short wait: an empty page then waits
+            # for the end instead of for records that may never come
+            wait = POLL_MS if until is not None else READ_WAIT_MS
             fetched = await guard(
-                reader.getmany(tp, timeout_ms=READ_WAIT_MS, max_records=FETCH_RECORDS),
+                reader.getmany(tp, timeout_ms=wait, max_records=FETCH_RECORDS),
                 f"read {tp.topic}",
             )
             page = fetched.get(tp, [])
@@ -86,20 +89,37 @@ async def end_offset(control: Any, tp: Any, *, known: tuple[int, int], timeout: 
         return 0
     if end - 1 == known[0]:
         return known[1]
-    control.seek(tp, end - 1)
+    seek(control, tp, end - 1)
     deadline = asyncio.get_running_loop().time() + timeout
-    while True:  # an empty answer only means the fetch took longer than POLL_MS
-        fetched = await guard(
-            control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
-            f"head of {tp.topic}",
-        )
-        page = fetched.get(tp, [])
-        if page:
-            return max(end, int(page[-1].offset) + 1)
-        if await guard(control.position(tp), f"head of {tp.topic}") >= end:
-            return end  # the record at end - 1 is gone (compacted): nothing after it
-        if asyncio.get_running_loop().time() > deadline:
-            raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
+    try:
+        while True:  # an empty answer only means the fetch took longer than POLL_MS
+            fetched = await guard(
+                control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
+                f"head of {tp.topic}",
+            )
+            page = fetched.get(tp, [])
+            if page:
+                return max(end, int(page[-1].offset) + 1)
+            if await guard(control.position(tp), f"head of {tp.topic}") >= end:
+                return end  # the record at end - 1 is gone (compacted): nothing after it
+            if asyncio.get_running_loop().time() > deadline:
+                raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
+    finally:
+        park(control, tp)
+
+
+def seek(control: Any, tp: Any, offset: int) -> None:
+    """Seek the long-lived consumer ``control`` on ``tp`` to ``offset`` (resumed, if
+    :func:`park` paused it)."""
+    control.resume(tp)
+    control.seek(tp, offset)
+
+
+def park(control: Any, tp: Any) -> None:
+    """Stop ``control`` fetching ahead on ``tp`` once done with it. Left fetching at the
+    end of the partition, its next request waits on the broker (``fetch_max_wait_ms``),
+    and the next seek (the next ``head()``) waits for that request: 0.5 s each."""
+    control.pause(tp)
 
 
 async def listed_end(control: Any, tp: Any) -> int:
