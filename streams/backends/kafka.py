@@ -54,14 +54,7 @@ from streams.backends.kafka_codec import (
     producer_batch,
     record_id,
 )
-from streams.backends.kafka_reader import (
-    FETCH_RECORDS,
-    end_offset,
-    listed_end,
-    park,
-    records,
-    seek,
-)
+from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
 from streams.codec import check_appendable
 from streams.events import Event, build_event
@@ -99,6 +92,8 @@ class KafkaLog(EventLog):
         self._warn = kafka_index.once(kafka_index.stderr_line)
         #: the subject index this writer extends (``kafka_index``), None for a reader
         self._subjects: kafka_index.SubjectIndexer | None = None
+        #: the head :meth:`indexed_about` reads up to (found by its first call)
+        self._about_head: int | None = None
 
     @classmethod
     async def open(cls, url: str, *, read_only: bool = False) -> KafkaLog:
@@ -124,7 +119,7 @@ class KafkaLog(EventLog):
                 )
             producer = client.producer(target, options)
             clients.append(producer)
-            control = client.consumer(target, options, wait_ms=client.CONTROL_WAIT_MS)
+            control = client.consumer(target, options)
             clients.append(control)
             for started in clients:
                 await started.start()
@@ -304,24 +299,31 @@ class KafkaLog(EventLog):
         order, a page at a time, through the local subject index of the ``checkpoints=``
         file (``streams.backends.kafka_index``); its tail beyond the index is scanned.
         None when there is no usable index (a corrupt or foreign one: one warning line):
-        scan the topic instead, for the same answer. Reads only."""
+        scan the topic instead, for the same answer. Reads only. Every such read of one
+        handle answers up to the head its first one found (a node's records and then its
+        zones', from one snapshot; and the control consumer's next ``head()`` would wait
+        on the broker's fetch wait)."""
         path = self.target.checkpoints
         found = None
         if path is not None:
             found = sqlite_kafka_index.find(path, self.target.topic, subjects, warn=self._warn)
         if found is None:
             return None
+        if self._about_head is None:  # one head for every such read of this handle
+            self._about_head = await self.head()
         return kafka_index.pages_about(
             offsets=found[0],
             upto=found[1],
+            head=self._about_head,
             subjects=subjects,
             fetch=self._at_offsets,
             topic=self.target.topic,
-            head=self.head,
             tail=self.read,
         )
 
     async def _at_offsets(self, offsets: Sequence[int]) -> list[Record]:
+        if not offsets:
+            return []
         # a consumer of its own, as every read: the fetch it leaves waiting at the end of
         # the partition must not hold up the control consumer's next seek
         reader = client.consumer(self.target, self._options, fetch_bytes=kafka_index.LOOKUP_BYTES)
@@ -357,7 +359,7 @@ class KafkaLog(EventLog):
     async def _fetch(self, start: int, stop: int) -> list[Record]:
         """The records of the log in ``[start, stop)`` (hold ``_control_lock``)."""
         control, got = self._control, []
-        seek(control, self._tp, start)
+        control.seek(self._tp, start)
         position = start
         while position < stop:
             fetched = await client.guard(
@@ -370,7 +372,6 @@ class KafkaLog(EventLog):
                 position = page[-1].offset + 1
             else:
                 position = await client.guard(control.position(self._tp), "read position")
-        park(control, self._tp)
         return got
 
     # -- quarantine --------------------------------------------------------------------
@@ -431,7 +432,7 @@ class KafkaLog(EventLog):
             if upto <= self._indexed:
                 return
             control = self._control
-            seek(control, self._tp, self._indexed)
+            control.seek(self._tp, self._indexed)
             while self._indexed < upto:
                 fetched = await client.guard(
                     control.getmany(self._tp, timeout_ms=client.POLL_MS, max_records=FETCH_RECORDS),
@@ -445,7 +446,6 @@ class KafkaLog(EventLog):
                 if not page:
                     position = await client.guard(control.position(self._tp), "read position")
                     self._indexed = max(self._indexed, min(position, upto))
-            park(control, self._tp)
 
     async def _end(self, tp: Any) -> int:
         """The end of ``tp`` (hold ``_control_lock``); see ``kafka_reader.end_offset``."""

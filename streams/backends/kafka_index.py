@@ -170,25 +170,25 @@ async def pages_about(
     *,
     offsets: list[int],
     upto: int,
+    head: int,
     subjects: Sequence[str],
     fetch: Callable[[Sequence[int]], Awaitable[list[Record]]],
     topic: str,
-    head: Callable[[], Awaitable[int]],
-    tail: Callable[[int], AsyncIterator[Event]],
+    tail: Callable[[int, int], AsyncIterator[Event]],
 ) -> AsyncIterator[list[Event]]:
-    """The records filed under any of ``subjects``, in offset order, a page at a time:
-    those at the indexed ``offsets`` (all below ``upto``, fetched by ``fetch``), then
-    those of the topic's tail from ``upto`` on (``tail(upto)``: the log's own read,
-    which drops a repeated id) whose :func:`~streams.subjects.subjects_of` meet
-    ``subjects``."""
+    """The records below ``head`` filed under any of ``subjects``, in offset order, a
+    page at a time: those at the indexed ``offsets`` (all below ``upto``, fetched by
+    ``fetch``), then those of the topic's tail ``[upto, head)`` (``tail(upto, head)``:
+    the log's own read, which drops a repeated id) whose
+    :func:`~streams.subjects.subjects_of` meet ``subjects``."""
     for k in range(0, len(offsets), PAGE):
-        records = await fetch(offsets[k : k + PAGE])
+        records = await fetch([o for o in offsets[k : k + PAGE] if o < head])
         yield [decode_value(topic, record) for record in records]
-    if upto >= await head():
+    if upto >= head:
         return
     wanted = frozenset(subjects)
     page: list[Event] = []
-    async for event in tail(upto):
+    async for event in tail(upto, head):
         if not wanted.isdisjoint(subjects_of(event)):
             page.append(event)
             if len(page) >= PAGE:

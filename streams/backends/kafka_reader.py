@@ -89,37 +89,20 @@ async def end_offset(control: Any, tp: Any, *, known: tuple[int, int], timeout: 
         return 0
     if end - 1 == known[0]:
         return known[1]
-    seek(control, tp, end - 1)
+    control.seek(tp, end - 1)
     deadline = asyncio.get_running_loop().time() + timeout
-    try:
-        while True:  # an empty answer only means the fetch took longer than POLL_MS
-            fetched = await guard(
-                control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
-                f"head of {tp.topic}",
-            )
-            page = fetched.get(tp, [])
-            if page:
-                return max(end, int(page[-1].offset) + 1)
-            if await guard(control.position(tp), f"head of {tp.topic}") >= end:
-                return end  # the record at end - 1 is gone (compacted): nothing after it
-            if asyncio.get_running_loop().time() > deadline:
-                raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
-    finally:
-        park(control, tp)
-
-
-def seek(control: Any, tp: Any, offset: int) -> None:
-    """Seek the long-lived consumer ``control`` on ``tp`` to ``offset`` (resumed, if
-    :func:`park` paused it)."""
-    control.resume(tp)
-    control.seek(tp, offset)
-
-
-def park(control: Any, tp: Any) -> None:
-    """Stop ``control`` fetching ahead on ``tp`` once done with it. Left fetching at the
-    end of the partition, its next request waits on the broker (``fetch_max_wait_ms``),
-    and the next seek (the next ``head()``) waits for that request: 0.5 s each."""
-    control.pause(tp)
+    while True:  # an empty answer only means the fetch took longer than POLL_MS
+        fetched = await guard(
+            control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS),
+            f"head of {tp.topic}",
+        )
+        page = fetched.get(tp, [])
+        if page:
+            return max(end, int(page[-1].offset) + 1)
+        if await guard(control.position(tp), f"head of {tp.topic}") >= end:
+            return end  # the record at end - 1 is gone (compacted): nothing after it
+        if asyncio.get_running_loop().time() > deadline:
+            raise BackendUnavailableError(f"head of {tp.topic}: no answer in time")
 
 
 async def listed_end(control: Any, tp: Any) -> int:

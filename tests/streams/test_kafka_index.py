@@ -47,7 +47,7 @@ def _key_sets(events: list[Event]) -> list[list[str]]:
             kind = key.split(":", 1)[0]
             if key not in seen.setdefault(kind, []):
                 seen[kind].append(key)
-    picked = {kind: keys[:: max(1, len(keys) // 3)][:3] for kind, keys in seen.items()}
+    picked = {kind: keys[:: max(1, len(keys) // 2)][:2] for kind, keys in seen.items()}
     sets = [[key] for keys in picked.values() for key in keys]
     pods = [k.removeprefix("pod:") for k in picked.get("pod", [])]
     sets += [pod_keys(pod) for pod in pods]
