@@ -27,9 +27,6 @@ from streams.log import BackendUnavailableError, LogError
 #: how long a fetch waits on the broker for new records
 POLL_MS = 100
 FETCH_WAIT_MS = 500
-#: the same for the long-lived control consumer, which seeks: a seek waits for the
-#: fetch still out (``streams.backends.kafka_reader.park``)
-CONTROL_WAIT_MS = 10
 #: room above ``max_batch_bytes`` for the request and batch headers
 OVERHEAD = 64 * 1024
 
@@ -108,19 +105,17 @@ def consumer(
     options: ClientOptions,
     *,
     fetch_bytes: int | None = None,
-    wait_ms: int = FETCH_WAIT_MS,
 ) -> Any:
     """A consumer without a group (``assign`` + ``seek``) that fetches whole batches;
     ``fetch_bytes``: what one fetch asks for, if less (a lookup that seeks: the broker
-    still hands out at least one whole batch); ``wait_ms``: how long a fetch at the end
-    of the partition waits on the broker for more."""
+    still hands out at least one whole batch)."""
     fetch = fetch_bytes or max(target.max_batch_bytes + OVERHEAD, 4 * 1024 * 1024)
     return AIOKafkaConsumer(
         **options,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        fetch_max_wait_ms=wait_ms,
+        fetch_max_wait_ms=FETCH_WAIT_MS,
         fetch_max_bytes=max(fetch, 50 * 1024 * 1024),
         max_partition_fetch_bytes=fetch,
     )
