@@ -29,6 +29,7 @@ from benchmarks import (
     bench_fullpreempt,
     bench_import,
     bench_kafka,
+    bench_kafka_index,
     bench_policy,
     bench_preempt,
     bench_pressure,
@@ -55,6 +56,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "rescheduling": bench_rescheduling.run,
     "e2e": e2e.rows,
     "kafka": bench_kafka.run,
+    "kafkaindex": bench_kafka_index.run,
     "startup": bench_startup.run,
     "checkpoints": bench_checkpoints.run,
 }

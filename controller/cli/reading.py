@@ -11,9 +11,9 @@ offsets are its line order). Folds run under :func:`streams.gcpause.paced`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
@@ -71,9 +71,11 @@ def about(
     then: Callable[[list[Event]], Sequence[str]] | None = None,
 ) -> Iterator[Event]:
     """The records of ``source`` filed under any of ``keys`` (:mod:`streams.subjects`), in
-    offset order, through the log's subject index; every record when it has none (a
-    ``.jsonl`` recording, a Kafka topic, a SQLite log no writer has opened since the index
-    came): the caller filters them either way, and answers the same.
+    offset order, through the log's subject index (a SQLite log's own; a Kafka topic's
+    local one in its ``checkpoints=`` file, its tail past the index scanned:
+    ``streams.backends.kafka_index``); every record when it has none (a ``.jsonl``
+    recording, a Kafka log without the file, a SQLite log no writer has opened since the
+    index came): the caller filters them either way, and answers the same.
 
     ``then``: more keys, worked out from the records found (a node's zones), whose records
     are merged in."""
@@ -81,7 +83,7 @@ def about(
         yield from read_log_events(source)
         return
     with reader(source) as log:
-        found = log.about(keys)
+        found = _indexed(log, keys)
         if found is None:
             yield from log.records()
             return
@@ -90,12 +92,38 @@ def about(
             return
         first = list(found)
         more = [k for k in then(first) if k not in keys]
-        second = log.about(more) if more else None
+        second = _indexed(log, more) if more else None
         last = -1
         for event in heapq.merge(first, second or (), key=lambda e: e.offset):
             if event.offset != last:
                 yield event
             last = event.offset
+
+
+@runtime_checkable
+class IndexedPages(Protocol):
+    """A log whose subject index is kept outside it (Kafka: ``KafkaLog.indexed_about``)."""
+
+    async def indexed_about(self, subjects: Sequence[str]) -> AsyncIterator[list[Event]] | None:
+        """Pages of the records under any of ``subjects``; None without a usable index."""
+
+
+def _indexed(log: LogReader, keys: Sequence[str]) -> Iterator[Event] | None:
+    """:meth:`LogReader.about`, or the pages of an :class:`IndexedPages` log; None
+    when the log has no usable index."""
+    found = log.about(keys)
+    if found is not None or not isinstance(log.log, IndexedPages):
+        return found
+    pages = log.run(log.log.indexed_about(list(keys)))
+    return None if pages is None else _drained(log, pages)
+
+
+def _drained(log: LogReader, pages: AsyncIterator[list[Event]]) -> Iterator[Event]:
+    async def step() -> list[Event] | None:
+        return await anext(pages, None)
+
+    while (page := log.run(step())) is not None:
+        yield from page
 
 
 def folded(source: str, label: str) -> Iterator[Event]:

@@ -45,6 +45,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from streams.backends import kafka_client as client
+from streams.backends import kafka_index, sqlite_kafka_index
 from streams.backends.kafka_client import BatchTooLargeError, ClientOptions
 from streams.backends.kafka_codec import (
     Record,
@@ -87,6 +88,12 @@ class KafkaLog(EventLog):
         self._at_end = False
         #: whether another writer was seen: every append catches up first
         self._shared = False
+        #: one warning line each, on stderr (a subject index ignored or left behind)
+        self._warn = kafka_index.once(kafka_index.stderr_line)
+        #: the subject index this writer extends (``kafka_index``), None for a reader
+        self._subjects: kafka_index.SubjectIndexer | None = None
+        #: the head :meth:`indexed_about` reads up to (found by its first call)
+        self._about_head: int | None = None
 
     @classmethod
     async def open(cls, url: str, *, read_only: bool = False) -> KafkaLog:
@@ -129,9 +136,14 @@ class KafkaLog(EventLog):
         control.assign(
             [TopicPartition(target.topic, 0), TopicPartition(target.quarantine_topic, 0)]
         )
-        return cls(target, producer, control, options)
+        log = cls(target, producer, control, options)
+        if not read_only:
+            log._subjects = kafka_index.SubjectIndexer.open(target, warn=log._warn)
+        return log
 
     async def close(self) -> None:
+        if self._subjects is not None:
+            self._subjects.close()
         await client.stop([self._producer, self._control])
 
     # -- appending ---------------------------------------------------------------------
@@ -187,12 +199,14 @@ class KafkaLog(EventLog):
             if batches is None:
                 batches = self._encode(events, payloads, split=split)
             added: list[Event] = []
+            spans: list[tuple[int, int]] = []
             done = 0
             self._at_end = False  # until the produce answers: a lost ack leaves it unknown
             for record_batch, count in batches:
                 batch = producer_batch(self._producer.create_batch, record_batch, count)
                 base = await self._send(batch, self.target.topic)
                 self._last_batch = (base, base + count)
+                spans.append(self._last_batch)
                 sent, sent_ids = events[done : done + count], ids[done : done + count]
                 done += count
                 if base == self._indexed:  # the only writer: every record is the first
@@ -208,7 +222,16 @@ class KafkaLog(EventLog):
                     if self._place(event.id, base + i)
                 ]
             self._at_end = True
+            if self._subjects is not None:
+                await self._subjects.extend(added, spans, scan=self._first_records)
         return added
+
+    async def _first_records(self, start: int, stop: int) -> list[Event]:
+        """The first records of their ids in ``[start, stop)``, read back from the topic
+        (the id index reaches ``stop``)."""
+        await self._index_to(stop)
+        pages = records(self.target, self._options, self._tp, start, stop)
+        return await kafka_index.first_records(pages, self.target.topic, self._first)
 
     def _encode(
         self, events: Sequence[Event], payloads: Sequence[bytes | None], *, split: bool
@@ -270,6 +293,46 @@ class KafkaLog(EventLog):
                 # every record extends the index, even below start
                 if first(record) and record.offset >= start:
                     yield decode_value(topic, record)
+
+    async def indexed_about(self, subjects: Sequence[str]) -> AsyncIterator[list[Event]] | None:
+        """The records filed under any of ``subjects`` (``streams.subjects``), in offset
+        order, a page at a time, through the local subject index of the ``checkpoints=``
+        file (``streams.backends.kafka_index``); its tail beyond the index is scanned.
+        None when there is no usable index (a corrupt or foreign one: one warning line):
+        scan the topic instead, for the same answer. Reads only. Every such read of one
+        handle answers up to the head its first one found (a node's records and then its
+        zones', from one snapshot; and the control consumer's next ``head()`` would wait
+        on the broker's fetch wait)."""
+        path = self.target.checkpoints
+        found = None
+        if path is not None:
+            found = sqlite_kafka_index.find(path, self.target.topic, subjects, warn=self._warn)
+        if found is None:
+            return None
+        if self._about_head is None:  # one head for every such read of this handle
+            self._about_head = await self.head()
+        return kafka_index.pages_about(
+            offsets=found[0],
+            upto=found[1],
+            head=self._about_head,
+            subjects=subjects,
+            fetch=self._at_offsets,
+            topic=self.target.topic,
+            tail=self.read,
+        )
+
+    async def _at_offsets(self, offsets: Sequence[int]) -> list[Record]:
+        if not offsets:
+            return []
+        # a consumer of its own, as every read: the fetch it leaves waiting at the end of
+        # the partition must not hold up the control consumer's next seek
+        reader = client.consumer(self.target, self._options, fetch_bytes=kafka_index.LOOKUP_BYTES)
+        await client.guard(reader.start(), f"read {self._tp.topic}")
+        try:
+            reader.assign([self._tp])
+            return await kafka_index.fetch_offsets(reader, self._tp, offsets)
+        finally:
+            await client.stop([reader])
 
     async def contains(self, ids: Sequence[str]) -> set[str]:
         if not ids:

@@ -100,9 +100,16 @@ def producer(target: KafkaTarget, options: ClientOptions) -> Any:
     )
 
 
-def consumer(target: KafkaTarget, options: ClientOptions) -> Any:
-    """A consumer without a group (``assign`` + ``seek``) that fetches whole batches."""
-    fetch = max(target.max_batch_bytes + OVERHEAD, 4 * 1024 * 1024)
+def consumer(
+    target: KafkaTarget,
+    options: ClientOptions,
+    *,
+    fetch_bytes: int | None = None,
+) -> Any:
+    """A consumer without a group (``assign`` + ``seek``) that fetches whole batches;
+    ``fetch_bytes``: what one fetch asks for, if less (a lookup that seeks: the broker
+    still hands out at least one whole batch)."""
+    fetch = fetch_bytes or max(target.max_batch_bytes + OVERHEAD, 4 * 1024 * 1024)
     return AIOKafkaConsumer(
         **options,
         group_id=None,

@@ -47,8 +47,11 @@ async def records(
         reader.assign([tp])
         reader.seek(tp, start)
         while True:
+            # while the end is being found out, a short wait: an empty page then waits
+            # for the end instead of for records that may never come
+            wait = POLL_MS if until is not None else READ_WAIT_MS
             fetched = await guard(
-                reader.getmany(tp, timeout_ms=READ_WAIT_MS, max_records=FETCH_RECORDS),
+                reader.getmany(tp, timeout_ms=wait, max_records=FETCH_RECORDS),
                 f"read {tp.topic}",
             )
             page = fetched.get(tp, [])
