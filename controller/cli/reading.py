@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
@@ -26,7 +26,10 @@ from streams.paging import LogReader
 from streams.urls import is_recording_path
 
 if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs them
+    from concurrent.futures import Executor
+
     from projections.world import World
+    from replay.segments import Cut
     from replay.verify import ReplayReport
     from streams.chain import ChainReport
 
@@ -194,3 +197,122 @@ async def _resume(log: LogReader, source: str, start: int) -> World | None:
         return None
     async with store:
         return await resume_at(store, log.log, upto=start)
+
+
+def replay_jobs(
+    source: str,
+    *,
+    jobs: int,
+    executor: str | None = None,
+    stop_at_first: bool = True,
+    chain: bool = False,
+) -> tuple[ReplayReport, ChainReport | None, list[str]]:
+    """:func:`replay_log` of a whole log in segments cut at its checkpoints, each in a
+    process of its own (:mod:`replay.segments`; ``executor`` ``dask://HOST:PORT``: on a
+    Dask cluster). The report is the serial check's: when a segment is not clean or a
+    cut does not match, the log is checked once more in one process for the exact report.
+    The third item: the segments whose checkpoint does not match the fold before it, when
+    the records themselves verify (a forged checkpoint); the caller fails on them."""
+    from replay.segments import execute, join, plan
+    from replay.verify import ReplayReport
+
+    with reader(source) as log:
+        url = log.log.url or source
+        head = log.head()
+        cuts = log.run(_cuts(log, url, head))
+        seal = log.run(_seal_of(log.log)) if chain else None
+    segments = plan(url, cuts, head=head, jobs=jobs, stop_at_first=stop_at_first)
+    if len(segments) < jobs:
+        _note(
+            f"--jobs {jobs}: the log keeps {len(cuts)} checkpoint(s) to cut it at; "
+            f"verifying in {len(segments)} segment(s)"
+        )
+    if len(segments) == 1 and executor is None:
+        report, checked = replay_log(source, start=None, stop_at_first=stop_at_first, chain=chain)
+        return report, checked, []
+    with _executor(executor, len(segments)) as pool:
+        results = execute(segments, pool, seal_offset=seal[0] if seal is not None else None)
+    joined = join(segments, results, chain=chain, seal=seal)
+    if joined.exact:
+        return ReplayReport(checked=joined.checked, decisions=joined.decisions), joined.chain, []
+    first = (joined.mismatches or joined.problems)[0]
+    _note(f"checking the log in one process for the exact report ({first})")
+    report, checked = replay_log(source, start=None, stop_at_first=stop_at_first, chain=chain)
+    clean = report.ok and (checked is None or (checked.ok and not checked.cut))
+    return report, checked, joined.mismatches if clean else []
+
+
+def _note(line: str) -> None:
+    import typer
+
+    typer.echo(line, err=True)
+
+
+async def _cuts(log: LogReader, url: str, head: int) -> list[Cut]:
+    """The good checkpoints of the log that lie at a decision source boundary: no decision
+    in the records after it, up to the next record that can cause decisions, names a
+    cause before it (a later one that does makes its segment unclean: checked serially)."""
+    from projections.checkpoints import listing
+    from replay.segments import Cut
+
+    store = await open_log_store(url, create=False)
+    if store is None:
+        return []
+    async with store:
+        listed = await listing(store, log.log)
+    bad = [c for c in listed if c.problem is not None]
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        _note(f"warning: not cutting at checkpoint {bad[0].position}: {bad[0].problem}{more}")
+    cuts = []
+    for item in listed:
+        if (
+            item.problem is None
+            and 0 < item.position < head
+            and await _at_boundary(log, item.position)
+        ):
+            cuts.append(Cut(item.position, item.at))
+    return cuts
+
+
+async def _at_boundary(log: LogReader, position: int) -> bool:
+    from controller.policy.decide import is_decision_source
+
+    seen: set[str] = set()
+    async for event in log.log.read(position, position + 512):
+        if event.type in DECISION_TYPES and event.cause not in seen:
+            return False
+        if is_decision_source(event):
+            return True
+        seen.add(event.id)
+    return True
+
+
+@contextmanager
+def _executor(url: str | None, workers: int) -> Iterator[Executor]:
+    """A pool of ``workers`` spawned processes, or (``dask://HOST:PORT``) a Dask cluster's
+    executor; a URL of another scheme, or Dask not installed, fails with one line."""
+    from controller.cli.common import fail
+
+    if url is None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            yield pool
+        return
+    if not url.startswith("dask://") or len(url) <= len("dask://"):
+        fail(f"--executor {url}: not a dask://HOST:PORT address")
+    import importlib
+
+    try:  # the optional extra tide[dask]; Any-typed, whether its stubs are there or not
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError:
+        fail(f"--executor {url}: Dask is not installed (pip install 'tide[dask]')")
+    try:
+        client = distributed.Client(f"tcp://{url.removeprefix('dask://')}", timeout=10)
+    except (OSError, TimeoutError) as exc:
+        fail(f"--executor {url}: cannot reach the scheduler ({exc})")
+    with client:
+        yield client.get_executor()
