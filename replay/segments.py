@@ -23,18 +23,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from controller.policy.decide import is_decision_source
 from projections.checkpoint_codec import Snapshot, encode_snapshot
+from projections.checkpoints import Warn, listing
 from projections.effects import EffectsState
 from projections.world import World
+from streams.backends.checkpoints import CheckpointStore
 from streams.chain_check import ChainChecker, ChainReport
-from streams.codec import encode
-from streams.events import DECISION_TYPES, JSON, Event
+from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
+from streams.log import EventLog
 
-#: a chain checker's state that says "none" (a checkpoint written without one)
-_NO_CHAIN = b"null"
+#: how far past a checkpoint :func:`usable_cuts` looks for the next decision source
+_LOOK_AHEAD = 512
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,15 @@ class Segment:
     #: the log times of the cuts at each end ("" for the log's ends)
     start_at: str = ""
     stop_at: str = ""
+    #: the last segment of a chain check: where the log says it ended cleanly, and the
+    #: encoded record there when it lies before this segment (:meth:`finishing`)
+    seal: tuple[int, str] | None = None
+    sealed: str | None = None
+    finish: bool = False
+
+    def finishing(self, seal: tuple[int, str] | None, sealed: str | None) -> Segment:
+        """This segment, as the last of a chain check (it finishes the chain)."""
+        return replace(self, seal=seal, sealed=sealed, finish=True)
 
     def describe(self) -> str:
         """``segment 2 (positions 400-800, log times A to B)``."""
@@ -78,10 +90,9 @@ class SegmentResult:
     #: the digest of the state the segment started from ("" for offset 0) and ended at
     start_state: str = ""
     end_state: str = ""
-    #: the chain checker's state at the end (None: no chain state to check from)
-    chain: JSON | None = None
-    #: the encoded record at ``seal_offset``, when it lies in this segment
-    sealed: str | None = None
+    #: the chain checked to the log's end (the last segment of a chain check), None
+    #: when there was no chain state to check from
+    chain: ChainReport | None = None
 
 
 @dataclass
@@ -104,6 +115,42 @@ def state_digest(snapshot: Snapshot) -> str:
     (:func:`projections.checkpoint_codec.encode_snapshot`)."""
     encode_snapshot(snapshot)
     return snapshot.state
+
+
+async def usable_cuts(log: EventLog, store: CheckpointStore | None, *, warn: Warn) -> list[Cut]:
+    """The good checkpoints of ``log`` (:func:`projections.checkpoints.listing`) that lie
+    at a decision source boundary: no decision in the records after one, up to the next
+    record that can cause decisions, names a cause before it. (A decision further on that
+    does makes its segment unclean, so the log is then checked serially: never wrong.)
+    ``warn`` hears one line about the bad ones."""
+    if store is None:
+        return []
+    listed = await listing(store, log)
+    bad = [c for c in listed if c.problem is not None]
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        warn(f"warning: not cutting at checkpoint {bad[0].position}: {bad[0].problem}{more}")
+    head = await log.head()
+    cuts = []
+    for item in listed:
+        if (
+            item.problem is None
+            and 0 < item.position < head
+            and await _at_boundary(log, item.position)
+        ):
+            cuts.append(Cut(item.position, item.at))
+    return cuts
+
+
+async def _at_boundary(log: EventLog, position: int) -> bool:
+    seen: set[str] = set()
+    async for event in log.read(position, position + _LOOK_AHEAD):
+        if event.type in DECISION_TYPES and event.cause not in seen:
+            return False
+        if is_decision_source(event):
+            return True
+        seen.add(event.id)
+    return True
 
 
 def plan(
@@ -144,19 +191,16 @@ def plan(
     return segments
 
 
-def verify_segment(segment: Segment, seal_offset: int | None = None) -> SegmentResult:
-    """Verify one segment (a process of its own: opens the log and its checkpoints by URL).
-
-    ``seal_offset``: where the log says it ended cleanly (its record is kept if it lies in
-    this segment, for the chain's finish)."""
+def verify_segment(segment: Segment) -> SegmentResult:
+    """Verify one segment (a process of its own: opens the log and its checkpoints by URL)."""
     from streams.backends import open_reader
     from streams.paging import LogReader
 
     with LogReader(lambda: open_reader(segment.url)) as log:
-        return _verify(log, segment, seal_offset)
+        return _verify(log, segment)
 
 
-def _verify(log: object, segment: Segment, seal_offset: int | None) -> SegmentResult:
+def _verify(log: object, segment: Segment) -> SegmentResult:
     from replay.verify import RecordedDecisions, replay
     from streams.paging import LogReader
 
@@ -175,7 +219,10 @@ def _verify(log: object, segment: Segment, seal_offset: int | None) -> SegmentRe
         result.start_state = state_digest(snapshot)
         world, effects = snapshot.world, snapshot.effects
         chain_on = snapshot.chain is not None
-        checker = ChainChecker.resumed(snapshot.chain) if snapshot.chain else ChainChecker()
+        state = snapshot.chain
+        if state and segment.sealed is not None:  # the log ended cleanly before this segment
+            state = {**state, "sealed_at": segment.sealed}
+        checker = ChainChecker.resumed(state) if state else ChainChecker()
     known = [*effects.outcomes, *effects.pending]
     recorded = RecordedDecisions.read(
         _until(log.of_types(DECISION_TYPES, start), stop),
@@ -192,9 +239,7 @@ def _verify(log: object, segment: Segment, seal_offset: int | None) -> SegmentRe
                 break
             effects.apply(event)
             if chain_on:
-                checker.feed(event, None, payload)
-            if event.offset == seal_offset:
-                result.sealed = encode(event).decode()
+                checker.feed(event, segment.seal, payload)
             last[:] = [event]
             yield event
         whole = True
@@ -228,7 +273,8 @@ def _verify(log: object, segment: Segment, seal_offset: int | None) -> SegmentRe
         chain=checker.state() if chain_on else None,
     )
     result.end_state = state_digest(end)
-    result.chain = end.chain
+    if segment.finish and chain_on:
+        result.chain = checker.finish(segment.seal)
     return result
 
 
@@ -254,13 +300,7 @@ async def _load(
         return await nearest(store, log.log, upto=position, warn=warn)
 
 
-def join(
-    segments: Sequence[Segment],
-    results: Sequence[SegmentResult],
-    *,
-    chain: bool,
-    seal: tuple[int, str] | None,
-) -> Joined:
+def join(segments: Sequence[Segment], results: Sequence[SegmentResult], *, chain: bool) -> Joined:
     """The segments' results joined in order (see :class:`Joined`)."""
     joined = Joined(exact=True)
     for segment, result in zip(segments, results, strict=True):
@@ -279,24 +319,18 @@ def join(
         joined.exact = False
         return joined
     if chain:
-        state = results[-1].chain
-        if state is None:
+        joined.chain = results[-1].chain
+        if joined.chain is None:
             joined.exact = False
             joined.problems.append("the chain cannot be checked from the checkpoints")
-            return joined
-        sealed = next((r.sealed for r in results if r.sealed is not None), None)
-        checker = ChainChecker.resumed({**state, "sealed_at": sealed})
-        joined.chain = checker.finish(seal)
     return joined
 
 
-def execute(
-    segments: Sequence[Segment], executor: Executor, *, seal_offset: int | None = None
-) -> list[SegmentResult]:
+def execute(segments: Sequence[Segment], executor: Executor) -> list[SegmentResult]:
     """Every segment through ``executor`` (a process pool, or a Dask client's executor),
     the results in segment order; a worker that fails gives a result naming its segment
     and the error's first line (so the caller checks the log serially)."""
-    futures = [executor.submit(verify_segment, s, seal_offset) for s in segments]
+    futures = [executor.submit(verify_segment, s) for s in segments]
     results = []
     for segment, future in zip(segments, futures, strict=True):
         try:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs 
     from concurrent.futures import Executor
 
     from projections.world import World
-    from replay.segments import Cut
+    from replay.segments import Cut, Segment
     from replay.verify import ReplayReport
     from streams.chain import ChainReport
 
@@ -213,26 +213,21 @@ def replay_jobs(
     cut does not match, the log is checked once more in one process for the exact report.
     The third item: the segments whose checkpoint does not match the fold before it, when
     the records themselves verify (a forged checkpoint); the caller fails on them."""
-    from replay.segments import execute, join, plan
+    from replay.segments import execute, join
     from replay.verify import ReplayReport
 
-    with reader(source) as log:
-        url = log.log.url or source
-        head = log.head()
-        cuts = log.run(_cuts(log, url, head))
-        seal = log.run(_seal_of(log.log)) if chain else None
-    segments = plan(url, cuts, head=head, jobs=jobs, stop_at_first=stop_at_first)
+    segments = plan_jobs(source, jobs=jobs, stop_at_first=stop_at_first, chain=chain)
     if len(segments) < jobs:
         _note(
-            f"--jobs {jobs}: the log keeps {len(cuts)} checkpoint(s) to cut it at; "
+            f"--jobs {jobs}: the log keeps {len(segments) - 1} checkpoint(s) to cut it at; "
             f"verifying in {len(segments)} segment(s)"
         )
     if len(segments) == 1 and executor is None:
         report, checked = replay_log(source, start=None, stop_at_first=stop_at_first, chain=chain)
         return report, checked, []
     with _executor(executor, len(segments)) as pool:
-        results = execute(segments, pool, seal_offset=seal[0] if seal is not None else None)
-    joined = join(segments, results, chain=chain, seal=seal)
+        results = execute(segments, pool)
+    joined = join(segments, results, chain=chain)
     if joined.exact:
         return ReplayReport(checked=joined.checked, decisions=joined.decisions), joined.chain, []
     first = (joined.mismatches or joined.problems)[0]
@@ -242,50 +237,48 @@ def replay_jobs(
     return report, checked, joined.mismatches if clean else []
 
 
+def plan_jobs(
+    source: str, *, jobs: int, stop_at_first: bool = True, chain: bool = False
+) -> list[Segment]:
+    """The segments :func:`replay_jobs` verifies (:func:`replay.segments.plan` at the log's
+    usable checkpoints; with ``chain`` the last one finishes the chain at the log's seal)."""
+    from replay.segments import plan
+
+    with reader(source) as log:
+        url = log.log.url or source
+        cuts = log.run(_cuts(log, url))
+        segments = plan(url, cuts, head=log.head(), jobs=jobs, stop_at_first=stop_at_first)
+        if chain:
+            seal = log.run(_seal_of(log.log))
+            sealed = log.run(_sealed(log, seal, segments[-1].start))
+            segments[-1] = segments[-1].finishing(seal, sealed)
+    return segments
+
+
 def _note(line: str) -> None:
     import typer
 
     typer.echo(line, err=True)
 
 
-async def _cuts(log: LogReader, url: str, head: int) -> list[Cut]:
-    """The good checkpoints of the log that lie at a decision source boundary: no decision
-    in the records after it, up to the next record that can cause decisions, names a
-    cause before it (a later one that does makes its segment unclean: checked serially)."""
-    from projections.checkpoints import listing
-    from replay.segments import Cut
+async def _cuts(log: LogReader, url: str) -> list[Cut]:
+    from replay.segments import usable_cuts
 
     store = await open_log_store(url, create=False)
     if store is None:
         return []
     async with store:
-        listed = await listing(store, log.log)
-    bad = [c for c in listed if c.problem is not None]
-    if bad:
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        _note(f"warning: not cutting at checkpoint {bad[0].position}: {bad[0].problem}{more}")
-    cuts = []
-    for item in listed:
-        if (
-            item.problem is None
-            and 0 < item.position < head
-            and await _at_boundary(log, item.position)
-        ):
-            cuts.append(Cut(item.position, item.at))
-    return cuts
+        return await usable_cuts(log.log, store, warn=_note)
 
 
-async def _at_boundary(log: LogReader, position: int) -> bool:
-    from controller.policy.decide import is_decision_source
+async def _sealed(log: LogReader, seal: tuple[int, str] | None, before: int) -> str | None:
+    """The encoded record where the log ended cleanly, when it lies before ``before``."""
+    from streams.codec import encode
 
-    seen: set[str] = set()
-    async for event in log.log.read(position, position + 512):
-        if event.type in DECISION_TYPES and event.cause not in seen:
-            return False
-        if is_decision_source(event):
-            return True
-        seen.add(event.id)
-    return True
+    if seal is None or seal[0] >= before:
+        return None
+    found = [e async for e in log.log.read(seal[0], seal[0] + 1) if e.offset == seal[0]]
+    return encode(found[0]).decode() if found else None
 
 
 @contextmanager
