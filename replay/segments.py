@@ -57,7 +57,6 @@ class Segment:
     url: str
     start: int
     stop: int | None
-    stop_at_first: bool = True
     #: the log times of the cuts at each end ("" for the log's ends)
     start_at: str = ""
     stop_at: str = ""
@@ -99,7 +98,7 @@ class SegmentResult:
 class Joined:
     """The segments joined: ``exact`` when every one was clean and every cut matched (then
     ``checked``, ``decisions`` and ``chain`` are the serial check's); else ``mismatches``
-    name the segments whose start state is not the previous one's end, and ``problems``
+    names the first segment whose start state is not the previous one's end, and ``problems``
     what the segments found."""
 
     exact: bool
@@ -159,7 +158,6 @@ def plan(
     *,
     head: int,
     jobs: int,
-    stop_at_first: bool = True,
 ) -> list[Segment]:
     """At most ``jobs`` segments of a log of ``head`` records, cut at ``cuts`` (usable
     checkpoints, ascending) as near as they come to equal lengths."""
@@ -183,7 +181,6 @@ def plan(
                 url=url,
                 start=cut.position,
                 stop=after.position if after is not None else None,
-                stop_at_first=stop_at_first,
                 start_at=cut.at,
                 stop_at=after.at if after is not None else "",
             )
@@ -246,14 +243,20 @@ def _verify(log: object, segment: Segment) -> SegmentResult:
 
     gen = paced(feed())
     try:
+        # never stopped at a difference: the end state is still compared with the next
+        # checkpoint (a difference sends the caller to the serial check anyway)
         report = replay(
             gen,
-            stop_at_first=segment.stop_at_first,
+            stop_at_first=False,
             start=start,
             world=world,
             recorded=recorded,
             known_decisions=known,
         )
+    except Exception as exc:  # a configuration that cannot be loaded, a forged state...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        result.problems.append(f"{segment.describe()}: {first}")
+        return result
     finally:
         gen.close()
     result.checked, result.decisions = report.checked, report.decisions
@@ -307,9 +310,14 @@ def join(segments: Sequence[Segment], results: Sequence[SegmentResult], *, chain
         joined.checked += result.checked
         joined.decisions += result.decisions
         joined.problems += result.problems
-        if segment.index > 0 and result.start_state:
+        if segment.index > 0 and not joined.mismatches:  # the first: the rest follow from it
             before = results[segment.index - 1]
-            if before.end_state and before.end_state != result.start_state:
+            if not before.end_state or not result.start_state:
+                joined.mismatches.append(
+                    f"{segment.describe()}: the checkpoint it starts from could not be "
+                    "compared with the fold of the records before it (a segment did not finish)"
+                )
+            elif before.end_state != result.start_state:
                 joined.mismatches.append(
                     f"{segment.describe()}: the checkpoint it starts from does not match the "
                     f"fold of the records before it (state {result.start_state[:12]}, the "

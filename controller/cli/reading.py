@@ -216,7 +216,7 @@ def replay_jobs(
     from replay.segments import execute, join
     from replay.verify import ReplayReport
 
-    segments = plan_jobs(source, jobs=jobs, stop_at_first=stop_at_first, chain=chain)
+    segments = plan_jobs(source, jobs=jobs, chain=chain)
     if len(segments) < jobs:
         _note(
             f"--jobs {jobs}: the log keeps {len(segments) - 1} checkpoint(s) to cut it at; "
@@ -237,9 +237,7 @@ def replay_jobs(
     return report, checked, joined.mismatches if clean else []
 
 
-def plan_jobs(
-    source: str, *, jobs: int, stop_at_first: bool = True, chain: bool = False
-) -> list[Segment]:
+def plan_jobs(source: str, *, jobs: int, chain: bool = False) -> list[Segment]:
     """The segments :func:`replay_jobs` verifies (:func:`replay.segments.plan` at the log's
     usable checkpoints; with ``chain`` the last one finishes the chain at the log's seal)."""
     from replay.segments import plan
@@ -247,7 +245,7 @@ def plan_jobs(
     with reader(source) as log:
         url = log.log.url or source
         cuts = log.run(_cuts(log, url))
-        segments = plan(url, cuts, head=log.head(), jobs=jobs, stop_at_first=stop_at_first)
+        segments = plan(url, cuts, head=log.head(), jobs=jobs)
         if chain:
             seal = log.run(_seal_of(log.log))
             sealed = log.run(_sealed(log, seal, segments[-1].start))
