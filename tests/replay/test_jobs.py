@@ -153,3 +153,15 @@ def test_segments_joined_equal_the_serial_check(
     assert joined.exact, (joined.problems, joined.mismatches)
     assert (joined.checked, joined.decisions) == (serial.checked, serial.decisions)
     assert joined.chain == serial_chain
+
+
+def test_dask_not_installed_fails_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed: ImportError
+    path = log_with_checkpoints("stale-metrics.jsonl", 50)
+    code, _, err = replay_cli(path, "--jobs", "2", "--executor", "dask://127.0.0.1:8786")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: --executor dask://127.0.0.1:8786: Dask is not installed (pip install 'tide[dask]')"
+    ]
