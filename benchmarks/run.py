@@ -28,6 +28,7 @@ from benchmarks import (
     bench_fold,
     bench_fullpreempt,
     bench_import,
+    bench_jobs,
     bench_kafka,
     bench_policy,
     bench_preempt,
@@ -57,6 +58,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "kafka": bench_kafka.run,
     "startup": bench_startup.run,
     "checkpoints": bench_checkpoints.run,
+    "jobs": bench_jobs.run,
 }
 
 
