@@ -267,15 +267,16 @@ def _verify(log: object, segment: Segment) -> SegmentResult:
     if not whole:
         result.problems.append(f"{segment.describe()}: stopped before its end")
         return result
-    end = Snapshot(
-        position=world.position,
-        at="",
-        last=last[0].id if last else None,
-        world=world,
-        effects=effects,
-        chain=checker.state() if chain_on else None,
-    )
-    result.end_state = state_digest(end)
+    if segment.stop is not None:  # the last segment's end is compared with nothing
+        end = Snapshot(
+            position=world.position,
+            at="",
+            last=last[0].id if last else None,
+            world=world,
+            effects=effects,
+            chain=checker.state() if chain_on else None,
+        )
+        result.end_state = state_digest(end)
     if segment.finish and chain_on:
         result.chain = checker.finish(segment.seal)
     return result
