@@ -9,8 +9,8 @@ positions, never a pickled World) and joins them (:func:`join`).
 
 Soundness, not luck: a segment's answer is trusted only as far as its start is. Segment
 0 starts from offset 0; segment *i + 1* starts from the checkpoint at its cut, whose
-state digest (:func:`state_digest`, the checkpoint header's ``state``, computed from the
-state the worker actually loaded) must equal the digest of segment *i*'s end state. Each
+state digest (the sha256 of the state its bytes hold, computed as the checkpoint
+header's ``state`` is, :func:`state_digest`) must equal the digest of segment *i*'s end state. Each
 segment's accounting (:class:`replay.accounting.Ledger`) knows only the decisions before
 its start that the checkpoint's ledger names, so it flags everything the serial check
 would flag (and maybe more, e.g. a decision naming a cause across the cut). So when every
@@ -21,12 +21,14 @@ makes :func:`join` say so, and the caller runs the serial check for the exact re
 
 from __future__ import annotations
 
+import hashlib
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 
 from controller.policy.decide import is_decision_source
-from projections.checkpoint_codec import Snapshot, encode_snapshot
+from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot, read_header
 from projections.checkpoints import Warn, listing
 from projections.effects import EffectsState
 from projections.world import World
@@ -208,12 +210,12 @@ def _verify(log: object, segment: Segment) -> SegmentResult:
     chain_on = True
     if start > 0:
         warned: list[str] = []
-        snapshot = log.run(_load(segment.url, log, start, warned.append))
-        if snapshot is None or snapshot.position != start:
+        loaded = log.run(_load(segment.url, log, start, warned.append))
+        if loaded is None or loaded[0].position != start:
             why = warned[0] if warned else "gone"
             result.problems.append(f"{segment.describe()}: its checkpoint is not usable ({why})")
             return result
-        result.start_state = state_digest(snapshot)
+        snapshot, result.start_state = loaded
         world, effects = snapshot.world, snapshot.effects
         chain_on = snapshot.chain is not None
         state = snapshot.chain
@@ -291,8 +293,10 @@ def _until(events: Iterator[Event], stop: int | None) -> Iterator[Event]:
 
 async def _load(
     url: str, log: object, position: int, warn: Callable[[str], None]
-) -> Snapshot | None:
-    from projections.checkpoints import nearest
+) -> tuple[Snapshot, str] | None:
+    """The checkpoint at ``position`` and the sha256 of the state it holds, computed from
+    its bytes (not the header's word for it: a forged state shows). The caller planned
+    the cut at a good checkpoint (:func:`usable_cuts` checked its digest and last record)."""
     from streams.backends.checkpoints import open_log_store
     from streams.paging import LogReader
 
@@ -301,7 +305,16 @@ async def _load(
     if store is None:
         return None
     async with store:
-        return await nearest(store, log.log, upto=position, warn=warn)
+        data = await store.load_at(position)
+    if data is None:
+        return None
+    try:
+        snapshot = decode_snapshot(data)
+        body = zlib.decompress(data[read_header(data).body :])
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, zlib.error) as exc:
+        warn(str(exc))
+        return None
+    return snapshot, hashlib.sha256(body).hexdigest()
 
 
 def join(segments: Sequence[Segment], results: Sequence[SegmentResult], *, chain: bool) -> Joined:
