@@ -28,6 +28,7 @@ from benchmarks import (
     bench_fold,
     bench_fullpreempt,
     bench_import,
+    bench_jobs,
     bench_kafka,
     bench_kafka_index,
     bench_policy,
@@ -59,6 +60,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "kafkaindex": bench_kafka_index.run,
     "startup": bench_startup.run,
     "checkpoints": bench_checkpoints.run,
+    "jobs": bench_jobs.run,
 }
 
 

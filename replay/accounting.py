@@ -46,11 +46,18 @@ class Ledger:
     comparison will account for. Records before ``start`` are not checked (the replay
     does not compare them), but they still count as causes and decisions."""
 
-    def __init__(self, *, start: int = 0, causes: Container[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        start: int = 0,
+        causes: Container[str] | None = None,
+        decisions: Iterable[str] = (),
+    ) -> None:
         self.start = start
         self.found: list[Unaccounted] = []
         self._sources: set[str] = set()
-        self._decisions: set[str] = set()
+        #: ``decisions``: ids of decisions before the records fed (a segment's start)
+        self._decisions: set[str] = set(decisions)
         self._ids: set[str] = set()
         #: when given, the causes every checked decision names (a replay's recorded
         #: decisions, read first): only those ids are remembered, not every record's

@@ -115,6 +115,7 @@ def replay(
     world: World | None = None,
     progress: Callable[[int], None] | None = None,
     recorded: RecordedDecisions | Mapping[str, Sequence[Event]] | None = None,
+    known_decisions: Iterable[str] = (),
 ) -> ReplayReport:
     """Re-derive and compare every decision of ``events`` (in offset order).
 
@@ -128,6 +129,9 @@ def replay(
     mapping as :func:`recorded_decisions` gives), when the caller read them apart (a
     narrow query); ``events`` is then iterated once, lazily, so a paged reader keeps only
     a page in memory. Without it ``events`` is read into a list and indexed first.
+
+    ``known_decisions``: the ids of decisions on the log before ``events`` (a segment
+    verified from a checkpoint: its ledger's), which effects among ``events`` may name.
     """
     records: Iterable[Event] = events
     if recorded is None:
@@ -135,7 +139,7 @@ def replay(
         recorded = recorded_decisions(records, start=start)
     index = recorded if isinstance(recorded, RecordedDecisions) else RecordedDecisions.of(recorded)
     # only the ids some checked decision names as its cause need remembering
-    ledger = Ledger(start=start, causes=index.causes)
+    ledger = Ledger(start=start, causes=index.causes, decisions=known_decisions)
     report = ReplayReport(decisions=index.count)
     report.unaccounted = ledger.found
     world = World() if world is None else world

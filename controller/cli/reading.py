@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
@@ -26,7 +26,10 @@ from streams.paging import LogReader
 from streams.urls import is_recording_path
 
 if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs them
+    from concurrent.futures import Executor
+
     from projections.world import World
+    from replay.segments import Cut, Segment
     from replay.verify import ReplayReport
     from streams.chain import ChainReport
 
@@ -222,3 +225,113 @@ async def _resume(log: LogReader, source: str, start: int) -> World | None:
         return None
     async with store:
         return await resume_at(store, log.log, upto=start)
+
+
+def replay_jobs(
+    source: str,
+    *,
+    jobs: int,
+    executor: str | None = None,
+    stop_at_first: bool = True,
+    chain: bool = False,
+) -> tuple[ReplayReport, ChainReport | None, list[str]]:
+    """:func:`replay_log` of a whole log in segments cut at its checkpoints, each in a
+    process of its own (:mod:`replay.segments`; ``executor`` ``dask://HOST:PORT``: on a
+    Dask cluster). The report is the serial check's: when a segment is not clean or a
+    cut does not match, the log is checked once more in one process for the exact report.
+    The third item: the segments whose checkpoint does not match the fold before it, when
+    the records themselves verify (a forged checkpoint); the caller fails on them."""
+    from replay.segments import execute, join
+    from replay.verify import ReplayReport
+
+    segments = plan_jobs(source, jobs=jobs, chain=chain)
+    if len(segments) < jobs:
+        _note(
+            f"--jobs {jobs}: the log keeps {len(segments) - 1} checkpoint(s) to cut it at; "
+            f"verifying in {len(segments)} segment(s)"
+        )
+    if len(segments) == 1 and executor is None:
+        report, checked = replay_log(source, start=None, stop_at_first=stop_at_first, chain=chain)
+        return report, checked, []
+    with _executor(executor, len(segments)) as pool:
+        results = execute(segments, pool)
+    joined = join(segments, results, chain=chain)
+    if joined.exact:
+        return ReplayReport(checked=joined.checked, decisions=joined.decisions), joined.chain, []
+    first = (joined.mismatches or joined.problems)[0]
+    _note(f"checking the log in one process for the exact report ({first})")
+    report, checked = replay_log(source, start=None, stop_at_first=stop_at_first, chain=chain)
+    clean = report.ok and (checked is None or (checked.ok and not checked.cut))
+    return report, checked, joined.mismatches if clean else []
+
+
+def plan_jobs(source: str, *, jobs: int, chain: bool = False) -> list[Segment]:
+    """The segments :func:`replay_jobs` verifies (:func:`replay.segments.plan` at the log's
+    usable checkpoints; with ``chain`` the last one finishes the chain at the log's seal)."""
+    from replay.segments import plan
+
+    with reader(source) as log:
+        url = log.log.url or source
+        cuts = log.run(_cuts(log, url))
+        segments = plan(url, cuts, head=log.head(), jobs=jobs)
+        if chain:
+            seal = log.run(_seal_of(log.log))
+            sealed = log.run(_sealed(log, seal, segments[-1].start))
+            segments[-1] = segments[-1].finishing(seal, sealed)
+    return segments
+
+
+def _note(line: str) -> None:
+    import typer
+
+    typer.echo(line, err=True)
+
+
+async def _cuts(log: LogReader, url: str) -> list[Cut]:
+    from replay.segments import usable_cuts
+
+    store = await open_log_store(url, create=False)
+    if store is None:
+        return []
+    async with store:
+        return await usable_cuts(log.log, store, warn=_note)
+
+
+async def _sealed(log: LogReader, seal: tuple[int, str] | None, before: int) -> str | None:
+    """The encoded record where the log ended cleanly, when it lies before ``before``."""
+    from streams.codec import encode
+
+    if seal is None or seal[0] >= before:
+        return None
+    found = [e async for e in log.log.read(seal[0], seal[0] + 1) if e.offset == seal[0]]
+    return encode(found[0]).decode() if found else None
+
+
+@contextmanager
+def _executor(url: str | None, workers: int) -> Iterator[Executor]:
+    """A pool of ``workers`` spawned processes, or (``dask://HOST:PORT``) a Dask cluster's
+    executor; a URL of another scheme, or Dask not installed, fails with one line."""
+    from controller.cli.common import fail
+
+    if url is None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            yield pool
+        return
+    if not url.startswith("dask://") or len(url) <= len("dask://"):
+        fail(f"--executor {url}: not a dask://HOST:PORT address")
+    import importlib
+
+    try:  # the optional extra tide[dask]; Any-typed, whether its stubs are there or not
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError:
+        fail(f"--executor {url}: Dask is not installed (pip install 'tide[dask]')")
+    try:
+        client = distributed.Client(f"tcp://{url.removeprefix('dask://')}", timeout=10)
+    except (OSError, TimeoutError) as exc:
+        fail(f"--executor {url}: cannot reach the scheduler ({exc})")
+    with client:
+        yield client.get_executor()

@@ -10,7 +10,7 @@ under another configuration (``--config``: the recorded triggers re-decided, or 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +40,21 @@ FromOption = Annotated[
 JsonOption = Annotated[
     bool, typer.Option("--json", help="With --config: the what-if summary as JSON.")
 ]
+JobsOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Verify the log in this many segments at once, cut at its checkpoints, one "
+        "process each (the same verdict as one process).",
+    ),
+]
+ExecutorOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Run the segments on a Dask cluster: dask://HOST:PORT (the optional extra "
+        "tide[dask]).",
+    ),
+]
 ResimulateOption = Annotated[
     bool,
     typer.Option(
@@ -58,14 +73,29 @@ def replay_cmd(
     start: FromOption = None,
     as_json: JsonOption = False,
     resimulate: ResimulateOption = False,
+    jobs: JobsOption = 1,
+    executor: ExecutorOption = None,
 ) -> None:
     """Re-derive every decision of a log deterministically."""
+    parallel = jobs > 1 or executor is not None
+    if parallel and (resimulate or config or start is not None or is_recording(log)):
+        what = "a .jsonl recording" if is_recording(log) else "--config, --resimulate or --from"
+        typer.echo(f"--jobs: {what} is replayed in one process", err=True)
+        parallel = False
     if resimulate:
         _resimulate(log, config, as_json=as_json, diff=diff)
         return
     override = read_policy(config).raw if config else None
     if override is None and not is_recording(log):
         require_file(log)
+        if parallel:
+            from controller.cli.reading import replay_jobs
+
+            report, chain, mismatches = replay_jobs(
+                log, jobs=jobs, executor=executor, stop_at_first=not diff, chain=verify
+            )
+            _print_replay(report, verify=verify, chain=chain, mismatches=mismatches)
+            return
         report, chain = replay_log(
             log, start=start, stop_at_first=not diff, chain=verify and start is None
         )
@@ -114,7 +144,13 @@ def _replay_read(
     return events, report
 
 
-def _print_replay(report: ReplayReport, *, verify: bool, chain: ChainReport | None) -> None:
+def _print_replay(
+    report: ReplayReport,
+    *,
+    verify: bool,
+    chain: ChainReport | None,
+    mismatches: Sequence[str] = (),
+) -> None:
     for difference in report.differences:
         typer.echo(difference.describe())
     for item in report.unaccounted:
@@ -123,7 +159,9 @@ def _print_replay(report: ReplayReport, *, verify: bool, chain: ChainReport | No
         typer.echo(chain.describe())
     # a sealing chain without its final seal: a cut tail (or a writer that did not end)
     broken = chain is not None and (not chain.ok or chain.cut)
-    problems = len(report.differences) + len(report.unaccounted) + broken
+    for line in mismatches:  # --jobs: a checkpoint that is not the fold of its records
+        typer.echo(line)
+    problems = len(report.differences) + len(report.unaccounted) + broken + len(mismatches)
     typer.echo(
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
         + (f"{problems} difference(s)" if problems else "identical")

@@ -1,0 +1,365 @@
+"""Replay in parallel: a log verified in segments cut at its checkpoints, one process each.
+
+Why: ``tide replay --verify`` folds the whole log on one core. A checkpoint by position
+(:mod:`projections.checkpoints`) is the fold of the log's first *P* records, so the
+records from *P* on can be verified by another process that starts from it. This module
+plans the segments (:func:`plan`), verifies one (:func:`verify_segment`, a top-level
+function a spawned process or a Dask worker runs: it gets the log's URL and two
+positions, never a pickled World) and joins them (:func:`join`).
+
+Soundness, not luck: a segment's answer is trusted only as far as its start is. Segment
+0 starts from offset 0; segment *i + 1* starts from the checkpoint at its cut, whose
+state digest (the sha256 of the state its bytes hold, computed as the checkpoint
+header's ``state`` is, :func:`state_digest`) must equal the digest of segment *i*'s end state. Each
+segment's accounting (:class:`replay.accounting.Ledger`) knows only the decisions before
+its start that the checkpoint's ledger names, so it flags everything the serial check
+would flag (and maybe more, e.g. a decision naming a cause across the cut). So when every
+segment is clean and every digest matches, the serial check is "identical" too; anything
+else (a difference, an unaccounted record, a broken chain, a mismatch, a failed worker)
+makes :func:`join` say so, and the caller runs the serial check for the exact report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+
+from controller.policy.decide import is_decision_source
+from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot, read_header
+from projections.checkpoints import Warn, listing
+from projections.effects import EffectsState
+from projections.world import World
+from streams.backends.checkpoints import CheckpointStore
+from streams.chain_check import ChainChecker, ChainReport
+from streams.events import DECISION_TYPES, Event
+from streams.gcpause import paced
+from streams.log import EventLog
+
+#: how far past a checkpoint :func:`usable_cuts` looks for the next decision source
+_LOOK_AHEAD = 512
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A checkpoint the log can be cut at: its position and log time."""
+
+    position: int
+    at: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The records ``start <= offset < stop`` (``stop`` None: to the head) of the log at
+    ``url``, verified from the checkpoint at ``start`` (offset 0: from nothing)."""
+
+    index: int
+    url: str
+    start: int
+    stop: int | None
+    #: the log times of the cuts at each end ("" for the log's ends)
+    start_at: str = ""
+    stop_at: str = ""
+    #: the last segment of a chain check: where the log says it ended cleanly, and the
+    #: encoded record there when it lies before this segment (:meth:`finishing`)
+    seal: tuple[int, str] | None = None
+    sealed: str | None = None
+    finish: bool = False
+
+    def finishing(self, seal: tuple[int, str] | None, sealed: str | None) -> Segment:
+        """This segment, as the last of a chain check (it finishes the chain)."""
+        return replace(self, seal=seal, sealed=sealed, finish=True)
+
+    def describe(self) -> str:
+        """``segment 2 (positions 400-800, log times A to B)``."""
+        stop = "head" if self.stop is None else str(self.stop)
+        times = f", log times {self.start_at or 'start'} to {self.stop_at or 'end'}"
+        return f"segment {self.index + 1} (positions {self.start}-{stop}{times})"
+
+
+@dataclass
+class SegmentResult:
+    """What one segment found (plain data: it crosses process boundaries)."""
+
+    index: int
+    checked: int = 0
+    decisions: int = 0
+    #: anything that makes the segment's answer not "identical" on its own (one line each)
+    problems: list[str] = field(default_factory=list)
+    #: the digest of the state the segment started from ("" for offset 0) and ended at
+    start_state: str = ""
+    end_state: str = ""
+    #: the chain checked to the log's end (the last segment of a chain check), None
+    #: when there was no chain state to check from
+    chain: ChainReport | None = None
+
+
+@dataclass
+class Joined:
+    """The segments joined: ``exact`` when every one was clean and every cut matched (then
+    ``checked``, ``decisions`` and ``chain`` are the serial check's); else ``mismatches``
+    names the first segment whose start state is not the previous one's end, and ``problems``
+    what the segments found."""
+
+    exact: bool
+    checked: int = 0
+    decisions: int = 0
+    chain: ChainReport | None = None
+    mismatches: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def state_digest(snapshot: Snapshot) -> str:
+    """The sha256 of a checkpoint's state, as its header's ``state`` is computed
+    (:func:`projections.checkpoint_codec.encode_snapshot`)."""
+    encode_snapshot(snapshot)
+    return snapshot.state
+
+
+async def usable_cuts(log: EventLog, store: CheckpointStore | None, *, warn: Warn) -> list[Cut]:
+    """The good checkpoints of ``log`` (:func:`projections.checkpoints.listing`) that lie
+    at a decision source boundary: no decision in the records after one, up to the next
+    record that can cause decisions, names a cause before it. (A decision further on that
+    does makes its segment unclean, so the log is then checked serially: never wrong.)
+    ``warn`` hears one line about the bad ones."""
+    if store is None:
+        return []
+    listed = await listing(store, log)
+    bad = [c for c in listed if c.problem is not None]
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        warn(f"warning: not cutting at checkpoint {bad[0].position}: {bad[0].problem}{more}")
+    head = await log.head()
+    cuts = []
+    for item in listed:
+        if (
+            item.problem is None
+            and 0 < item.position < head
+            and await _at_boundary(log, item.position)
+        ):
+            cuts.append(Cut(item.position, item.at))
+    return cuts
+
+
+async def _at_boundary(log: EventLog, position: int) -> bool:
+    seen: set[str] = set()
+    async for event in log.read(position, position + _LOOK_AHEAD):
+        if event.type in DECISION_TYPES and event.cause not in seen:
+            return False
+        if is_decision_source(event):
+            return True
+        seen.add(event.id)
+    return True
+
+
+def plan(
+    url: str,
+    cuts: Sequence[Cut],
+    *,
+    head: int,
+    jobs: int,
+) -> list[Segment]:
+    """At most ``jobs`` segments of a log of ``head`` records, cut at ``cuts`` (usable
+    checkpoints, ascending) as near as they come to equal lengths."""
+    inside = [c for c in cuts if 0 < c.position < head]
+    chosen: list[Cut] = []
+    for k in range(1, jobs):
+        target = head * k / jobs
+        free = [
+            c for c in inside if c not in chosen and all(c.position > d.position for d in chosen)
+        ]
+        if not free:
+            break
+        chosen.append(min(free, key=lambda c: (abs(c.position - target), c.position)))
+    bounds = [Cut(0, ""), *chosen]
+    segments = []
+    for i, cut in enumerate(bounds):
+        after = bounds[i + 1] if i + 1 < len(bounds) else None
+        segments.append(
+            Segment(
+                index=i,
+                url=url,
+                start=cut.position,
+                stop=after.position if after is not None else None,
+                start_at=cut.at,
+                stop_at=after.at if after is not None else "",
+            )
+        )
+    return segments
+
+
+def verify_segment(segment: Segment) -> SegmentResult:
+    """Verify one segment (a process of its own: opens the log and its checkpoints by URL)."""
+    from streams.backends import open_reader
+    from streams.paging import LogReader
+
+    with LogReader(lambda: open_reader(segment.url)) as log:
+        return _verify(log, segment)
+
+
+def _verify(log: object, segment: Segment) -> SegmentResult:
+    from replay.verify import RecordedDecisions, replay
+    from streams.paging import LogReader
+
+    assert isinstance(log, LogReader)
+    result = SegmentResult(segment.index)
+    start, stop = segment.start, segment.stop
+    world, effects, checker = World(), EffectsState(), ChainChecker()
+    chain_on = True
+    if start > 0:
+        warned: list[str] = []
+        loaded = log.run(_load(segment.url, log, start, warned.append))
+        if loaded is None or loaded[0].position != start:
+            why = warned[0] if warned else "gone"
+            result.problems.append(f"{segment.describe()}: its checkpoint is not usable ({why})")
+            return result
+        snapshot, result.start_state = loaded
+        world, effects = snapshot.world, snapshot.effects
+        chain_on = snapshot.chain is not None
+        state = snapshot.chain
+        if state and segment.sealed is not None:  # the log ended cleanly before this segment
+            state = {**state, "sealed_at": segment.sealed}
+        checker = ChainChecker.resumed(state) if state else ChainChecker()
+    known = [*effects.outcomes, *effects.pending]
+    recorded = RecordedDecisions.read(
+        _until(log.of_types(DECISION_TYPES, start), stop),
+        start=start,
+        fetch=lambda offset: next(log.records(offset, offset + 1)),
+    )
+    last: list[Event] = []
+    whole = False
+
+    def feed() -> Iterator[Event]:
+        nonlocal whole
+        for event, payload in log.stored(start):
+            if stop is not None and event.offset >= stop:
+                break
+            effects.apply(event)
+            if chain_on:
+                checker.feed(event, segment.seal, payload)
+            last[:] = [event]
+            yield event
+        whole = True
+
+    gen = paced(feed())
+    try:
+        # never stopped at a difference: the end state is still compared with the next
+        # checkpoint (a difference sends the caller to the serial check anyway)
+        report = replay(
+            gen,
+            stop_at_first=False,
+            start=start,
+            world=world,
+            recorded=recorded,
+            known_decisions=known,
+        )
+    except Exception as exc:  # a configuration that cannot be loaded, a forged state...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        result.problems.append(f"{segment.describe()}: {first}")
+        return result
+    finally:
+        gen.close()
+    result.checked, result.decisions = report.checked, report.decisions
+    result.problems += [d.describe() for d in report.differences]
+    result.problems += [u.describe() for u in report.unaccounted]
+    if chain_on and checker.report.broken is not None:
+        result.problems.append(checker.report.describe())
+    if not whole:
+        result.problems.append(f"{segment.describe()}: stopped before its end")
+        return result
+    if segment.stop is not None:  # the last segment's end is compared with nothing
+        end = Snapshot(
+            position=world.position,
+            at="",
+            last=last[0].id if last else None,
+            world=world,
+            effects=effects,
+            chain=checker.state() if chain_on else None,
+        )
+        result.end_state = state_digest(end)
+    if segment.finish and chain_on:
+        result.chain = checker.finish(segment.seal)
+    return result
+
+
+def _until(events: Iterator[Event], stop: int | None) -> Iterator[Event]:
+    for event in events:
+        if stop is not None and event.offset >= stop:
+            return
+        yield event
+
+
+async def _load(
+    url: str, log: object, position: int, warn: Callable[[str], None]
+) -> tuple[Snapshot, str] | None:
+    """The checkpoint at ``position`` and the sha256 of the state it holds, computed from
+    its bytes (not the header's word for it: a forged state shows). The caller planned
+    the cut at a good checkpoint (:func:`usable_cuts` checked its digest and last record)."""
+    from streams.backends.checkpoints import open_log_store
+    from streams.paging import LogReader
+
+    assert isinstance(log, LogReader)
+    store = await open_log_store(log.log.url or url, create=False)
+    if store is None:
+        return None
+    async with store:
+        data = await store.load_at(position)
+    if data is None:
+        return None
+    try:
+        snapshot = decode_snapshot(data)
+        body = zlib.decompress(data[read_header(data).body :])
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, zlib.error) as exc:
+        warn(str(exc))
+        return None
+    return snapshot, hashlib.sha256(body).hexdigest()
+
+
+def join(segments: Sequence[Segment], results: Sequence[SegmentResult], *, chain: bool) -> Joined:
+    """The segments' results joined in order (see :class:`Joined`)."""
+    joined = Joined(exact=True)
+    for segment, result in zip(segments, results, strict=True):
+        joined.checked += result.checked
+        joined.decisions += result.decisions
+        joined.problems += result.problems
+        if segment.index > 0 and not joined.mismatches:  # the first: the rest follow from it
+            before = results[segment.index - 1]
+            if not before.end_state or not result.start_state:
+                joined.mismatches.append(
+                    f"{segment.describe()}: the checkpoint it starts from could not be "
+                    "compared with the fold of the records before it (a segment did not finish)"
+                )
+            elif before.end_state != result.start_state:
+                joined.mismatches.append(
+                    f"{segment.describe()}: the checkpoint it starts from does not match the "
+                    f"fold of the records before it (state {result.start_state[:12]}, the "
+                    f"fold's {before.end_state[:12]})"
+                )
+    if joined.problems or joined.mismatches:
+        joined.exact = False
+        return joined
+    if chain:
+        joined.chain = results[-1].chain
+        if joined.chain is None:
+            joined.exact = False
+            joined.problems.append("the chain cannot be checked from the checkpoints")
+    return joined
+
+
+def execute(segments: Sequence[Segment], executor: Executor) -> list[SegmentResult]:
+    """Every segment through ``executor`` (a process pool, or a Dask client's executor),
+    the results in segment order; a worker that fails gives a result naming its segment
+    and the error's first line (so the caller checks the log serially)."""
+    futures = [executor.submit(verify_segment, s) for s in segments]
+    results = []
+    for segment, future in zip(segments, futures, strict=True):
+        try:
+            results.append(future.result())
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            results.append(
+                SegmentResult(segment.index, problems=[f"{segment.describe()}: {first}"])
+            )
+    return results
