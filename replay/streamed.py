@@ -37,15 +37,19 @@ def _watched_pod(event: Event) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
+def _nominates(event: Event, pod: str) -> bool:
+    preemptor = evidence_of(as_decision(event)).get("preemptor")
+    return isinstance(preemptor, str) and _matches(preemptor, pod)
+
+
 def _names_pod(event: Event, pod: str) -> bool:
     """A decision about another pod that names ``pod``: as the preemptor it nominated,
     or in the plan of the pressure round it is part of."""
     if event.type != "decision.evict":
         return False
-    evidence = evidence_of(as_decision(event))
-    preemptor = evidence.get("preemptor")
-    if isinstance(preemptor, str) and _matches(preemptor, pod):
+    if _nominates(event, pod):
         return True
+    evidence = evidence_of(as_decision(event))
     held = evidence.get("round")
     plan = held.get("plan") if isinstance(held, dict) else None
     return isinstance(plan, list) and any(isinstance(p, str) and _matches(p, pod) for p in plan)
@@ -85,6 +89,9 @@ class WhyFold:
         )
         #: the ids of the records that caused them (to be fed for the answer to hold)
         self.needed = frozenset(e.cause for e in others if e.cause) | self._causes
+        #: the offset of the last decision the answer reads (-1: none)
+        self.last = max((e.offset for e in [*others, *(e for e, _ in self._about)]), default=-1)
+        self._nominated = any(_nominates(e, pod) for e in others)
         self._fed: set[str] = set()
         self._by_id: dict[str, Event] = {}
         self._effects: dict[str, Event] = {}
@@ -106,6 +113,13 @@ class WhyFold:
                 if key in self._evicted:
                     self._deleted.setdefault(key, []).append(event)
         self.whynot.feed(event)
+
+    def settled(self) -> bool:
+        """Whether the records still to come can change the answer only by naming the pod
+        (call it past :attr:`last` and the pod's last record, then stop feeding): every
+        cause needed was fed, no preemption nominated the pod (a node deleted later ends
+        its nomination) and the why-not part is settled (:meth:`WhyNot.settled`)."""
+        return self.complete and not self._nominated and self.whynot.settled()
 
     @property
     def complete(self) -> bool:

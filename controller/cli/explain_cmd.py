@@ -9,7 +9,8 @@ wrapper; the explanations themselves are built in :mod:`replay.explain` and
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 import typer
@@ -60,16 +61,18 @@ def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
         return
     with reader(source) as log:
         decided = list(log.of_types(DECISION_TYPES))
-        world = _why_from(log, source, pod, WhyFold(pod, decided).first)
+        world, until = _why_span(log, source, pod, WhyFold(pod, decided))
         begin = world.position if world is not None else 0
-        answer = _why_fold(pod, decided, _paged(log, begin), world=world)
+        with closing(_paged(log, begin)) as feed:
+            answer = _why_fold(pod, decided, feed, world=world, until=until)
         if answer is None:  # a cause it needs lies before the checkpoint: from offset 0
-            answer = _why_fold(pod, decided, _paged(log, 0))
+            with closing(_paged(log, 0)) as feed:
+                answer = _why_fold(pod, decided, feed, until=until)
         assert answer is not None
     _print_why(pod, answer[0], answer[1], as_json=as_json)
 
 
-def _paged(log: LogReader, start: int) -> Iterator[Event]:
+def _paged(log: LogReader, start: int) -> Generator[Event, None, None]:
     with Progress("audit why", log.head() - start) as bar:
         for event in paced(log.records(start)):
             if bar.on and not event.offset & 1023:
@@ -77,23 +80,27 @@ def _paged(log: LogReader, start: int) -> Iterator[Event]:
             yield event
 
 
-def _why_from(log: LogReader, source: str, pod: str, first: int | None) -> World | None:
-    """The World of the nearest good checkpoint at or before the pod's first record and
-    ``first`` (the first decision the answer reads), or None (then fold from offset 0).
+def _why_span(
+    log: LogReader, source: str, pod: str, fold: WhyFold
+) -> tuple[World | None, int | None]:
+    """Where the fold for ``pod`` may start and stop: the World of the nearest good
+    checkpoint at or before the pod's first record and the first decision the answer reads
+    (:attr:`WhyFold.first`; None: from offset 0), and the offset of the last of those
+    records (past it the fold stops once :meth:`WhyFold.settled`; None: at the head).
 
     Before the pod's first record the why-not fold holds nothing about it but the World
     (no cooling sentence said, no wait begun), so a fold from there answers the same. The
-    first record comes from the log's subject index (``podname:NAME`` holds every record
-    naming a pod of that name); a log without one is folded from offset 0."""
+    pod's records come from the log's subject index (``podname:NAME`` holds every record
+    naming a pod of that name); a log without one is folded whole."""
     found = log.about([f"podname:{pod.rsplit('/', 1)[-1]}"])
     if found is None:
-        return None
-    named = next(found, None)
-    ends = [e for e in (first, named.offset if named is not None else None) if e is not None]
-    upto = min(ends, default=log.head())
+        return None, None
+    named = [event.offset for event in found]
+    upto = min([*named[:1], *([] if fold.first is None else [fold.first])], default=log.head())
+    until = max([*named[-1:], fold.last])
     if upto <= 0:
-        return None
-    return log.run(_resumed(log, source, upto))
+        return None, until
+    return log.run(_resumed(log, source, upto)), until
 
 
 async def _resumed(log: LogReader, source: str, upto: int) -> World | None:
@@ -108,11 +115,16 @@ async def _resumed(log: LogReader, source: str, upto: int) -> World | None:
 
 
 def _why_fold(
-    pod: str, decided: list[Event], events: Iterable[Event], *, world: World | None = None
+    pod: str,
+    decided: list[Event],
+    events: Iterable[Event],
+    *,
+    world: World | None = None,
+    until: int | None = None,
 ) -> tuple[list[Answer], list[str]] | None:
     """The answers and the non-decisions about ``pod`` folded over ``events`` (from
-    ``world``'s position, or offset 0); None when a fold from a checkpoint missed a cause
-    the answer reads."""
+    ``world``'s position, or offset 0; stopped past offset ``until`` when the answer is
+    settled there); None when a fold from a checkpoint missed a cause the answer reads."""
     fold = WhyFold(pod, decided, world=world)
     # what the nominations need: the decisions, the preemptions' causes, the pod's and
     # the nodes' deletions and bindings (a preemptor's outcome), in log order
@@ -128,6 +140,10 @@ def _why_fold(
         fold.feed(event)
         if event.type in DECISION_TYPES or event.id in causes or _watch_about(event, name):
             kept.append(event)
+        if until is not None and event.offset >= until:
+            if fold.settled():
+                break
+            until = None  # not settled there: folded on to the head
     if world is not None and world.position > 0 and not fold.complete:
         return None
     found = sorted(

@@ -14,16 +14,18 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from controller.cli import app
-from controller.cli.explain_cmd import _why_fold, _why_from
+from controller.cli import app, explain_cmd
+from controller.cli.explain_cmd import _why_fold, _why_span
 from controller.cli.reading import reader
 from controller.policy.loader import load_config
 from controller.simulate.runner import Simulation, save_log
 from controller.simulate.scenario import load_scenario
 from projections.checkpoints import CheckpointPolicy, keep_checkpoints
 from projections.store import resume_at
+from replay.streamed import WhyFold
 from streams.backends import open_log
 from streams.backends.checkpoints import open_log_store
+from streams.codec import encode
 from streams.events import DECISION_TYPES, Event
 from streams.recording import read_recording
 from tests.replay import test_waited
@@ -75,7 +77,9 @@ async def _checkpoint(url: str, every: int) -> None:
 
 @cache
 def _logs(name: str, root: Path) -> dict[int, str]:
-    """The log of source ``name`` without checkpoints (0) and with one every N records."""
+    """The log of source ``name`` without checkpoints (0), with one every N records, and
+    (-1) as a ``.jsonl`` recording of its stored records: read whole, folded from offset 0
+    to the end (the reference)."""
     events = SOURCES[name]()
     urls = {}
     for every in (0, *INTERVALS):
@@ -84,6 +88,10 @@ def _logs(name: str, root: Path) -> dict[int, str]:
         if every:
             asyncio.run(_checkpoint(url, every))
         urls[every] = url
+    with reader(urls[0]) as log:
+        lines = b"".join(encode(e) + b"\n" for e in log.records())
+    (root / f"{name}.jsonl").write_bytes(lines)
+    urls[-1] = str(root / f"{name}.jsonl")
     return urls
 
 
@@ -120,15 +128,13 @@ def test_audit_why_from_checkpoints_equals_a_fold_from_zero(name: str, root: Pat
     for i, pod in enumerate(pods):
         # the JSON for every pod; the text (the same answer, printed) for a few
         for flags in (("--json",), ()) if i < 3 else (("--json",),):
-            expected = _why(urls[0], pod, *flags)
+            expected = _why(urls[-1], pod, *flags)
             assert expected[2] == "" or expected[0] == 1, expected
-            for every in INTERVALS:
+            for every in (0, *INTERVALS):
                 assert _why(urls[every], pod, *flags) == expected, (pod, every, flags)
         with reader(urls[INTERVALS[0]]) as log:
             decided = list(log.of_types(DECISION_TYPES))
-            from replay.streamed import WhyFold
-
-            world = _why_from(log, urls[INTERVALS[0]], pod, WhyFold(pod, decided).first)
+            world, _ = _why_span(log, urls[INTERVALS[0]], pod, WhyFold(pod, decided))
             resumed += world is not None and world.position > 0
     # the checkpoints are used (not a fold from 0 every time): for most pods of the log
     assert resumed >= len(pods) // 2, (resumed, len(pods))
@@ -156,4 +162,32 @@ def test_a_cause_before_the_checkpoint_folds_again_from_zero(root: Path) -> None
         assert _why_fold(pod, decided, log.records(world.position), world=world) is None
         whole = _why_fold(pod, decided, log.records(0))
     assert whole is not None and whole[0]
-    assert _why(url, pod) == _why(urls[0], pod)
+    assert _why(url, pod) == _why(urls[-1], pod)
+
+
+@pytest.mark.parametrize("name", ["waited", "rescheduling-hot-cold"])
+def test_the_fold_stops_once_the_pod_is_gone_with_the_same_answer(
+    name: str, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the pod's last record, with the pod gone and its wait closed, the fold stops:
+    fewer records read, the same answer; a pod that stays reads on to the head."""
+    url = _logs(name, root)[0]
+    fed: list[int] = []
+    real = explain_cmd._paged
+
+    def counted(log: Any, start: int) -> Any:
+        for event in real(log, start):
+            fed.append(event.offset)
+            yield event
+
+    monkeypatch.setattr(explain_cmd, "_paged", counted)
+    with reader(url) as log:
+        head = log.head()
+    stopped = 0
+    for pod in _pods(url):
+        fed.clear()
+        expected = _why(_logs(name, root)[-1], pod, "--json")
+        fed.clear()
+        assert _why(url, pod, "--json") == expected, pod
+        stopped += bool(fed) and fed[-1] < head - 1
+    assert stopped > 0
