@@ -170,14 +170,19 @@ class Keeper:
         #: the position the last checkpoint was held or saved at, and its log time
         self._planned, self._planned_at = self.position, self.at
 
-    def feed(self, record: Event, payload: bytes | None = None) -> None:
+    def feed(self, record: Event, payload: bytes | None = None, *, linked: bool = False) -> None:
         """Fold one more record of the log (in offset order), ``payload`` its stored
-        payload bytes when known (:meth:`streams.chain_check.ChainChecker.feed`)."""
+        payload bytes when known (:meth:`streams.chain_check.ChainChecker.feed`);
+        ``linked``: its writer linked it to the record before just now (the chain state
+        moves on without hashing it again: :meth:`~streams.chain_check.ChainChecker.linked`)."""
         self.effects.apply(record)
         if self._saved_at is None:
             self._saved_at = record.at
         if self.chain is not None:
-            self.chain.feed(record, None, payload)
+            if linked:
+                self.chain.linked(record)
+            else:
+                self.chain.feed(record, None, payload)
         if self.at is None or record.at > self.at:
             self.at = record.at
         self.position, self.last = record.offset + 1, record.id
