@@ -61,7 +61,11 @@ def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
         return
     with reader(source) as log:
         decided = list(log.of_types(DECISION_TYPES))
-        world, until = _why_span(log, source, pod, WhyFold(pod, decided))
+        span = _why_span(log, source, pod, WhyFold(pod, decided))
+        if span is None:  # the log names no such pod, no decision reads it: nothing to fold
+            _print_why(pod, [], [], as_json=as_json)
+            return
+        world, until = span
         begin = world.position if world is not None else 0
         with closing(_paged(log, begin)) as feed:
             answer = _why_fold(pod, decided, feed, world=world, until=until)
@@ -82,11 +86,12 @@ def _paged(log: LogReader, start: int) -> Generator[Event, None, None]:
 
 def _why_span(
     log: LogReader, source: str, pod: str, fold: WhyFold
-) -> tuple[World | None, int | None]:
+) -> tuple[World | None, int | None] | None:
     """Where the fold for ``pod`` may start and stop: the World of the nearest good
     checkpoint at or before the pod's first record and the first decision the answer reads
     (:attr:`WhyFold.first`; None: from offset 0), and the offset of the last of those
-    records (past it the fold stops once :meth:`WhyFold.settled`; None: at the head).
+    records (past it the fold stops once :meth:`WhyFold.settled`; None: at the head);
+    None when there are none (the answer is then that nothing is known).
 
     Before the pod's first record the why-not fold holds nothing about it but the World
     (no cooling sentence said, no wait begun), so a fold from there answers the same. The
@@ -96,6 +101,8 @@ def _why_span(
     if found is None:
         return None, None
     named = [event.offset for event in found]
+    if not named and fold.first is None:
+        return None
     upto = min([*named[:1], *([] if fold.first is None else [fold.first])], default=log.head())
     until = max([*named[-1:], fold.last])
     if upto <= 0:
