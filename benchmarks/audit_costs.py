@@ -7,7 +7,9 @@ benchmarks/README.md, "Audit and start-up"):
 
 ``python -m benchmarks.audit_costs why POD LOG [--scan]``: ``tide audit why POD --log LOG``
 in this process and its CPU on stderr; ``--scan`` swaps back the lookup of before
-(``replay.whynot.task_key``, a scan of every task, at every call) to compare.
+(``replay.whynot.task_key``, a scan of every task, at every call) to compare; ``--whole``
+folds the whole log from offset 0 as before checkpoints and the subject index bounded it
+(``explain_cmd._why_span`` answering "from 0, to the head").
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     why.add_argument("pod")
     why.add_argument("log")
     why.add_argument("--scan", action="store_true")
+    why.add_argument("--whole", action="store_true")
     args = parser.parse_args(argv)
     if args.what == "write":
         spent: dict[bool, list[float]] = {False: [], True: []}
@@ -81,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.scan:
         whynot.TaskKey = _Scanning  # type: ignore[misc]
-    from controller.cli import app
+    from controller.cli import app, explain_cmd
+
+    if args.whole:
+        explain_cmd._why_span = lambda *a, **k: (None, None)
 
     try:
         app(["audit", "why", args.pod, "--log", args.log])

@@ -142,6 +142,8 @@ class Keeper:
         world: the World the caller folds the same records into (it must be at the
             keeper's position whenever :meth:`save` is called).
         start: the checkpoint the fold resumed from (None: offset 0).
+        effects: the ledger the caller folds the same records into (a live loop's own;
+            then :meth:`feed` leaves it to the caller); by default the keeper's own.
     """
 
     def __init__(
@@ -151,9 +153,13 @@ class Keeper:
         *,
         world: World,
         start: Snapshot | None = None,
+        effects: EffectsState | None = None,
     ) -> None:
         self.store, self.policy, self.world = store, policy, world
-        self.effects = start.effects if start is not None else EffectsState()
+        self._folds_effects = effects is None
+        if effects is None:
+            effects = start.effects if start is not None else EffectsState()
+        self.effects = effects
         chain = start.chain if start is not None else {}
         #: None when resumed from a checkpoint without a chain state (no check possible)
         self.chain: ChainChecker | None = (
@@ -170,14 +176,20 @@ class Keeper:
         #: the position the last checkpoint was held or saved at, and its log time
         self._planned, self._planned_at = self.position, self.at
 
-    def feed(self, record: Event, payload: bytes | None = None) -> None:
+    def feed(self, record: Event, payload: bytes | None = None, *, linked: bool = False) -> None:
         """Fold one more record of the log (in offset order), ``payload`` its stored
-        payload bytes when known (:meth:`streams.chain_check.ChainChecker.feed`)."""
-        self.effects.apply(record)
+        payload bytes when known (:meth:`streams.chain_check.ChainChecker.feed`);
+        ``linked``: its writer linked it to the record before just now (the chain state
+        moves on without hashing it again: :meth:`~streams.chain_check.ChainChecker.linked`)."""
+        if self._folds_effects:
+            self.effects.apply(record)
         if self._saved_at is None:
             self._saved_at = record.at
         if self.chain is not None:
-            self.chain.feed(record, None, payload)
+            if linked:
+                self.chain.linked(record)
+            else:
+                self.chain.feed(record, None, payload)
         if self.at is None or record.at > self.at:
             self.at = record.at
         self.position, self.last = record.offset + 1, record.id

@@ -37,6 +37,28 @@ def _watched_pod(event: Event) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
+def _nominates(event: Event, pod: str) -> bool:
+    preemptor = evidence_of(as_decision(event)).get("preemptor")
+    return isinstance(preemptor, str) and _matches(preemptor, pod)
+
+
+def _names_pod(event: Event, pod: str) -> bool:
+    """A decision about another pod that names ``pod``: as the preemptor it nominated,
+    or in the plan of the pressure round it is part of."""
+    if event.type != "decision.evict":
+        return False
+    if _nominates(event, pod):
+        return True
+    evidence = evidence_of(as_decision(event))
+    held = evidence.get("round")
+    plan = held.get("plan") if isinstance(held, dict) else None
+    return isinstance(plan, list) and any(isinstance(p, str) and _matches(p, pod) for p in plan)
+
+
+def _matches(key: str, pod: str) -> bool:
+    return key == pod or key.split("/", 1)[-1] == pod
+
+
 class WhyFold:
     """``tide audit why POD`` over a stream: :func:`replay.explain.answers` and
     :func:`replay.whynot.why_not` in one pass.
@@ -58,6 +80,19 @@ class WhyFold:
         self._causes = {e.cause for e, _ in self._about if e.cause}
         self._ids = {e.id for e, _ in self._about}
         self._evicted = {key for e, key in self._about if as_decision(e).get("kind") == "evict"}
+        # the other decisions the answer reads: a preemption nominating the pod, a
+        # pressure round planning it (both about other pods)
+        others = [e for e in decided if _names_pod(e, pod)]
+        #: the offset of the first decision the answer reads (None: it reads none)
+        self.first: int | None = min(
+            (e.offset for e in [*others, *(e for e, _ in self._about)]), default=None
+        )
+        #: the ids of the records that caused them (to be fed for the answer to hold)
+        self.needed = frozenset(e.cause for e in others if e.cause) | self._causes
+        #: the offset of the last decision the answer reads (-1: none)
+        self.last = max((e.offset for e in [*others, *(e for e, _ in self._about)]), default=-1)
+        self._nominated = any(_nominates(e, pod) for e in others)
+        self._fed: set[str] = set()
         self._by_id: dict[str, Event] = {}
         self._effects: dict[str, Event] = {}
         self._deleted: dict[str, list[Event]] = {}
@@ -65,8 +100,10 @@ class WhyFold:
 
     def feed(self, event: Event) -> None:
         """One record of the log, in offset order."""
-        if event.id in self._causes:
-            self._by_id[event.id] = event
+        if event.id in self.needed:
+            self._fed.add(event.id)
+            if event.id in self._causes:
+                self._by_id[event.id] = event
         if event.type in EFFECT_TYPES and event.cause in self._ids:
             self._effects[event.cause] = event
         if event.type == "k8s.watch":
@@ -76,6 +113,18 @@ class WhyFold:
                 if key in self._evicted:
                     self._deleted.setdefault(key, []).append(event)
         self.whynot.feed(event)
+
+    def settled(self) -> bool:
+        """Whether the records still to come can change the answer only by naming the pod
+        (call it past :attr:`last` and the pod's last record, then stop feeding): every
+        cause needed was fed, no preemption nominated the pod (a node deleted later ends
+        its nomination) and the why-not part is settled (:meth:`WhyNot.settled`)."""
+        return self.complete and not self._nominated and self.whynot.settled()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every record in :attr:`needed` was fed."""
+        return len(self._fed) == len(self.needed)
 
     def answers(self) -> list[Answer]:
         """What :func:`replay.explain.answers` says about the pod."""

@@ -126,6 +126,13 @@ class WhyNot:
             )
             self.out += _planned_not_evicted(event, self.decided.get(event.id, []), pod)
 
+    def settled(self) -> bool:
+        """Whether the records still to come can add nothing unless one names the pod: no
+        task of it is in the world (a cooling or TDM sentence needs one, and only a pod
+        watch record adds one) and no wait of it is open (one ends at a later session)."""
+        waits = self.waits.waits
+        return task_key(self.world, self.pod) is None and not (waits and waits[-1].end is None)
+
     def finish(self) -> list[str]:
         """The sentences, then why the pod waited (each wait, stretch by stretch), ending
         with why it is pending (if it is)."""

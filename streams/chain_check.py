@@ -145,6 +145,28 @@ class ChainChecker:
         self._previous_line = None if payload is None else digest(event, payload)
         return report.broken is None
 
+    def linked(self, event: Event) -> None:
+        """Take the next record as one whose link its writer has just computed from the
+        record before it (:class:`streams.chain.ChainWriter` on the log's own chain):
+        the state moves on as :meth:`feed` would move it over an intact link, without
+        hashing the record (the writer hashed it already, for the next record's link).
+        A record of a writer's own chain, a seal, or one when the checker is broken or
+        not started is fed as :meth:`feed` feeds it."""
+        report = self.report
+        if (
+            report.broken is not None
+            or not report.chained
+            or self._previous is None
+            or event.prev is None
+            or is_seal(event)
+            or split_writer_link(event.prev) is not None
+        ):
+            self.feed(event)
+            return
+        report.records += 1
+        self._main = self._previous = event
+        self._previous_line = None
+
     def state(self) -> JSON:
         """What the checker holds after the records fed so far, as JSON: a checker
         :meth:`resumed` from it checks the records after them as this one would (a

@@ -9,12 +9,14 @@ wrapper; the explanations themselves are built in :mod:`replay.explain` and
 from __future__ import annotations
 
 import json
+from collections.abc import Generator, Iterable
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 import typer
 
 from controller.cli.progress import Progress
-from controller.cli.reading import decisions, folded
+from controller.cli.reading import decisions, folded, is_recording, reader
 from controller.policy.loader import Policy
 from replay.bindview import BindFold, bind_views, with_views
 from replay.explain import Answer, answers
@@ -26,7 +28,12 @@ from replay.whatif import from_report
 from replay.whynot import why_not
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event
+from streams.gcpause import paced
 from streams.payloads import as_decision, as_watch
+
+if TYPE_CHECKING:
+    from projections.world import World
+    from streams.paging import LogReader
 
 
 def why(events: list[Event], pod: str, *, as_json: bool) -> None:
@@ -44,9 +51,88 @@ def why(events: list[Event], pod: str, *, as_json: bool) -> None:
 
 def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
     """:func:`why` of the log at ``source`` read once a page at a time, after a narrow
-    read of its decisions (:class:`replay.streamed.WhyFold`)."""
-    decided = list(decisions(source))
-    fold = WhyFold(pod, decided)
+    read of its decisions (:class:`replay.streamed.WhyFold`), from the nearest checkpoint
+    before the first record the answer needs (:func:`_why_from`)."""
+    if is_recording(source):
+        decided = list(decisions(source))
+        whole = _why_fold(pod, decided, folded(source, "audit why"))
+        assert whole is not None  # from offset 0: never None
+        _print_why(pod, whole[0], whole[1], as_json=as_json)
+        return
+    with reader(source) as log:
+        decided = list(log.of_types(DECISION_TYPES))
+        span = _why_span(log, source, pod, WhyFold(pod, decided))
+        if span is None:  # the log names no such pod, no decision reads it: nothing to fold
+            _print_why(pod, [], [], as_json=as_json)
+            return
+        world, until = span
+        begin = world.position if world is not None else 0
+        with closing(_paged(log, begin)) as feed:
+            answer = _why_fold(pod, decided, feed, world=world, until=until)
+        if answer is None:  # a cause it needs lies before the checkpoint: from offset 0
+            with closing(_paged(log, 0)) as feed:
+                answer = _why_fold(pod, decided, feed, until=until)
+        assert answer is not None
+    _print_why(pod, answer[0], answer[1], as_json=as_json)
+
+
+def _paged(log: LogReader, start: int) -> Generator[Event, None, None]:
+    with Progress("audit why", log.head() - start) as bar:
+        for event in paced(log.records(start)):
+            if bar.on and not event.offset & 1023:
+                bar.update(event.offset - start)
+            yield event
+
+
+def _why_span(
+    log: LogReader, source: str, pod: str, fold: WhyFold
+) -> tuple[World | None, int | None] | None:
+    """Where the fold for ``pod`` may start and stop: the World of the nearest good
+    checkpoint at or before the pod's first record and the first decision the answer reads
+    (:attr:`WhyFold.first`; None: from offset 0), and the offset of the last of those
+    records (past it the fold stops once :meth:`WhyFold.settled`; None: at the head);
+    None when there are none (the answer is then that nothing is known).
+
+    Before the pod's first record the why-not fold holds nothing about it but the World
+    (no cooling sentence said, no wait begun), so a fold from there answers the same. The
+    pod's records come from the log's subject index (``podname:NAME`` holds every record
+    naming a pod of that name); a log without one is folded whole."""
+    found = log.about([f"podname:{pod.rsplit('/', 1)[-1]}"])
+    if found is None:
+        return None, None
+    named = [event.offset for event in found]
+    if not named and fold.first is None:
+        return None
+    upto = min([*named[:1], *([] if fold.first is None else [fold.first])], default=log.head())
+    until = max([*named[-1:], fold.last])
+    if upto <= 0:
+        return None, until
+    return log.run(_resumed(log, source, upto)), until
+
+
+async def _resumed(log: LogReader, source: str, upto: int) -> World | None:
+    from projections.store import resume_at
+    from streams.backends.checkpoints import open_log_store
+
+    store = await open_log_store(log.log.url or source, create=False)
+    if store is None:
+        return None
+    async with store:
+        return await resume_at(store, log.log, upto=upto)
+
+
+def _why_fold(
+    pod: str,
+    decided: list[Event],
+    events: Iterable[Event],
+    *,
+    world: World | None = None,
+    until: int | None = None,
+) -> tuple[list[Answer], list[str]] | None:
+    """The answers and the non-decisions about ``pod`` folded over ``events`` (from
+    ``world``'s position, or offset 0; stopped past offset ``until`` when the answer is
+    settled there); None when a fold from a checkpoint missed a cause the answer reads."""
+    fold = WhyFold(pod, decided, world=world)
     # what the nominations need: the decisions, the preemptions' causes, the pod's and
     # the nodes' deletions and bindings (a preemptor's outcome), in log order
     causes = {
@@ -56,16 +142,22 @@ def why_streamed(source: str, pod: str, *, as_json: bool) -> None:
     kept: list[Event] = []
     # the pod's binds, each node's verdict: derived on the same fold (replay/bindview.py)
     binds = BindFold(decided, pod=pod, world=fold.whynot.world)
-    for event in folded(source, "audit why"):
+    for event in events:
         binds.before(event)
         fold.feed(event)
         if event.type in DECISION_TYPES or event.id in causes or _watch_about(event, name):
             kept.append(event)
+        if until is not None and event.offset >= until:
+            if fold.settled():
+                break
+            until = None  # not settled there: folded on to the head
+    if world is not None and world.position > 0 and not fold.complete:
+        return None
     found = sorted(
         with_views(fold.answers(), binds.views()) + nomination_answers(kept, pod),
         key=lambda a: (a.decision.at, a.decision.offset, a.decision.type != "decision.evict"),
     )
-    _print_why(pod, found, fold.not_decided(), as_json=as_json)
+    return found, fold.not_decided()
 
 
 def _watch_about(event: Event, name: str) -> bool:

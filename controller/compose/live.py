@@ -31,6 +31,7 @@ from controller.drive.sources.recorder import Recorder, RecorderOptions
 from controller.policy.framework.config import run_behaviour
 from controller.policy.loader import Policy
 from controller.policy.step import Step
+from projections.checkpoints import CheckpointPolicy
 from streams.events import Event, make_event
 from streams.log import EventLog
 from streams.payloads import ConfigPayload, as_json
@@ -126,6 +127,10 @@ def wire_live(
         parts.client, parts.log, now=clock.now, options=options, warn=warn, sink=loop.feed
     )
     loop.append = recorder.chain.append
+    try:  # checkpoints kept while running, at the writers' intervals (docs/checkpoints.md)
+        loop.checkpoint_policy = CheckpointPolicy.from_env()
+    except ValueError as exc:
+        warn(f"{exc}: no checkpoints kept while running")
     payload: ConfigPayload = {
         "config": dict(policy.raw),
         "source": source,

@@ -203,8 +203,9 @@ class Spool:
         if len(added) != len(batch):  # the log had some: the run's World is not its fold
             self.keeper = None
             return
-        for record, payload in zip(added, payloads, strict=True):
-            keeper.feed(record, payload)  # the bytes the chain hashed, when known
+        for given, record, payload in zip(batch, added, payloads, strict=True):
+            # a record the writer linked just now: its hash is the next record's link
+            keeper.feed(record, payload, linked=given.prev is None)
             if keeper.ready:
                 self._runner.run(keeper.save_held())
 

@@ -16,6 +16,7 @@ from streams import codec
 from streams.backends.memory import MemoryLog
 from streams.backends.sqlite import SQLiteLog
 from streams.chain import RUN_PREFIX, ChainWriter, RunMismatchError, check_chain, check_log, digest
+from streams.chain_check import ChainChecker
 from streams.events import Event, make_event
 from streams.seal import SEALING, is_seal
 
@@ -223,3 +224,31 @@ def test_a_sqlite_log_from_before_the_chain_gains_the_column_and_reads_as_before
     read = asyncio.run(go())
     assert [(e.id, e.prev) for e in read] == [("x", None)]
     assert check_chain(read).chained is False
+
+
+def test_a_checker_told_each_link_is_its_writers_holds_the_state_of_one_that_hashed_it() -> None:
+    """``ChainChecker.linked`` (the writer hashed each record for the next one's link):
+    at every record the state is the one :meth:`feed` reaches, a seal and the checks after
+    it included; a record with no link or another writer's is fed as ``feed`` feeds it."""
+
+    async def written() -> list[Event]:
+        log = MemoryLog()
+        async with ChainWriter(log, run="r1") as writer:
+            for i in range(0, 12, 4):
+                batch = [
+                    make_event(
+                        "trigger.fired", T0 + timedelta(seconds=i + j), {"kind": f"k{i + j}"}
+                    )
+                    for j in range(4)
+                ]
+                await writer.append(batch)
+        return await log.read_all()
+
+    records = asyncio.run(written())
+    assert records[0].prev is not None and len(records) == 13  # the seal at the end
+    fed, told = ChainChecker(), ChainChecker()
+    for record in records:
+        fed.feed(record)
+        told.linked(record)
+        assert told.state() == fed.state(), record.offset
+    assert told.finish().describe() == fed.finish().describe()

@@ -46,6 +46,7 @@ from datetime import timedelta
 
 from controller.drive.clock import Clock, SystemClock
 from controller.drive.effector.applier import Applier
+from controller.drive.loop.keeping import RunCheckpoints, open_run_checkpoints, snapshot_of
 from controller.drive.loop.leadership import AlwaysLeader, Leadership
 from controller.drive.observe.hooks import LiveObserver, NoObserver
 from controller.drive.observe.logs import decision_fields
@@ -53,7 +54,7 @@ from controller.drive.sources.recorder import Recorder
 from controller.drive.triggers.live import LiveTriggers
 from controller.policy.framework.config import TideConfig
 from controller.policy.step import Step
-from projections.checkpoints import Restart, restart
+from projections.checkpoints import CheckpointPolicy, Restart, restart
 from projections.effects import EffectsState
 from streams.backends.checkpoints import CheckpointStore
 from streams.chain import append_with_payloads
@@ -68,6 +69,8 @@ logger = logging.getLogger(__name__)
 
 #: seconds between two looks for a due pressure follow-up
 FOLLOWUP_POLL = 0.2
+#: seconds between two looks at whether a checkpoint is due (issue 26)
+CHECKPOINT_POLL = 1.0
 #: seconds a firing waits for the others due at the same instant (then all go in rank order)
 SETTLE = 0.05
 
@@ -124,6 +127,10 @@ class LiveLoop:
         self.decided = 0
         #: the checkpoints kept with the log, read on start (None: fold from offset 0)
         self.checkpoints: CheckpointStore | None = None
+        #: when to keep checkpoints while running (None: only the one on the way out)
+        self.checkpoint_policy: CheckpointPolicy | None = None
+        #: the checkpoints kept while running (opened by :meth:`prepare`)
+        self.keeping: RunCheckpoints | None = None
         #: the folded state out of the collector's sight while running (``run``)
         self._heap: FoldedHeap | None = None
         self._lock = asyncio.Lock()
@@ -146,6 +153,9 @@ class LiveLoop:
         the whole folded cluster again (``streams.gcpause``)."""
         count = start = 0
         resumed = await restart(self.checkpoints, self.log, warn=_warn)
+        if self.keeping is None and self.checkpoint_policy is not None:
+            self.keeping = await open_run_checkpoints(self.log, self.checkpoint_policy)
+        keeping = self.keeping
         with paused_gc():
             if resumed is not None:
                 start = self._resume(resumed)
@@ -155,11 +165,15 @@ class LiveLoop:
                 async for record in self.log.read(resumed.back, start):
                     for reader in self.readers:
                         reader(record)
+            if keeping is not None:
+                keeping.start(self.step.world, self.effects, snapshot_of(resumed))
             async for record in self.log.read(start):
                 self.step.on_logged(record)
                 self.effects.apply(record)
                 for reader in self.readers:
                     reader(record)
+                if keeping is not None:
+                    keeping.seen(record)
                 self._end = record.offset + 1
                 count += 1
         return count
@@ -199,11 +213,16 @@ class LiveLoop:
                 async for record in self.log.read(resumed.back, start):
                     for reader in self.readers:
                         reader(record)
+            keeping = self.keeping
+            if keeping is not None:
+                keeping.start(refold.world, effects, snapshot_of(resumed))
             async for record in self.log.read(start):
                 refold.fold(record)
                 effects.apply(record)
                 for reader in self.readers:
                     reader(record)
+                if keeping is not None:
+                    keeping.seen(record)
         refold.adopt()
         self.effects = effects
         if self._heap is not None:  # the new fold out of the collector's sight too
@@ -234,6 +253,8 @@ class LiveLoop:
             self.triggers.run()
         campaign = asyncio.create_task(self._campaign(), name="leadership")
         helpers = [asyncio.create_task(self._followups(), name="followups")]
+        if self.keeping is not None:
+            helpers.append(asyncio.create_task(self._checkpointing(), name="checkpoints"))
         if recorder is not None:
             helpers.append(asyncio.create_task(self._readiness(recorder), name="readiness"))
         try:
@@ -260,6 +281,8 @@ class LiveLoop:
             heap, self._heap = self._heap, None
             if heap is not None:
                 heap.thaw()
+            if self.keeping is not None:
+                await self.keeping.close()
 
     # ---- leadership -------------------------------------------------------------------
 
@@ -312,9 +335,12 @@ class LiveLoop:
     def _noted(self, added: Sequence[Event]) -> None:
         if self._heap is not None:
             self._heap.grew(len(added))
+        keeping = self.keeping
         for record in added:
             self._appended += 1
             self.effects.apply(record)
+            if keeping is not None:
+                keeping.seen(record, linked=True)
             if record.type in DECISION_TYPES:
                 self.decided += 1
                 self.observer.decided(record)
@@ -404,6 +430,8 @@ class LiveLoop:
         self.observer.append_lag(max(0.0, (self.clock.now() - record.at).total_seconds()))
         self.observer.record(record)
         self.effects.apply(record)
+        if self.keeping is not None:
+            self.keeping.seen(record, linked=True)
 
     async def on_trigger(self, trigger: Event) -> None:
         """A trigger fired (stamped with its scheduled time): decide and write as one batch.
@@ -435,6 +463,16 @@ class LiveLoop:
         lag = (self.clock.now() - trigger.at).total_seconds()
         self.observer.append_lag(max(0.0, lag))
         self._act(added)
+
+    async def _checkpointing(self) -> None:
+        """Keep a checkpoint whenever one is due, between two writes (the lock held)."""
+        keeping = self.keeping
+        assert keeping is not None
+        while True:
+            await asyncio.sleep(CHECKPOINT_POLL)
+            if keeping.due:
+                async with self._lock:
+                    await keeping.save_if_due(self.step.world)
 
     async def _followups(self) -> None:
         while True:
