@@ -361,7 +361,7 @@ class LiveLoop:
     async def _input_chunk(self, chunk: list[Event], payloads: list[bytes | None]) -> None:
         async with self._lock:
             step, leading = self.step, self.leading
-            if not leading:
+            if not leading or step.repeats(chunk[-1]):  # a repeated sample: not written
                 kept = [k for k, e in enumerate(chunk) if step.writes(e, leading=False)]
                 chunk, payloads = [chunk[k] for k in kept], [payloads[k] for k in kept]
                 if not chunk:
