@@ -61,7 +61,7 @@ from projections.behaviour import QUIET_TICK_SEEN
 from projections.usage_fresh import freshness
 from projections.world import World
 from streams.events import Event
-from streams.payloads import as_trigger
+from streams.payloads import as_node_sample, as_trigger
 
 #: trigger kinds that are written even when they decide nothing
 ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
@@ -152,10 +152,10 @@ class Step:
         id, would be decisions replay cannot re-derive. Such a sample is not written."""
         if not self.decides_on(record):
             return False
-        meta = record.data.get("metadata")
-        name = meta.get("name") if isinstance(meta, dict) else None
+        sample = as_node_sample(record)
+        name = (sample.get("metadata") or {}).get("name")
         newest = self.world.usage.node_fresh.get(name) if isinstance(name, str) else None
-        own = freshness(record.data) if newest is not None else None
+        own = freshness(sample) if newest is not None else None
         return own is not None and newest is not None and own.stamp <= newest.stamp
 
     def on_input(self, record: Event, *, leading: bool = True) -> list[Event]:
