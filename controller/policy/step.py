@@ -58,9 +58,10 @@ from controller.policy.pressure.config import EvictionConfig
 from controller.policy.pressure.followups import Followup, FollowupCache
 from controller.policy.trigger_events import trigger_event
 from projections.behaviour import QUIET_TICK_SEEN
+from projections.usage_fresh import freshness
 from projections.world import World
 from streams.events import Event
-from streams.payloads import as_trigger
+from streams.payloads import as_node_sample, as_trigger
 
 #: trigger kinds that are written even when they decide nothing
 ALWAYS_WRITTEN = frozenset({"window-start", "window-end"})
@@ -140,6 +141,22 @@ class Step:
         """Whether an input is written at all: everything but a standby's decision point
         (replay would expect the decisions a standby may not make)."""
         return leading or not self.decides_on(record)
+
+    def repeats(self, record: Event) -> bool:
+        """Whether a decision point is one the World folded already, for a driver that folds
+        it ahead of its write (:meth:`on_input_ahead`): a node sample whose own
+        ``timestamp`` does not advance past the newest one folded for its node (the tap's
+        rule for what is written, ``controller.drive.sources.tap``). The log holds it
+        already (another replica wrote it before a takeover) or holds newer: folded again
+        it would count twice, and its decisions, written beside a sample the log drops by
+        id, would be decisions replay cannot re-derive. Such a sample is not written."""
+        if not self.decides_on(record):
+            return False
+        sample = as_node_sample(record)
+        name = (sample.get("metadata") or {}).get("name")
+        newest = self.world.usage.node_fresh.get(name) if isinstance(name, str) else None
+        own = freshness(sample) if newest is not None else None
+        return own is not None and newest is not None and own.stamp <= newest.stamp
 
     def on_input(self, record: Event, *, leading: bool = True) -> list[Event]:
         """Fold a written input; return the decisions it causes (to write next, as one

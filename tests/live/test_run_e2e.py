@@ -176,8 +176,8 @@ async def scenario_run(
         if tide.running:
             await tide.stop()
     events = await tide.events()
-    code, out, err = await cli("replay", tide.log, "--verify")
-    assert code == 0, out + err
+    code, out, err = await cli("replay", tide.log, "--verify", "--diff")
+    assert code == 0, f"tide replay {tide.log} --verify --diff:\n{out}{err}"
     return events, samples
 
 

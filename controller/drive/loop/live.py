@@ -239,7 +239,8 @@ class LiveLoop:
     async def run(self, stop: asyncio.Event, recorder: Recorder | None = None) -> None:
         """Run until ``stop`` is set (or a source fails for good), then stop cleanly:
         triggers first, then the sources (what they queued is written), then the effects
-        (calls in flight finish, waiting ones are handed back), then the lead.
+        (calls in flight finish, waiting ones are handed back), then the recorder's seal
+        (after every outcome written: none may follow it), then the lead.
 
         While it runs, what was folded is frozen out of the cyclic collector's sight
         (:func:`streams.gcpause.freeze_folded`), and so is what survives every
@@ -258,8 +259,8 @@ class LiveLoop:
         if recorder is not None:
             helpers.append(asyncio.create_task(self._readiness(recorder), name="readiness"))
         try:
-            if recorder is not None:
-                await recorder.run(stop)
+            if recorder is not None:  # its seal waits for the outcomes drained below
+                await recorder.run(stop, release=False)
             else:
                 await stop.wait()
         finally:
@@ -271,9 +272,13 @@ class LiveLoop:
             await asyncio.gather(*helpers, return_exceptions=True)
             async with self._lock:  # a decision being written is handed to the applier
                 pass
-            if self.applier is not None:  # before the campaign ends: a loss halts effects
-                await self.applier.stop()
-                await self.applier.drain()
+            try:
+                if self.applier is not None:  # before the campaign ends: a loss halts effects
+                    await self.applier.stop()
+                    await self.applier.drain()
+            finally:
+                if recorder is not None:  # after the last outcome: a seal ends the log
+                    await recorder.release()
             await self.leadership.release()  # a standby takes over without waiting
             campaign.cancel()
             await asyncio.gather(campaign, return_exceptions=True)
@@ -382,7 +387,7 @@ class LiveLoop:
     async def _input_chunk(self, chunk: list[Event], payloads: list[bytes | None]) -> None:
         async with self._lock:
             step, leading = self.step, self.leading
-            if not leading:
+            if not leading or step.repeats(chunk[-1]):  # a repeated sample: not written
                 kept = [k for k, e in enumerate(chunk) if step.writes(e, leading=False)]
                 chunk, payloads = [chunk[k] for k in kept], [payloads[k] for k in kept]
                 if not chunk:

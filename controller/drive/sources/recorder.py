@@ -104,6 +104,7 @@ class Recorder:
         unlocked = live and not isinstance(log, WriterLock)
         self.chain = ChainWriter(log, shared=live, writer=writer_id(now()) if unlocked else None)
         self._holding = False
+        self._failed = False  # whether run() ended on a failure (then release() seals nothing)
         self.now = now
         self.options = options
         self.warn = warn
@@ -169,9 +170,10 @@ class Recorder:
             self.health = HealthServer(self.options.health_address, self.report)
             await self.health.start()
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, *, release: bool = True) -> None:
         """Record until ``stop`` is set or a source fails for good (then that error is
-        raised, after what is queued is written)."""
+        raised, after what is queued is written). ``release`` False keeps the writer lock
+        (the log unsealed) until :meth:`release`: ``tide run`` writes effect outcomes after."""
         writer = asyncio.create_task(self._write(), name="writer")
         tasks = [asyncio.create_task(s.run(), name=s.name) for s in self.sources]
         if self.metrics is not None:
@@ -193,17 +195,19 @@ class Recorder:
             if self.health is not None:
                 await self.health.stop()
             failed = [t for t in [*tasks, writer] if t.done() and not t.cancelled()]
-            await self._release(done_error=any(t.exception() is not None for t in failed))
+            self._failed = any(t.exception() is not None for t in failed)
+            if release:
+                await self.release()
         for task in done:
             error = None if task is stopper else task.exception()
             if error is not None:
                 raise error
 
-    async def _release(self, *, done_error: bool) -> None:
+    async def release(self) -> None:
         """Let go of the writer lock; seal the log only when recording ended cleanly."""
         if self._holding:
             self._holding = False
-            error = RuntimeError("recording failed") if done_error else None
+            error = RuntimeError("recording failed") if self._failed else None
             await self.chain.__aexit__(type(error) if error else None, error, None)
 
     async def _write(self) -> None:
