@@ -162,9 +162,20 @@ def _print_replay(
     for line in mismatches:  # --jobs: a checkpoint that is not the fold of its records
         typer.echo(line)
     problems = len(report.differences) + len(report.unaccounted) + broken + len(mismatches)
+    # what the count is made of, so that a cut chain is never read as a decision that differs
+    parts = [
+        f"{count} {what}"
+        for count, what in (
+            (len(report.differences), "decision point(s) decided otherwise"),
+            (len(report.unaccounted), "record(s) unaccounted for"),
+            (int(broken), "chain broken or not sealed"),
+            (len(mismatches), "checkpoint(s) not the fold of their records"),
+        )
+        if count
+    ]
     typer.echo(
         f"replayed {report.checked} decision points, {report.decisions} recorded decisions: "
-        + (f"{problems} difference(s)" if problems else "identical")
+        + (f"{problems} difference(s): {'; '.join(parts)}" if problems else "identical")
     )
     if verify and problems:
         raise typer.Exit(1)

@@ -57,6 +57,8 @@ def test_a_cut_export_names_the_offset_it_was_cut_after(
     assert code == 1 and expected in out, out
     code, out = invoke(["replay", str(cut_file), "--verify"])
     assert code == 1 and expected in out, out
+    # the summary says what the difference is: the chain, not a decision
+    assert out.splitlines()[-1].endswith("1 difference(s): 1 chain broken or not sealed"), out
 
 
 def test_an_import_of_a_cut_export_stays_cut(export: Path, tmp_path: Path) -> None:

@@ -163,4 +163,4 @@ def test_a_forged_checkpoint_fails_naming_its_segment(
         f"segment {index} (positions {position}-{stop}, log times 2026-11-21T"
     )
     assert "the checkpoint it starts from does not match the fold" in lines[-2]
-    assert lines[-1].endswith("1 difference(s)")
+    assert lines[-1].endswith("1 difference(s): 1 checkpoint(s) not the fold of their records")
