@@ -158,8 +158,17 @@ WRITTEN: dict[str, Callable[[Broker, Path, list[Event]], tuple[str, Path]]] = {
 }
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("state", sorted(WRITTEN))
+#: each state of the index on each log, but an index behind the head (each key's answer
+#: scans the topic's tail, ~20 s a log on tansu) on one log only: CI's time
+CASES = [
+    (state, name)
+    for state in sorted(WRITTEN)
+    for name in NAMES
+    if state not in ("behind", "stale copy") or name == "tdm-budgets"
+]
+
+
+@pytest.mark.parametrize(("state", "name"), CASES)
 def test_the_index_answers_what_a_scan_answers(
     broker: Broker, tmp_path: Path, name: str, state: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
