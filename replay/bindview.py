@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from controller.policy.engine import build_cycle
+from controller.policy.engine import build_cycle, run_actions
 from controller.policy.framework.session import Session, open_session
 from controller.policy.framework.statement import Statement
 from controller.policy.framework.verdicts import evaluate_nodes
@@ -39,7 +39,7 @@ from replay.bindparts import Part, PartsFor
 from replay.explain import Answer
 from streams.codec import decision_line
 from streams.events import DECISION_TYPES, JSON, Event
-from streams.payloads import as_decision, as_trigger, evidence_of
+from streams.payloads import as_decision, evidence_of
 
 __all__ = [
     "BindFold",
@@ -419,21 +419,7 @@ def _rerun(
     ssn = open_session(world, trigger, tiers=config.tiers, plugins=built.plugins, ctx=built.ctx)
     probe = _Probe(ssn, pods)
     setattr(ssn, "statement", probe.statement)  # noqa: B010 - this instance only
-    kind = as_trigger(trigger).get("kind")
-    running = [
-        action
-        for action in built.actions
-        if (wanted := getattr(action, "triggers", None)) is None or kind is None or kind in wanted
-    ]
-    try:
-        for position, action in enumerate(running, start=1):
-            ssn.last_action = position == len(running)
-            action.execute(ssn)
-    finally:
-        ssn.close()
-    decided = list(ssn.decisions)
-    ssn.dispose()
-    return probe, decided
+    return probe, run_actions(ssn, built.actions, trigger)
 
 
 def bind_views(events: Iterable[Event], *, pod: str | None = None) -> list[BindView]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from controller.policy.builtins import BUILTIN_ACTIONS, BUILTIN_PLUGINS
 from controller.policy.framework.config import TideConfig, plugin_context, plugin_entries
@@ -90,10 +91,18 @@ def run_cycle(
     """Run one session for ``trigger`` over ``world``; return the committed decisions."""
     built = build_cycle(config, registry=registry, actions=actions)
     ssn = open_session(world, trigger, tiers=config.tiers, plugins=built.plugins, ctx=built.ctx)
+    decisions = run_actions(ssn, built.actions, trigger)
+    return decisions
+
+
+def run_actions(ssn: Any, actions: Any, trigger: Event) -> list[Any]:
+    """Run the ``actions`` that answer ``trigger``'s kind in ``ssn``, close and dispose of
+    the session, and return its committed decisions (the one action loop: ``run_cycle``
+    and the offline bind view, ``replay.bindview``, both run it)."""
     kind = as_trigger(trigger).get("kind")
     running = [
         action
-        for action in built.actions
+        for action in actions
         if (wanted := getattr(action, "triggers", None)) is None or kind is None or kind in wanted
     ]
     try:
