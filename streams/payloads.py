@@ -91,6 +91,34 @@ TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 EffectType = Literal["effect.applied", "effect.failed", "effect.skipped"]
 
+EffectReason = Literal[
+    "dry-run",
+    "guard-rail",
+    "gone",
+    "budget",
+    "conflict",
+    "not-found",
+    "rejected",
+    "unavailable",
+    "unsupported",
+]
+"""Why an effect was skipped or failed, in a word (``tide run``'s effector writes it beside
+the free-text ``error``, so a metric label and an alert can tell a guard rail's refusal
+from a dry run). Skipped: ``dry-run``; ``guard-rail`` (an eviction limit refused it);
+``gone`` (the pod was already gone). Failed: ``budget`` (a PodDisruptionBudget's 429);
+``conflict`` (409, or a node that kept changing under the patch); ``not-found`` (404);
+``rejected`` (another 4xx or a permanent 5xx); ``unavailable`` (a 5xx, a throttling 429 or
+no answer, after the retries); ``unsupported`` (a decision tide does not apply)."""
+
+#: the reasons each outcome type may carry (an applied effect carries none)
+EFFECT_REASONS: dict[str, frozenset[str]] = {
+    "effect.applied": frozenset(),
+    "effect.skipped": frozenset({"dry-run", "guard-rail", "gone"}),
+    "effect.failed": frozenset(
+        {"budget", "conflict", "not-found", "rejected", "unavailable", "unsupported"}
+    ),
+}
+
 REASON_CODES: frozenset[str] = frozenset(get_args(ReasonCode))
 DECISION_KINDS: frozenset[str] = frozenset(get_args(DecisionKind))
 TRIGGER_KINDS: frozenset[str] = frozenset(get_args(TriggerKind))
@@ -248,12 +276,16 @@ class EffectPayload(TypedDict):
 
     ``target`` is ``namespace/pod`` or a node name; ``error`` is required on a failure and
     on a skip (why nothing was attempted: ``dry-run``, a guard rail, the pod gone).
+    ``reason`` is that why in a word (:data:`EffectReason`, :data:`EFFECT_REASONS`): the
+    Kubernetes effector writes it; the simulated cluster's outcomes and logs written before
+    it have none.
     """
 
     decision: str
     kind: DecisionKind
     target: str
     error: NotRequired[str]
+    reason: NotRequired[EffectReason]
 
 
 class SealPayload(TypedDict):

@@ -20,6 +20,7 @@ from streams.events import JSON, parse_time
 from streams.limits import LimitError, check_time
 from streams.payloads import (
     DECISION_KINDS,
+    EFFECT_REASONS,
     REASON_CODES,
     TAINT_EFFECTS,
     WATCH_EVENT_KINDS,
@@ -344,6 +345,12 @@ def _effect(failed: bool, type_: str = "") -> Callable[[JSON], None]:
             raise ValidationError(f"{type_}: missing 'error'")
         if error is not None and not isinstance(error, str):
             raise ValidationError(f"{type_}: 'error' is {_kind(error)}, not a string")
+        reason = data.get("reason")
+        if reason is not None and (
+            not isinstance(reason, str) or reason not in EFFECT_REASONS[type_]
+        ):
+            allowed = ", ".join(sorted(EFFECT_REASONS[type_])) or "none"
+            raise ValidationError(f"{type_}: unknown reason {reason!r} (allowed: {allowed})")
 
     return check
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -186,3 +187,58 @@ def test_the_dashboard_ships_as_a_configmap_for_grafanas_sidecar() -> None:
     config = named(monitoring(), "ConfigMap", "tide-dashboard")
     assert config["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert config["data"]["tide-dashboard.json"] == (MONITORING / "tide-dashboard.json").read_text()
+
+
+# (the skips' reason label and count per minute over 40 minutes, whether the alert fires)
+GUARD_RAILS = [
+    pytest.param("guard-rail", 1, True, id="refusals-of-the-limits-fire"),
+    pytest.param("dry-run", 1, False, id="a-dry-runs-skips-do-not"),
+    pytest.param("gone", 1, False, id="pods-already-gone-do-not"),
+    pytest.param("guard-rail", 0, False, id="no-refusal-no-alert"),
+]
+
+
+@pytest.mark.parametrize(("reason", "per_minute", "fires"), GUARD_RAILS)
+def test_the_guard_rail_alert_reads_the_skips_reason(
+    tmp_path: Path, reason: str, per_minute: int, fires: bool
+) -> None:
+    """``promtool test rules`` on the rules file itself: the alert fires on refusals of the
+    eviction limits, never on a dry run's skips or on pods already gone (before the outcome's
+    reason label it could not tell them apart)."""
+    rule = alerts()["TideEvictionsHeldByGuardRails"]
+    # 1 a minute over the alert's 30-minute window: increase() gives 30
+    summary = rule["annotations"]["summary"].replace("{{ $value }}", "30")
+    expected = [
+        {
+            "exp_labels": rule["labels"],
+            "exp_annotations": {**rule["annotations"], "summary": summary},
+        }
+    ]
+    series = f'tide_effects_total{{kind="evict",result="skipped",reason="{reason}"}}'
+    spec = {
+        "rule_files": [str(RULES.resolve())],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": series, "values": f"0+{per_minute}x40"}],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "35m",
+                        "alertname": "TideEvictionsHeldByGuardRails",
+                        "exp_alerts": expected if fires else [],
+                    }
+                ],
+            }
+        ],
+    }
+    tests = tmp_path / "guard-rails.yaml"
+    tests.write_text(yaml.safe_dump(spec))
+    answer = subprocess.run(
+        [require_promtool(), "test", "rules", str(tests)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert answer.returncode == 0, answer.stdout + answer.stderr

@@ -18,6 +18,7 @@ from controller.drive.kube.client import JSONObject, KubeClient
 from controller.drive.observe.metrics import PrometheusObserver
 from projections.effects import EffectsState
 from streams.events import Event, make_event
+from streams.validation import validate
 from tests.builders import build_node, build_pod
 from tests.kubedouble import ApiDouble
 
@@ -74,18 +75,39 @@ def blocking_pdb(double: ApiDouble) -> None:
 
 
 @pytest.mark.parametrize(
-    ("decision", "arrange", "outcome", "error", "tried"),
+    ("decision", "arrange", "outcome", "error", "reason", "tried"),
     [
-        (evict("a"), None, "effect.applied", None, {"create pods/eviction": 1}),
-        (evict("a"), blocking_pdb, "effect.failed", "429", {"create pods/eviction": 1}),
-        (evict("gone"), None, "effect.skipped", "already gone", {"create pods/eviction": 1}),
-        (evict("a", uid="other"), None, "effect.failed", "409", {"create pods/eviction": 1}),
-        (bind("p"), None, "effect.applied", None, {"create pods/binding": 1}),
-        (bind("a", "n2"), None, "effect.failed", "already assigned", {"create pods/binding": 1}),
-        (bind("a"), None, "effect.applied", None, {"create pods/binding": 1}),
-        (bind("p", "nowhere"), None, "effect.applied", None, {"create pods/binding": 1}),
-        (taint(), None, "effect.applied", None, {"patch nodes": 1}),
-        (taint("untaint"), None, "effect.applied", None, {}),
+        (evict("a"), None, "effect.applied", None, None, {"create pods/eviction": 1}),
+        (evict("a"), blocking_pdb, "effect.failed", "429", "budget", {"create pods/eviction": 1}),
+        (
+            evict("gone"),
+            None,
+            "effect.skipped",
+            "already gone",
+            "gone",
+            {"create pods/eviction": 1},
+        ),
+        (
+            evict("a", uid="other"),
+            None,
+            "effect.failed",
+            "409",
+            "conflict",
+            {"create pods/eviction": 1},
+        ),
+        (bind("p"), None, "effect.applied", None, None, {"create pods/binding": 1}),
+        (
+            bind("a", "n2"),
+            None,
+            "effect.failed",
+            "already assigned",
+            "conflict",
+            {"create pods/binding": 1},
+        ),
+        (bind("a"), None, "effect.applied", None, None, {"create pods/binding": 1}),
+        (bind("p", "nowhere"), None, "effect.applied", None, None, {"create pods/binding": 1}),
+        (taint(), None, "effect.applied", None, None, {"patch nodes": 1}),
+        (taint("untaint"), None, "effect.applied", None, None, {}),
     ],
     ids=[
         "evict",
@@ -107,6 +129,7 @@ async def test_outcome_per_answer(
     arrange: Any,
     outcome: str,
     error: str | None,
+    reason: str | None,
     tried: dict[str, int],
 ) -> None:
     setup(double)
@@ -119,6 +142,8 @@ async def test_outcome_per_answer(
         decision.id,
     )
     assert error is None or error in record.data["error"], record.data
+    assert record.data.get("reason") == reason, record.data
+    validate(record.type, record.data)  # the reason is one its outcome type may carry
     assert calls(double) == tried
     assert len(double.events) == (1 if outcome == "effect.applied" else 0)
 
@@ -201,16 +226,17 @@ def second_budget(double: ApiDouble) -> None:
 
 
 @pytest.mark.parametrize(
-    ("arrange", "attempts", "outcome", "error", "evictions", "slept"),
+    ("arrange", "attempts", "outcome", "error", "reason", "evictions", "slept"),
     [
         pytest.param(
-            (2, 429, 10), 4, "effect.applied", None, 3, [10.0, 10.0], id="throttled-then-ok"
+            (2, 429, 10), 4, "effect.applied", None, None, 3, [10.0, 10.0], id="throttled-then-ok"
         ),
         pytest.param(
             (9, 429, 10),
             4,
             "effect.failed",
             "after 4 attempts",
+            "unavailable",
             4,
             [10.0] * 3,
             id="throttled-beyond-the-attempts",
@@ -219,6 +245,7 @@ def second_budget(double: ApiDouble) -> None:
             (1, 429, 10),
             1,
             "effect.applied",
+            None,
             None,
             2,
             [10.0],
@@ -229,16 +256,20 @@ def second_budget(double: ApiDouble) -> None:
             1,
             "effect.failed",
             "429",
+            "unavailable",
             2,
             [10.0],
             id="failed-only-after-the-servers-wait",
         ),
-        pytest.param((1, 503, 2), 4, "effect.applied", None, 2, [2.0], id="5xx-with-retry-after"),
+        pytest.param(
+            (1, 503, 2), 4, "effect.applied", None, None, 2, [2.0], id="5xx-with-retry-after"
+        ),
         pytest.param(
             second_budget,
             4,
             "effect.failed",
             "more than one PodDisruptionBudget",
+            "rejected",
             1,
             [],
             id="two-budgets-fail-after-one-call",
@@ -248,6 +279,7 @@ def second_budget(double: ApiDouble) -> None:
             4,
             "effect.failed",
             "disruption budget",
+            "budget",
             1,
             [],
             id="a-budgets-429-is-no-throttling",
@@ -261,6 +293,7 @@ async def test_the_servers_answers_decide_the_retries(
     attempts: int,
     outcome: str,
     error: str | None,
+    reason: str | None,
     evictions: int,
     slept: list[float],
 ) -> None:
@@ -278,6 +311,7 @@ async def test_the_servers_answers_decide_the_retries(
     record = await recording_effector(client, waits, attempts=attempts).apply(evict("a"))
     assert record.type == outcome, record.data
     assert error is None or error in record.data["error"], record.data
+    assert record.data.get("reason") == reason, record.data
     assert len([r for r in double.requests if r.resource == "pods/eviction"]) == evictions
     assert waits == slept
     double.faults.fail = 0
@@ -292,7 +326,7 @@ async def test_a_taint_patch_the_server_refuses_for_good_fails_after_one_re_read
     double.faults.fail, double.faults.fail_status, double.faults.fail_match = 9, 422, "/nodes/n1"
     double.faults.fail_method = "PATCH"  # the node's reads are answered; its patches are not
     record = await effector(client).apply(taint())
-    assert record.type == "effect.failed"
+    assert (record.type, record.data["reason"]) == ("effect.failed", "rejected")
     assert "rejected our request" in record.data["error"]
     patches = [r for r in double.requests if r.method == "PATCH"]
     reads = [r for r in double.requests if r.method == "GET" and r.path == "/api/v1/nodes/n1"]
@@ -307,7 +341,7 @@ async def test_guard_rail_refuses_and_names_the_limit(
     acting = effector(client, limits=EvictionLimits(per_node=1))
     first, second = await acting.apply(evict("a")), await acting.apply(evict("b"))
     assert first.type == "effect.applied"
-    assert second.type == "effect.skipped"
+    assert (second.type, second.data["reason"]) == ("effect.skipped", "guard-rail")
     assert second.data["error"] == "limit: evictions per node per minute (1) reached on node n1"
     assert calls(double) == {"create pods/eviction": 1}
 
@@ -317,6 +351,7 @@ async def test_dry_run_calls_nothing(double: ApiDouble) -> None:
     for decision in (evict("a"), bind("p"), taint()):
         record = await effector(None, dry_run=True).apply(decision)
         assert (record.type, record.data["error"]) == ("effect.skipped", "dry-run")
+        assert record.data["reason"] == "dry-run"
     assert double.mutations == [] and double.requests == []
 
 

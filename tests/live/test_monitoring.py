@@ -41,7 +41,7 @@ MOVED: dict[str, tuple[int, dict[str, str]]] = {
     "Version": (0, {}),
     # the window's close evicts through shuffle, pressure through the koordlet path
     "Decisions per kind and reason": (0, {"kind": "evict", "reason": "tdm-window-closed"}),
-    "Effects per kind and result": (0, {"kind": "evict", "result": "skipped"}),  # dry run
+    "Effects per kind and result": (0, {"kind": "evict", "result": "skipped", "reason": "dry-run"}),
     "Session latency": (1, {}),  # p99 of every session: one a second
     "Log append lag": (1, {}),
     "Leader per replica": (0, {}),

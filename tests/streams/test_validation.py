@@ -104,6 +104,9 @@ VALID: list[tuple[str, JSON]] = [
     ),
     ("effect.applied", EFFECT),
     ("effect.failed", {**EFFECT, "error": "404"}),
+    ("effect.failed", {**EFFECT, "error": "404 Not Found", "reason": "not-found"}),
+    ("effect.skipped", {**EFFECT, "error": "limit: ...", "reason": "guard-rail"}),
+    ("effect.skipped", {**EFFECT, "error": "dry-run", "reason": "dry-run"}),
 ]
 
 
@@ -273,6 +276,13 @@ INVALID: list[tuple[str, Any, str]] = [
     ("effect.applied", without(EFFECT, "target"), "effect.applied: missing 'target'"),
     ("effect.failed", EFFECT, "effect.failed: missing 'error'"),
     ("effect.applied", {**EFFECT, "error": 404}, "'error' is a number"),
+    (
+        "effect.skipped",
+        {**EFFECT, "error": "x", "reason": "budget"},
+        "effect.skipped: unknown reason 'budget' (allowed: dry-run, gone, guard-rail)",
+    ),
+    ("effect.applied", {**EFFECT, "reason": "gone"}, "unknown reason 'gone' (allowed: none)"),
+    ("effect.failed", {**EFFECT, "error": "x", "reason": ["gone"]}, "unknown reason ['gone']"),
     ("k8s.nope", {}, "unknown event type 'k8s.nope'"),
 ]
 

@@ -57,6 +57,7 @@ from streams.events import Event, format_time, make_event
 from streams.payloads import (
     DecisionKind,
     EffectPayload,
+    EffectReason,
     RawObject,
     as_decision,
     as_evict,
@@ -103,8 +104,15 @@ def outcome_id(decision_id: str) -> str:
     return hashlib.blake2b(f"outcome:{decision_id}".encode(), digest_size=12).hexdigest()
 
 
-def outcome_event(decision: Event, type_: str, at: datetime, error: str | None = None) -> Event:
-    """The outcome record ``type_`` of ``decision`` at ``at`` (``error`` unless applied)."""
+def outcome_event(
+    decision: Event,
+    type_: str,
+    at: datetime,
+    error: str | None = None,
+    reason: EffectReason | None = None,
+) -> Event:
+    """The outcome record ``type_`` of ``decision`` at ``at`` (``error`` and its ``reason``
+    in a word, :data:`streams.payloads.EffectReason`, unless applied)."""
     # a decision record's type names its kind (validated when it was written)
     kind = str(as_decision(decision).get("kind") or decision.type.removeprefix("decision."))
     if decision.type in ("decision.evict", "decision.bind"):
@@ -119,16 +127,28 @@ def outcome_event(decision: Event, type_: str, at: datetime, error: str | None =
     }
     if error is not None:
         payload["error"] = error
+    if reason is not None:
+        payload["reason"] = reason
     return make_event(type_, at, as_json(payload), cause=decision.id, id=outcome_id(decision.id))
 
 
 class _Refused(Exception):
-    """A call the API refused for good: the outcome type and the reason."""
+    """A call the API refused for good: the outcome type, the error and its reason code."""
 
-    def __init__(self, type_: str, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, type_: str, error: str, code: EffectReason) -> None:
+        super().__init__(error)
         self.type = type_
-        self.reason = reason
+        self.error = error
+        self.code = code
+
+
+def _code_of(exc: KubeError) -> EffectReason:
+    """The reason code of an API error the caller did not judge itself."""
+    if isinstance(exc, NotFound):
+        return "not-found"
+    if isinstance(exc, Conflict):
+        return "conflict"
+    return "rejected"
 
 
 class KubernetesEffector:
@@ -166,7 +186,7 @@ class KubernetesEffector:
     async def apply(self, decision: Event) -> Event:
         """Carry ``decision`` out now; its outcome record."""
         if self.options.dry_run:
-            return outcome_event(decision, _SKIPPED, self.now(), "dry-run")
+            return outcome_event(decision, _SKIPPED, self.now(), "dry-run", "dry-run")
         try:
             if decision.type == "decision.evict":
                 await self._evict(decision)
@@ -175,24 +195,26 @@ class KubernetesEffector:
             elif decision.type in ("decision.taint", "decision.untaint"):
                 await self._taint(decision)
             else:
-                raise _Refused(_FAILED, f"{decision.type} is not a decision tide applies")
+                raise _Refused(
+                    _FAILED, f"{decision.type} is not a decision tide applies", "unsupported"
+                )
         except _Refused as refused:
-            return outcome_event(decision, refused.type, self.now(), refused.reason)
+            return outcome_event(decision, refused.type, self.now(), refused.error, refused.code)
         except KubeError as exc:  # a 404 or 409 the step did not judge itself
-            return outcome_event(decision, _FAILED, self.now(), str(exc))
+            return outcome_event(decision, _FAILED, self.now(), str(exc), _code_of(exc))
         await self._describe(decision)
         return outcome_event(decision, _APPLIED, self.now())
 
     async def reconcile(self, decision: Event) -> Event:
         """A decision found without an outcome: applied if the API shows it done, else now."""
         if self.options.dry_run:
-            return outcome_event(decision, _SKIPPED, self.now(), "dry-run")
+            return outcome_event(decision, _SKIPPED, self.now(), "dry-run", "dry-run")
         try:
             done = await self._done(decision)
         except _Refused as refused:
-            return outcome_event(decision, refused.type, self.now(), refused.reason)
+            return outcome_event(decision, refused.type, self.now(), refused.error, refused.code)
         except KubeError as exc:
-            return outcome_event(decision, _FAILED, self.now(), str(exc))
+            return outcome_event(decision, _FAILED, self.now(), str(exc), _code_of(exc))
         if done:
             return outcome_event(decision, _APPLIED, self.now())
         return await self.apply(decision)
@@ -205,7 +227,7 @@ class KubernetesEffector:
         node = str(data.get("node") or "")
         refusal = self.guard.refusal(node=node, namespace=namespace, now=self.now())
         if refusal is not None:
-            raise _Refused(_SKIPPED, refusal)
+            raise _Refused(_SKIPPED, refusal, "guard-rail")
         client = self._client()
         uid = str(data.get("uid") or "") or None
         try:
@@ -216,7 +238,7 @@ class KubernetesEffector:
                 budget_refusal=True,
             )
         except NotFound:
-            raise _Refused(_SKIPPED, f"pod {namespace}/{name} is already gone") from None
+            raise _Refused(_SKIPPED, f"pod {namespace}/{name} is already gone", "gone") from None
         self.guard.applied(node=node, namespace=namespace, now=self.now())
         await self._nominate(decision)
 
@@ -255,7 +277,7 @@ class KubernetesEffector:
         except Conflict as exc:
             if await self._bound_to(namespace, name, node):
                 return  # our own bind, answered after a lost reply
-            raise _Refused(_FAILED, str(exc)) from None
+            raise _Refused(_FAILED, str(exc), "conflict") from None
 
     async def _bound_to(self, namespace: str, name: str, node: str) -> bool:
         client = self._client()
@@ -274,7 +296,7 @@ class KubernetesEffector:
         name = str(data.get("node"))
         taint: object = data.get("taint")
         if not isinstance(taint, dict):
-            raise _Refused(_FAILED, f"{decision.type} names no taint")
+            raise _Refused(_FAILED, f"{decision.type} names no taint", "unsupported")
         adding = decision.type == "decision.taint"
         client = self._client()
         refused: tuple[str, Invalid] | None = None  # the version a 422 answered, and it
@@ -289,7 +311,7 @@ class KubernetesEffector:
             version = str((node.get("metadata") or {}).get("resourceVersion") or "")
             if refused is not None and refused[0] == version:
                 # the node did not change, so the 422 was not the test's: refused for good
-                raise _Refused(_FAILED, str(refused[1]))
+                raise _Refused(_FAILED, str(refused[1]), "rejected")
             ops: list[JSON] = [
                 {"op": "test", "path": "/metadata/resourceVersion", "value": version},
                 {"op": "add", "path": "/spec/taints", "value": kept},
@@ -304,7 +326,9 @@ class KubernetesEffector:
                 # again; if its version moved, someone else wrote it meanwhile
                 refused = (version, exc)
         raise _Refused(
-            _FAILED, f"node {name}: changed under the patch {self.options.conflicts} times"
+            _FAILED,
+            f"node {name}: changed under the patch {self.options.conflicts} times",
+            "conflict",
         )
 
     async def _patch(self, name: str, ops: list[JSON]) -> None:
@@ -325,7 +349,7 @@ class KubernetesEffector:
             except NotFound:
                 if decision.type == "decision.evict":
                     return True
-                raise _Refused(_FAILED, f"pod {namespace}/{name} not found") from None
+                raise _Refused(_FAILED, f"pod {namespace}/{name} not found", "not-found") from None
             meta = pod.get("metadata") or {}
             uid = data.get("uid")
             if decision.type == "decision.evict":
@@ -410,12 +434,16 @@ class KubernetesEffector:
                 raise
             except KubeError as exc:
                 if isinstance(exc, TooManyRequests) and budget_refusal and exc.budget:
-                    raise _Refused(_FAILED, f"429 TooManyRequests: {exc.message}") from None
+                    raise _Refused(
+                        _FAILED, f"429 TooManyRequests: {exc.message}", "budget"
+                    ) from None
                 if not exc.retriable:
-                    raise _Refused(_FAILED, str(exc)) from None
+                    raise _Refused(_FAILED, str(exc), "rejected") from None
                 asked = exc.retry_after
                 if tried >= self.options.attempts and (asked is None or waited_as_asked):
-                    raise _Refused(_FAILED, f"{exc} (after {tried} attempts)") from None
+                    raise _Refused(
+                        _FAILED, f"{exc} (after {tried} attempts)", "unavailable"
+                    ) from None
                 delay = backoff.next_delay() if asked is None else asked
                 waited_as_asked = waited_as_asked or asked is not None
             await self._sleep(delay)

@@ -13,7 +13,9 @@ Families:
   are :data:`DECISION_LABELS`, the (kind, reason code, source) of every decision tide
   writes, taken from each emitter's own constants (``kind="bind",reason="cpu-pressure"``
   is never exported: nothing writes it);
-* ``tide_effects_total{kind, result}`` — outcomes: ``applied``, ``failed``, ``skipped``;
+* ``tide_effects_total{kind, result, reason}`` — outcomes: ``applied`` (reason ""),
+  ``failed`` and ``skipped`` with the outcome's reason code
+  (:data:`streams.payloads.EFFECT_REASONS`; ``unknown`` for an outcome that carries none);
 * ``tide_event_errors_total`` — core/v1 Events the effector could not create (the effect
   itself stands; the warning line names the decision);
 * ``tide_session_seconds`` — histogram of one trigger's decide, real time;
@@ -41,10 +43,11 @@ from controller.policy.pressure.decisions import TAINT_REASON
 from projections.metrics import KOORDLET_REASONS, EvictionMetrics
 from projections.pressure import SOURCE as PRESSURE
 from streams.events import Event
-from streams.payloads import DECISION_KINDS, as_decision, as_effect
+from streams.payloads import DECISION_KINDS, EFFECT_REASONS, as_decision, as_effect
 
 __all__ = [
     "DECISION_LABELS",
+    "EFFECT_LABELS",
     "RESULTS",
     "WATCHED_RESOURCES",
     "PrometheusObserver",
@@ -75,6 +78,12 @@ DECISION_LABELS: tuple[tuple[str, str, str], ...] = tuple(
 
 #: the outcomes of an effect (the suffix of its ``effect.*`` record type)
 RESULTS = ("applied", "failed", "skipped")
+#: every (result, reason) of an outcome the Kubernetes effector writes
+EFFECT_LABELS: tuple[tuple[str, str], ...] = tuple(
+    (result, reason)
+    for result in RESULTS
+    for reason in sorted(EFFECT_REASONS[f"effect.{result}"]) or [""]
+)
 #: the collections the watch sources watch (``controller.drive.kube.resources.WATCHED``)
 WATCHED_RESOURCES = ("nodes", "pods", "queues", "podgroups", "poddisruptionbudgets")
 SESSION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -107,7 +116,10 @@ class PrometheusObserver:
             registry=reg,
         )
         self.effects = Counter(
-            "tide_effects", "Effect outcomes appended to the log.", ["kind", "result"], registry=reg
+            "tide_effects",
+            "Effect outcomes appended to the log.",
+            ["kind", "result", "reason"],
+            registry=reg,
         )
         self.event_errors = Counter(
             "tide_event_errors",
@@ -139,8 +151,8 @@ class PrometheusObserver:
         for kind, reason, source in DECISION_LABELS:
             self.decisions.labels(kind=kind, reason=reason, source=source)
         for kind in sorted(DECISION_KINDS):
-            for result in RESULTS:
-                self.effects.labels(kind=kind, result=result)
+            for result, reason in EFFECT_LABELS:
+                self.effects.labels(kind=kind, result=result, reason=reason)
         for resource in WATCHED_RESOURCES:
             self.restarts.labels(resource=resource)
 
@@ -156,7 +168,9 @@ class PrometheusObserver:
     def effect(self, outcome: Event) -> None:
         """Count an outcome and fold it into the eviction metrics."""
         result = outcome.type.removeprefix("effect.")
-        self.effects.labels(kind=str(as_effect(outcome).get("kind") or ""), result=result).inc()
+        data = as_effect(outcome)
+        reason = str(data.get("reason") or ("" if result == "applied" else "unknown"))
+        self.effects.labels(kind=str(data.get("kind") or ""), result=result, reason=reason).inc()
         self.evictions.apply(outcome)
 
     def record(self, event: Event) -> None:

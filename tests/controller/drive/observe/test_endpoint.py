@@ -21,6 +21,7 @@ from controller.drive.observe.http import MetricsServer, serve
 from controller.drive.observe.logs import configure_logging, decision_fields
 from controller.drive.observe.metrics import (
     DECISION_LABELS,
+    EFFECT_LABELS,
     WATCHED_RESOURCES,
     PrometheusObserver,
     build_version,
@@ -66,8 +67,10 @@ def decision(kind: str, reason: str, source: str, n: int = 0) -> Event:
     return Event(f"decision.{kind}", T0, f"d{n}", data)
 
 
-def outcome(result: str, kind: str, n: int = 0) -> Event:
+def outcome(result: str, kind: str, n: int = 0, reason: str | None = None) -> Event:
     data = {"decision": f"d{n}", "kind": kind, "target": f"ns/p{n}"}
+    if reason is not None:
+        data["reason"] = reason
     return Event(f"effect.{result}", T0 + timedelta(seconds=1), f"e{n}", data, cause=f"d{n}")
 
 
@@ -84,8 +87,12 @@ async def test_every_known_label_value_starts_at_zero(
     decisions = [key for name, key in got if name == "tide_decisions_total"]
     assert len(decisions) == len(DECISION_LABELS)  # and no other (test_metrics.py)
     for kind in DECISION_KINDS:
-        for result in ("applied", "failed", "skipped"):
-            assert got[("tide_effects_total", (("kind", kind), ("result", result)))] == 0
+        for result, reason in EFFECT_LABELS:
+            key = (("kind", kind), ("reason", reason), ("result", result))
+            assert got[("tide_effects_total", key)] == 0
+    effects = [key for name, key in got if name == "tide_effects_total"]
+    assert len(effects) == len(DECISION_KINDS) * len(EFFECT_LABELS)
+    assert ("skipped", "guard-rail") in EFFECT_LABELS and ("applied", "") in EFFECT_LABELS
     for resource in WATCHED_RESOURCES:
         assert got[("tide_watch_restarts_total", (("resource", resource),))] == 0
     for code, reason in KOORDLET_REASONS.items():
@@ -111,10 +118,38 @@ COUNTS = [
         id="decisions-by-kind-reason-source",
     ),
     pytest.param(
-        [("effect", outcome("failed", "evict")), ("effect", outcome("applied", "bind"))],
-        ("tide_effects_total", (("kind", "evict"), ("result", "failed"))),
+        [
+            ("effect", outcome("failed", "evict", reason="budget")),
+            ("effect", outcome("applied", "bind")),
+        ],
+        ("tide_effects_total", (("kind", "evict"), ("reason", "budget"), ("result", "failed"))),
         1,
-        id="effects-by-kind-result",
+        id="effects-by-kind-result-reason",
+    ),
+    pytest.param(
+        [("effect", outcome("applied", "bind"))] * 2,
+        ("tide_effects_total", (("kind", "bind"), ("reason", ""), ("result", "applied"))),
+        2,
+        id="applied-has-no-reason",
+    ),
+    pytest.param(
+        [
+            ("effect", outcome("skipped", "evict", reason="guard-rail")),
+            ("effect", outcome("skipped", "evict", reason="dry-run")),
+            ("effect", outcome("skipped", "evict", reason="guard-rail")),
+        ],
+        (
+            "tide_effects_total",
+            (("kind", "evict"), ("reason", "guard-rail"), ("result", "skipped")),
+        ),
+        2,
+        id="guard-rail-skips-apart-from-dry-runs",
+    ),
+    pytest.param(
+        [("effect", outcome("failed", "taint"))],
+        ("tide_effects_total", (("kind", "taint"), ("reason", "unknown"), ("result", "failed"))),
+        1,
+        id="an-outcome-without-a-reason-written-before-reasons",
     ),
     pytest.param(
         [("watch_restarted", "pods")] * 3,
