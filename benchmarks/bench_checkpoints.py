@@ -14,7 +14,8 @@ prints, all measured in one run (CPU = user + sys of this process):
   <= 1.3);
 * a ``tide run`` restart's fold on the same two logs: ``LiveLoop.prepare`` from the
   latest checkpoint (target <= 1.3), and beside it the recorder's own fold of the log
-  (:class:`controller.drive.sources.known.KnownObjects`, still from offset 0);
+  (:class:`projections.known.KnownObjects`, from the latest checkpoint that holds it, as
+  ``Recorder.prepare`` does);
 * the writers' cost: ``tide simulate --log`` of the short day in this process with the
   checkpoints kept (default interval) against the same run with none (target <= 10 %).
 """
@@ -112,10 +113,11 @@ def _state_at(db: Path) -> float:
 
 def _restart(db: Path) -> tuple[float, float]:
     """CPU of a restart's World fold (``LiveLoop.prepare`` from the checkpoints) and of
-    the recorder's own fold of the log (from offset 0)."""
+    the recorder's own fold of the log (from the latest checkpoint holding it)."""
     from controller.drive.loop.live import LiveLoop
-    from controller.drive.sources.known import KnownObjects
     from controller.policy.step import Step
+    from projections.checkpoints import nearest_known
+    from projections.known import KnownObjects
     from streams.backends import open_log
     from streams.backends.checkpoints import open_log_store
 
@@ -129,10 +131,15 @@ def _restart(db: Path) -> tuple[float, float]:
                 if loop.checkpoints is not None:
                     await loop.checkpoints.close()
 
-    async def known() -> None:
+    async def known() -> None:  # as Recorder.prepare: from the latest checkpoint holding it
         async with await open_log(str(db)) as log:
-            fold = KnownObjects()
-            async for event in log.read(0):
+            store = await open_log_store(str(db), create=False)
+            found = None
+            if store is not None:
+                async with store:
+                    found = await nearest_known(store, log)
+            start, fold = found if found is not None else (0, KnownObjects())
+            async for event in log.read(start):
                 fold.fold((event,))
 
     loop_cpu, _ = _cpu(lambda: asyncio.run(prepare()))
@@ -199,7 +206,7 @@ def rows(nodes: int, pods: int, minutes: int, work: Path, repeat: int) -> list[R
             target="<= 1.3",
             ok=ratio <= 1.3,
             notes=(
-                f"the recorder's own fold (KnownObjects, from offset 0): "
+                f"the recorder's own fold (KnownObjects, from its checkpoint): "
                 f"{restarts['long'][1]:.2f} s vs {restarts['short'][1]:.2f} s"
             ),
         )

@@ -10,7 +10,7 @@ Layout::
     tide-checkpoint <VERSION>\\n
     {"at": ..., "digest": ..., "last": ..., "parts": [[name, length], ...],
      "position": ..., "state": ...}\\n
-    zlib(world part + effects part + chain part)
+    zlib(world part + effects part + chain part [+ known part])
 
 * ``position`` is the number of the log's records folded (the next offset to read), ``at``
   the latest record time among them (RFC 3339, "" for none), ``last`` the id of the record
@@ -18,13 +18,19 @@ Layout::
   (or of a log since rewritten) is refused as foreign.
 * ``digest`` is the sha256 of the compressed bytes (checked before decompressing: a
   corrupt or truncated checkpoint is refused), ``state`` the sha256 of the uncompressed
-  parts: equal states give equal parts, so two folds that reach the same position can be
-  compared by it (a segment's end against the checkpoint the next segment starts from).
+  World, ledger and chain parts: equal states give equal parts, so two folds that reach
+  the same position can be compared by it (a segment's end against the checkpoint the
+  next segment starts from).
 * The parts: the World (each member's state; the cluster in rows,
   :mod:`projections.snapshot_rows`, the others their ``dump()``), the ledger of decisions
   waiting for their outcome (:class:`projections.effects.EffectsState`) and the chain
   checker's state (:meth:`streams.chain_check.ChainChecker.state`, None when the
-  checkpoint was written from a fold that did not start at offset 0 with one).
+  checkpoint was written from a fold that did not start at offset 0 with one), and, when
+  the writer's fold had it, the recorder's own fold (:class:`projections.known.KnownObjects`:
+  the identity of every watched object, for a restarted ``tide record`` / ``tide run``).
+  The known part is optional (checkpoints of earlier tides lack it) and outside ``state``:
+  replay verifies the World, the ledger and the chain; the known part is kept whole by
+  ``digest``, and a recorder without it folds the log from offset 0.
 
 Anything else — another magic, another version, a digest that does not match, parts that
 do not decode into a default World — raises :class:`~projections.base.CheckpointError`
@@ -42,6 +48,7 @@ import orjson
 from projections.base import CheckpointError, decode_state
 from projections.cluster import ClusterState
 from projections.effects import EffectsState
+from projections.known import KnownObjects
 from projections.snapshot_rows import dump_rows, dumps, load_rows
 from projections.world import World
 from streams.events import JSON
@@ -53,6 +60,8 @@ MAGIC = b"tide-checkpoint "
 _ROWS = 2
 #: zlib level: 1 compresses a 30,000-pod World ~9x at ~10 % of the time of encoding it
 LEVEL = 1
+#: the parts of a checkpoint, in order; the last is optional
+PARTS = ("world", "effects", "chain", "known")
 
 
 @dataclass
@@ -67,6 +76,12 @@ class Snapshot:
     chain: JSON | None
     #: sha256 of the uncompressed parts (see the module docstring)
     state: str = ""
+    #: the recorder's fold of the same records, encoded (:meth:`known_objects`), if kept
+    known: bytes | None = None
+
+    def known_objects(self) -> KnownObjects | None:
+        """The recorder's fold of the same records, if the checkpoint holds it."""
+        return KnownObjects.load(self.known) if self.known is not None else None
 
 
 @dataclass(frozen=True)
@@ -161,8 +176,13 @@ def encode_snapshot(snapshot: Snapshot, *, world: bytes | None = None) -> bytes:
         ("effects", snapshot.effects.dump()),
         ("chain", orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS)),
     ]
+    hasher = hashlib.sha256()
+    for _, part in parts:
+        hasher.update(part)
+    snapshot.state = hasher.hexdigest()
+    if snapshot.known is not None:
+        parts.append(("known", snapshot.known))
     body = b"".join(part for _, part in parts)
-    snapshot.state = hashlib.sha256(body).hexdigest()
     packed = zlib.compress(body, LEVEL)
     header = {
         "position": snapshot.position,
@@ -222,17 +242,32 @@ def _body(data: bytes) -> tuple[Header, bytes]:
         body = zlib.decompress(packed)
     except zlib.error as exc:
         raise CheckpointError(f"the checkpoint does not decompress: {exc}") from exc
-    if [name for name, _ in header.parts] != ["world", "effects", "chain"] or sum(
-        length for _, length in header.parts
-    ) != len(body):
+    names = tuple(name for name, _ in header.parts)
+    if names not in (PARTS[:3], PARTS) or sum(length for _, length in header.parts) != len(body):
         raise CheckpointError("the checkpoint's parts are not those of this tide")
     return header, body
+
+
+def state_of(data: bytes) -> str:
+    """The sha256 of the state a checkpoint's bytes hold (computed, not the header's word
+    for it: a forged state shows); raises CheckpointError as :func:`decode_snapshot`."""
+    header, body = _body(data)
+    return hashlib.sha256(body[: sum(length for _, length in header.parts[:3])]).hexdigest()
+
+
+def decode_known(data: bytes) -> KnownObjects | None:
+    """Only the recorder's fold of a checkpoint (None if it holds none; the World is not
+    decoded: quick)."""
+    header, body = _body(data)
+    if len(header.parts) < len(PARTS):
+        return None
+    return KnownObjects.load(body[sum(length for _, length in header.parts[:3]) :])
 
 
 def decode_effects(data: bytes) -> EffectsState:
     """Only the ledger of a checkpoint (its World is not decoded: quick)."""
     header, body = _body(data)
-    (_, world_len), (_, effects_len), _ = header.parts
+    (_, world_len), (_, effects_len) = header.parts[:2]
     effects = EffectsState()
     effects.load(body[world_len : world_len + effects_len])
     effects.position = header.position
@@ -242,11 +277,12 @@ def decode_effects(data: bytes) -> EffectsState:
 def decode_snapshot(data: bytes) -> Snapshot:
     """The state a checkpoint holds (raises CheckpointError naming what is wrong)."""
     header, body = _body(data)
-    (_, world_len), (_, effects_len), _ = header.parts
+    (_, world_len), (_, effects_len), (_, chain_len) = header.parts[:3]
     world = _load_world(body[:world_len])
     effects = EffectsState()
     effects.load(body[world_len : world_len + effects_len])
-    chain = orjson.loads(body[world_len + effects_len :])
+    end = world_len + effects_len + chain_len
+    chain = orjson.loads(body[world_len + effects_len : end])
     if world.position != header.position or effects.position > header.position:
         raise CheckpointError(
             f"the checkpoint says position {header.position}, its World {world.position}"
@@ -260,4 +296,5 @@ def decode_snapshot(data: bytes) -> Snapshot:
         effects=effects,
         chain=chain if isinstance(chain, dict) else None,
         state=header.state,
+        known=body[end:] if len(header.parts) == len(PARTS) else None,
     )

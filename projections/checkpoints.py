@@ -14,8 +14,9 @@ gives: a checkpoint is exactly that fold, and one that cannot be trusted is skip
   from the environment by :meth:`CheckpointPolicy.from_env` (``docs/checkpoints.md``).
 * :class:`Keeper`: fed every record after a checkpoint (or from offset 0), it folds what
   a checkpoint holds besides the World (the ledger of decisions waiting for their outcome,
-  the chain checker, the log time) and saves one when due; the World is the caller's (a
-  simulation's own, or a fold of the log: :func:`keep_checkpoints`).
+  the chain checker, the recorder's known objects, the log time) and saves one when due;
+  the World is the caller's (a simulation's own, or a fold of the log:
+  :func:`keep_checkpoints`).
 * :func:`nearest`: the latest good checkpoint at or before a position (and, for a question
   asked at a log time, one whose records are all at or before it). A corrupt, truncated,
   foreign or version-mismatched one is skipped for an earlier one, with one warning.
@@ -33,12 +34,14 @@ from projections.base import CheckpointError, paused_gc
 from projections.checkpoint_codec import (
     Snapshot,
     decode_effects,
+    decode_known,
     decode_snapshot,
     encode_snapshot,
     read_header,
     world_part,
 )
 from projections.effects import EffectsState
+from projections.known import KnownObjects
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore
 from streams.chain_check import ChainChecker
@@ -165,6 +168,9 @@ class Keeper:
         self.chain: ChainChecker | None = (
             None if chain is None else ChainChecker.resumed(chain) if chain else ChainChecker()
         )
+        #: the recorder's fold (None when resumed from a checkpoint without it: then the
+        #: checkpoints this keeper saves hold none either, and a recorder folds from 0)
+        self.known: KnownObjects | None = KnownObjects() if start is None else start.known_objects()
         self.position = start.position if start is not None else 0
         self.at: datetime | None = parse_time(start.at) if start is not None and start.at else None
         self.last: str | None = start.last if start is not None else None
@@ -183,6 +189,8 @@ class Keeper:
         moves on without hashing it again: :meth:`~streams.chain_check.ChainChecker.linked`)."""
         if self._folds_effects:
             self.effects.apply(record)
+        if self.known is not None:
+            self.known.fold((record,))
         if self._saved_at is None:
             self._saved_at = record.at
         if self.chain is not None:
@@ -244,6 +252,7 @@ class Keeper:
             world=self.world,
             effects=self.effects,
             chain=self.chain.state() if self.chain is not None else None,
+            known=self.known.dump() if self.known is not None else None,
         )
         await self.store.save_at(self.position, snapshot.at, encode_snapshot(snapshot, world=world))
         self._saved, self._saved_at = self.position, self.at
@@ -369,6 +378,63 @@ async def _trust(store: CheckpointStore, log: EventLog, position: int) -> Snapsh
     if not last or last[0].id != snapshot.last:
         return "its last record is not this log's (a checkpoint of another log)"
     return snapshot
+
+
+async def nearest_known(
+    store: CheckpointStore | None, log: EventLog, *, warn: Warn | None = None
+) -> tuple[int, KnownObjects] | None:
+    """The recorder's fold (:class:`projections.known.KnownObjects`) of the latest good
+    checkpoint that holds one, and its position; None if none does (then the recorder
+    folds from offset 0). Good as for :func:`nearest`, checked without decoding the World;
+    ``warn`` hears one line about the bad ones skipped."""
+    if store is None:
+        return None
+    try:
+        kept = await store.stored()
+    except store.unreadable:
+        return None
+    head = await log.head()
+    skipped: list[str] = []
+    found: tuple[int, KnownObjects] | None = None
+    for info in reversed(kept):
+        if not 0 < info.position <= head:
+            continue
+        why = await _known_at(store, log, info.position)
+        if isinstance(why, str):
+            skipped.append(f"checkpoint at position {info.position}: {why}")
+            continue
+        if why is not None:
+            found = info.position, why
+            break
+    if skipped and warn is not None:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        where = f"position {found[0]}" if found is not None else "offset 0"
+        warn(f"warning: skipped {skipped[0]}{more}; folding the known objects from {where}")
+    return found
+
+
+async def _known_at(
+    store: CheckpointStore, log: EventLog, position: int
+) -> KnownObjects | str | None:
+    """The known objects of the checkpoint at ``position`` (None: it holds none), or why
+    it cannot be trusted."""
+    try:
+        data = await store.load_at(position)
+    except store.unreadable as exc:
+        return f"unreadable ({exc})"
+    if data is None:
+        return "gone"
+    try:
+        header = read_header(data)
+        known = decode_known(data)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        return str(exc)  # CheckpointError is a ValueError
+    if header.position != position:
+        return f"its state is at position {header.position}"
+    last = [event async for event in log.read(position - 1, position)]
+    if not last or last[0].id != header.last:
+        return "its last record is not this log's (a checkpoint of another log)"
+    return known
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,12 @@ makes :func:`join` say so, and the caller runs the serial check for the exact re
 
 from __future__ import annotations
 
-import hashlib
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 
 from controller.policy.decide import is_decision_source
-from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot, read_header
+from projections.checkpoint_codec import Snapshot, decode_snapshot, encode_snapshot, state_of
 from projections.checkpoints import Warn, listing
 from projections.effects import EffectsState
 from projections.world import World
@@ -310,11 +308,11 @@ async def _load(
         return None
     try:
         snapshot = decode_snapshot(data)
-        body = zlib.decompress(data[read_header(data).body :])
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError, zlib.error) as exc:
+        state = state_of(data)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         warn(str(exc))
         return None
-    return snapshot, hashlib.sha256(body).hexdigest()
+    return snapshot, state
 
 
 def join(segments: Sequence[Segment], results: Sequence[SegmentResult], *, chain: bool) -> Joined:
@@ -348,18 +346,26 @@ def join(segments: Sequence[Segment], results: Sequence[SegmentResult], *, chain
     return joined
 
 
-def execute(segments: Sequence[Segment], executor: Executor) -> list[SegmentResult]:
+def execute(
+    segments: Sequence[Segment], executor: Executor, *, here: bool = False
+) -> list[SegmentResult]:
     """Every segment through ``executor`` (a process pool, or a Dask client's executor),
     the results in segment order; a worker that fails gives a result naming its segment
-    and the error's first line (so the caller checks the log serially)."""
-    futures = [executor.submit(verify_segment, s) for s in segments]
-    results = []
-    for segment, future in zip(segments, futures, strict=True):
-        try:
-            results.append(future.result())
-        except Exception as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            results.append(
-                SegmentResult(segment.index, problems=[f"{segment.describe()}: {first}"])
-            )
+    and the error's first line (so the caller checks the log serially). ``here``: the
+    first segment is verified in this process while the executor verifies the others
+    (a local pool then needs one process fewer, and this one, its modules loaded, does
+    not sit idle waiting)."""
+    rest = segments[1:] if here else segments
+    futures = [executor.submit(verify_segment, s) for s in rest]
+    results = [_guarded(segments[0], lambda: verify_segment(segments[0]))] if here else []
+    for segment, future in zip(rest, futures, strict=True):
+        results.append(_guarded(segment, future.result))
     return results
+
+
+def _guarded(segment: Segment, result: Callable[[], SegmentResult]) -> SegmentResult:
+    try:
+        return result()
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return SegmentResult(segment.index, problems=[f"{segment.describe()}: {first}"])

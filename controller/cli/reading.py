@@ -253,8 +253,9 @@ def replay_jobs(
     if len(segments) == 1 and executor is None:
         report, checked = replay_log(source, start=None, stop_at_first=stop_at_first, chain=chain)
         return report, checked, []
-    with _executor(executor, len(segments)) as pool:
-        results = execute(segments, pool)
+    here = executor is None  # a local pool: this process verifies the first segment
+    with _executor(executor, len(segments) - here) as pool:
+        results = execute(segments, pool, here=here)
     joined = join(segments, results, chain=chain)
     if joined.exact:
         return ReplayReport(checked=joined.checked, decisions=joined.decisions), joined.chain, []

@@ -52,11 +52,6 @@ ALLOWED: dict[str, tuple[int, int, str]] = {
         0,
         "a memo of values whose types the callers that derive them choose (not JSON)",
     ),
-    "controller/drive/sources/recorder.py": (
-        0,
-        1,
-        "compares the last config.applied payload as a whole; it reads no key",
-    ),
     "controller/policy/framework/view_clones.py": (
         1,
         0,

@@ -1,7 +1,7 @@
 """`tide record`'s engine: the sources, one writer, the probes, a clean stop.
 
 The recorder folds what the log already holds
-(:class:`~controller.drive.sources.known.KnownObjects`, which also says where each collection
+(:class:`~projections.known.KnownObjects`, which also says where each collection
 resumes), appends the configuration when it changed, then runs one :class:`WatchSource`
 per watched collection and the :class:`MetricsSource` as tasks, and one writer that
 drains the tap's queue in batches: each batch is one atomic ``append`` (the log skips ids
@@ -27,10 +27,12 @@ from controller.drive.kube.client import KubeClient
 from controller.drive.kube.resources import WATCHED, ApiResource
 from controller.drive.kube.retry import Backoff
 from controller.drive.sources.health import HealthServer
-from controller.drive.sources.known import KnownObjects
 from controller.drive.sources.metrics import MetricsSource
 from controller.drive.sources.tap import Tap
 from controller.drive.sources.watch import WatchSource
+from projections.checkpoints import nearest_known
+from projections.known import KnownObjects
+from streams.backends.checkpoints import open_log_store
 from streams.chain import ChainWriter, WriterLock
 from streams.events import Event
 from streams.log import EventLog, Quarantine, Quarantined
@@ -141,18 +143,17 @@ class Recorder:
         return self.ready, lines
 
     async def prepare(self, config: Event | None = None) -> None:
-        """Fold the log and append ``config`` (a ``config.applied``) unless the last one on
-        the log has the same payload; start the probes."""
+        """Fold the log (from the latest checkpoint that holds the known objects, else
+        from offset 0: the same fold either way) and append ``config`` (a
+        ``config.applied``) unless the last one on the log has the same payload; start
+        the probes."""
         if not self._holding:
             await self.chain.__aenter__()
             self._holding = True
-        last_config = None
-        async for event in self.log.read(0):
-            if event.type == "config.applied":
-                last_config = event.data
-            else:
-                self.known.fold((event,))
-        if config is not None and config.data != last_config:
+        start = await self._resume()
+        async for event in self.log.read(start):
+            self.known.fold((event,))
+        if config is not None and config.data != self.known.config:
             await self.chain.append([config])
         options = self.options
         self.sources = [
@@ -169,6 +170,20 @@ class Recorder:
         if self.options.health_address is not None:
             self.health = HealthServer(self.options.health_address, self.report)
             await self.health.start()
+
+    async def _resume(self) -> int:
+        """Take the known objects of the latest checkpoint kept with the log that holds
+        them; the position to fold on from (0: none)."""
+        store = await open_log_store(self.log.url, create=False) if self.log.url else None
+        if store is None:
+            return 0
+        async with store:
+            found = await nearest_known(store, self.log, warn=self.warn)
+        if found is None:
+            return 0
+        position, known = found
+        self.known = self.tap.known = known
+        return position
 
     async def run(self, stop: asyncio.Event, *, release: bool = True) -> None:
         """Record until ``stop`` is set or a source fails for good (then that error is

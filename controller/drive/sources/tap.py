@@ -4,7 +4,7 @@ Every source offers raw objects here; the tap decides what reaches the log. A wa
 whose object is already on the log at the same resourceVersion is dropped (a reconnect
 replaying its first event, say), and so is a DELETED of an object the log does not hold;
 a relist is turned into only the differences against
-:class:`~controller.drive.sources.known.KnownObjects`.
+:class:`~projections.known.KnownObjects`.
 Every payload then goes through :func:`streams.validation.validate`: a bad one is set aside
 for the quarantine with its reason, and the stream goes on. What passes is stamped with
 the time ``now`` tells and queued, in the order offered, for the writer
@@ -26,7 +26,7 @@ from datetime import datetime
 
 import orjson
 
-from controller.drive.sources.known import KnownObjects, identity_of, key_of
+from projections.known import KnownObjects, identity_of, key_of
 from streams.events import JSON, Event, make_event
 from streams.gcpause import paused_gc
 from streams.log import Quarantined

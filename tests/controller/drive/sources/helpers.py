@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from controller.drive.kube.client import KubeClient
-from controller.drive.sources.known import KnownObjects
 from controller.drive.sources.recorder import Recorder, RecorderOptions
+from projections.known import KnownObjects
 from streams.events import Event
 from streams.log import EventLog
 from tests.kubedouble import ApiDouble

@@ -17,9 +17,9 @@ import pytest
 from controller.drive.kube.client import KubeClient
 from controller.drive.kube.resources import ApiResource
 from controller.drive.kube.retry import Backoff
-from controller.drive.sources.known import KnownObjects
 from controller.drive.sources.tap import Tap
 from controller.drive.sources.watch import WatchSource
+from projections.known import KnownObjects
 from tests.builders import build_node, build_pod
 from tests.controller.drive.sources.helpers import eventually
 from tests.kubedouble import ApiDouble

@@ -10,10 +10,10 @@ from typing import Any
 import aiohttp
 
 from controller.drive.kube.client import KubeClient
-from controller.drive.sources.known import KnownObjects
 from controller.drive.sources.metrics import MetricsSource
 from controller.drive.sources.recorder import RecorderOptions
 from controller.drive.sources.tap import Tap
+from projections.known import KnownObjects
 from streams.backends.memory import MemoryLog
 from streams.events import Event
 from tests.controller.drive.sources.helpers import FAST, Running

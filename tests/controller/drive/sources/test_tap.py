@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from controller.drive.sources.known import KnownObjects
 from controller.drive.sources.tap import Tap, observed_id, observed_id_of
+from projections.known import KnownObjects
 from streams.backends.kafka_codec import record_value
 from streams.codec import encode
 from streams.events import Event

@@ -11,6 +11,12 @@ deletion reads. Metric samples are folded too: the last ``timestamp`` of each ob
 a sample that did not advance is not written twice (also across a restart). ``versions``
 keeps the resourceVersion of each resource's last record (an event, or the BOOKMARK the
 recorder writes after a list with the list's version): a restart watches on from there.
+``config`` is the payload of the log's last ``config.applied`` (a restart appends its own
+only when it differs).
+
+A checkpoint by position holds this fold too (:meth:`KnownObjects.dump` /
+:meth:`KnownObjects.load`, the part ``known`` of :mod:`projections.checkpoint_codec`), so a
+restarted recorder folds the log from its latest checkpoint, not from offset 0.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from streams.events import Event
+import orjson
+
+from projections.base import CheckpointError
+from streams.events import JSON, Event
 from streams.payloads import ObjectMeta, RawObject, as_node_sample, as_watch
 
 __all__ = ["Identity", "KnownObjects", "identity_of", "key_of"]
@@ -90,13 +99,15 @@ class KnownObjects:
         self.objects: dict[str, dict[str, Identity]] = {}
         self.versions: dict[str, str] = {}
         self.samples: dict[tuple[str, str], str] = {}
+        self.config: JSON | None = None
 
     def of(self, resource: str) -> dict[str, Identity]:
         """The objects of one resource (a live dict: the caller must not change it)."""
         return self.objects.setdefault(resource, {})
 
     def fold(self, events: Iterable[Event]) -> None:
-        """Fold records of the log (``k8s.watch`` and ``metrics.*``; others are ignored)."""
+        """Fold records of the log (``k8s.watch``, ``metrics.*`` and ``config.applied``;
+        others are ignored)."""
         for event in events:
             # the payloads typed without a call per record (a TypedDict is the dict itself)
             if event.type == "k8s.watch":
@@ -117,6 +128,8 @@ class KnownObjects:
                 key = key_of(sample)
                 if isinstance(stamp, str) and key:
                     self.samples[event.type, key] = stamp
+            elif event.type == "config.applied":
+                self.config = event.data
 
     def note(self, resource: str, event: str, obj: RawObject) -> None:
         """Fold one watch event."""
@@ -131,3 +144,52 @@ class KnownObjects:
             known.pop(key, None)
         else:
             known[key] = identity_of(obj)
+
+    def dump(self) -> bytes:
+        """The fold as canonical JSON (keys sorted: equal folds give equal bytes)."""
+        return orjson.dumps(
+            {
+                "objects": {
+                    resource: {
+                        key: [i.namespace, i.name, i.uid, i.resource_version, i.api_version, i.kind]
+                        for key, i in objects.items()
+                    }
+                    for resource, objects in self.objects.items()
+                },
+                "versions": self.versions,
+                "samples": sorted(
+                    [type_, key, stamp] for (type_, key), stamp in self.samples.items()
+                ),
+                "config": self.config,
+            },
+            option=orjson.OPT_SORT_KEYS,
+        )
+
+    @classmethod
+    def load(cls, data: bytes) -> KnownObjects:
+        """The fold :meth:`dump` wrote (raises CheckpointError naming what is wrong)."""
+        try:
+            state = orjson.loads(data)
+            known = cls()
+            for resource, objects in state["objects"].items():
+                into = known.of(_text(resource))
+                for key, fields in objects.items():
+                    if not isinstance(fields, list) or len(fields) != 6:
+                        raise ValueError(f"the identity of {resource} {key} is not 6 fields")
+                    into[key] = Identity(*(_text(field) for field in fields))
+            known.versions = {str(r): _text(v) for r, v in state["versions"].items()}
+            for type_, key, stamp in state["samples"]:
+                known.samples[_text(type_), _text(key)] = _text(stamp)
+            config = state["config"]
+            if config is not None and not isinstance(config, dict):
+                raise ValueError("its config is not an object")
+            known.config = config
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CheckpointError(f"the checkpoint's known objects are malformed: {exc}") from exc
+        return known
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a string")
+    return value
