@@ -7,9 +7,11 @@ lookup, a catch-up that needs only ids). Here a batch is checked once (its CRC-3
 ``google-crc32c``, over everything from its attributes on) and its records are walked by
 their lengths: a record not wanted costs a varint or two, not a decode.
 
-* :func:`records` -- every record of ``[start, stop)`` as a :class:`Raw` (offset, value,
-  headers: what ``kafka_codec.decode_value`` and ``record_id`` read);
-* :func:`picked` -- only the records at some offsets;
+* :func:`records` -- every record of ``[start, stop)`` (offset, value, headers: what
+  ``kafka_codec.decode_value`` and ``record_id`` read), by aiokafka's C batch reader once
+  the CRC is checked here;
+* :func:`picked` -- only the records at some offsets, as :class:`Raw`, each decoded
+  here and the others walked over;
 * each returns where the next fetch starts (one past the last batch read whole: a batch's
   last offset is in its header, so records compacted away at its end are stepped over).
 
@@ -27,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import google_crc32c
+from aiokafka.record.default_records import DefaultRecordBatch
 from aiokafka.record.memory_records import MemoryRecords
 
 from streams.log import LogError
@@ -191,15 +194,18 @@ def _walk(batch: Batch) -> Iterator[tuple[int, int]]:
         at = body + length
 
 
-def records(data: Any, start: int, stop: int | None) -> tuple[list[Raw], int]:
+def records(data: Any, start: int, stop: int | None) -> tuple[list[Any], int]:
     """The records of ``data`` (a Fetch answer's record set) with offsets in ``[start,
     stop)`` (``stop`` None: no bound), and where the next fetch starts (``start`` when
-    no whole batch came).
+    no whole batch came). A read wants every record of a batch: once its CRC is checked
+    here, aiokafka's C batch reader hands them out (objects with ``offset``, ``value`` and
+    ``headers``, as :class:`Raw`), without the table-driven CRC and the ``ConsumerRecord``
+    of its consumer.
 
     Raises:
         CorruptBatchError: a batch's CRC-32C does not match.
     """
-    found: list[Raw] = []
+    found: list[Any] = []
     position = start
     for batch in batches(data):
         if not batch.plain:
@@ -209,11 +215,16 @@ def records(data: Any, start: int, stop: int | None) -> tuple[list[Raw], int]:
             end = batch.last
             if end <= start:
                 continue
-            for offset, at in _walk(batch):
-                if stop is not None and offset >= stop:
-                    break
-                if offset >= start:
-                    found.append(_record(batch.data, at, offset))
+            whole = batch.start == 0 and batch.end == len(data)
+            chunk = data if whole else data[batch.start : batch.end]
+            if batch.base >= start and (stop is None or end <= stop):
+                found += DefaultRecordBatch(chunk)
+            else:
+                found += [
+                    r
+                    for r in DefaultRecordBatch(chunk)
+                    if r.offset >= start and (stop is None or r.offset < stop)
+                ]
         position = max(position, end)
         if stop is not None and position >= stop:
             break
