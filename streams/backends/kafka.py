@@ -69,16 +69,16 @@ __all__ = ["BatchTooLargeError", "KafkaLog", "open_url"]
 class KafkaLog(EventLog):
     """An :class:`~streams.log.EventLog` on one Kafka partition (see the module docstring)."""
 
-    def __init__(
-        self, target: KafkaTarget, producer: Any, control: Any, options: ClientOptions
-    ) -> None:
+    def __init__(self, target: KafkaTarget, producer: Any, options: ClientOptions) -> None:
         self.target = target
         self.url = target.url
         self._options = options
         self._tp = TopicPartition(target.topic, 0)
         self._qtp = TopicPartition(target.quarantine_topic, 0)
         self._producer = producer
-        self._control = control
+        #: a consumer for ListOffsets, started when first needed (never on tansu, whose
+        #: fetch past the end answers the head: ``kafka_fetch.end_offset``)
+        self._control: Any | None = None
         #: reads of our own, on a connection of the producer's client that the producer
         #: never uses (it has no transaction coordinator)
         self._fetcher = Fetcher(
@@ -130,10 +130,7 @@ class KafkaLog(EventLog):
                 )
             producer = client.producer(target, options)
             clients.append(producer)
-            control = client.consumer(target, options)
-            clients.append(control)
-            for started in clients:
-                await started.start()
+            await producer.start()
             partitions = await producer.partitions_for(target.topic)
         except KafkaError as exc:
             await client.stop(clients)
@@ -144,10 +141,7 @@ class KafkaLog(EventLog):
                 f"topic {target.topic!r} has partitions {sorted(partitions or ())}: "
                 "a log needs exactly one"
             )
-        control.assign(
-            [TopicPartition(target.topic, 0), TopicPartition(target.quarantine_topic, 0)]
-        )
-        log = cls(target, producer, control, options)
+        log = cls(target, producer, options)
         if not read_only:
             log._subjects = kafka_index.SubjectIndexer.open(target, warn=log._warn)
         return log
@@ -155,7 +149,7 @@ class KafkaLog(EventLog):
     async def close(self) -> None:
         if self._subjects is not None:
             self._subjects.close()
-        await client.stop([self._producer, self._control])
+        await client.stop([self._producer, *([self._control] if self._control else [])])
 
     # -- appending ---------------------------------------------------------------------
 
@@ -296,8 +290,7 @@ class KafkaLog(EventLog):
         None when there is no usable index (a corrupt or foreign one: one warning line):
         scan the topic instead, for the same answer. Reads only. Every such read of one
         handle answers up to the head its first one found (a node's records and then its
-        zones', from one snapshot; and the control consumer's next ``head()`` would wait
-        on the broker's fetch wait)."""
+        zones', from one snapshot)."""
         path = self.target.checkpoints
         found = None
         if path is not None:
@@ -404,6 +397,10 @@ class KafkaLog(EventLog):
         """The end of ``tp``: one past its last record (``kafka_fetch.end_offset``)."""
 
         async def listed() -> int:
+            if self._control is None:
+                control = client.consumer(self.target, self._options)
+                await client.guard(control.start(), f"head of {tp.topic}")
+                self._control = control
             ends = await client.guard(self._control.end_offsets([tp]), f"head of {tp.topic}")
             return int(ends[tp])
 
