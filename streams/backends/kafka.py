@@ -87,7 +87,7 @@ class KafkaLog(EventLog):
             group=ConnectionGroup.COORDINATION,
         )
         #: held while the id index is extended
-        self._control_lock = asyncio.Lock()
+        self._index_lock = asyncio.Lock()
         self._append_lock = asyncio.Lock()
         self._quarantine_lock = asyncio.Lock()
         #: id -> first offset, for every record below ``_indexed``
@@ -382,7 +382,7 @@ class KafkaLog(EventLog):
         """Index every record below ``upto`` (None: the head)."""
         if upto is not None and upto <= self._indexed:
             return
-        async with self._control_lock:
+        async with self._index_lock:
             end = await self._end(self._tp)
             upto = end if upto is None else min(upto, end)
             if upto <= self._indexed:
