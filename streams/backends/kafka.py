@@ -2,7 +2,8 @@
 
 Why it looks the way it does (the broker in CI is ``tansu``; see ``tests/streams/tansu.py``;
 the record format is ``streams.backends.kafka_codec``, the clients and the URL's security
-settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_reader``):
+settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_reader``,
+``kafka_fetch`` and ``kafka_batches``):
 
 * **One partition**, so the order is total; the topic and its companion
   ``<topic>.quarantine`` are created when missing. The offset is the Kafka offset
@@ -26,8 +27,9 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
   every append catches up first. Two writers racing on one id (or a produce retried
   after a lost ack) can thus put it on the topic twice: readers drop every record whose
   id appeared at a lower offset, so each reader sees each id once, at its first offset.
-* **No consumer groups** (see ``kafka_reader``); one long-lived consumer answers
-  ``head()`` and feeds the index.
+* **No consumers** (see ``kafka_reader``): reads send their own Fetch requests, on a
+  connection of the producer's client, and never wait at the head; ``head()`` is the
+  high watermark of one fetch (``kafka_fetch.end_offset``).
 * **Conflicts are looked up, not indexed.** ``records(ids)`` reads the stored records
   where the id index points (``streams.conflicts`` compares their content hashes), so
   telling a conflict from a duplicate costs the append path nothing.
@@ -36,17 +38,17 @@ settings ``streams.backends.kafka_client``, reading ``streams.backends.kafka_rea
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
 from aiokafka import TopicPartition
+from aiokafka.client import ConnectionGroup
 from aiokafka.errors import KafkaError
 
 from streams.backends import kafka_client as client
 from streams.backends import kafka_index, sqlite_kafka_index
-from streams.backends.kafka_client import BatchTooLargeError, ClientOptions
+from streams.backends.kafka_client import OVERHEAD, BatchTooLargeError, ClientOptions
 from streams.backends.kafka_codec import (
     Record,
     decode_value,
@@ -54,7 +56,8 @@ from streams.backends.kafka_codec import (
     producer_batch,
     record_id,
 )
-from streams.backends.kafka_reader import FETCH_RECORDS, end_offset, listed_end, records
+from streams.backends.kafka_fetch import Fetcher, end_offset
+from streams.backends.kafka_reader import FETCH_RECORDS, records, subscription
 from streams.backends.kafka_url import KafkaTarget, parse_kafka_url, redact
 from streams.codec import check_appendable
 from streams.events import Event, build_event
@@ -66,17 +69,25 @@ __all__ = ["BatchTooLargeError", "KafkaLog", "open_url"]
 class KafkaLog(EventLog):
     """An :class:`~streams.log.EventLog` on one Kafka partition (see the module docstring)."""
 
-    def __init__(
-        self, target: KafkaTarget, producer: Any, control: Any, options: ClientOptions
-    ) -> None:
+    def __init__(self, target: KafkaTarget, producer: Any, options: ClientOptions) -> None:
         self.target = target
         self.url = target.url
         self._options = options
         self._tp = TopicPartition(target.topic, 0)
         self._qtp = TopicPartition(target.quarantine_topic, 0)
         self._producer = producer
-        self._control = control
-        self._control_lock = asyncio.Lock()
+        #: a consumer for ListOffsets, started when first needed (never on tansu, whose
+        #: fetch past the end answers the head: ``kafka_fetch.end_offset``)
+        self._control: Any | None = None
+        #: reads of our own, on a connection of the producer's client that the producer
+        #: never uses (it has no transaction coordinator)
+        self._fetcher = Fetcher(
+            producer.client,
+            max_bytes=max(target.max_batch_bytes + OVERHEAD, 4 * 1024 * 1024),
+            group=ConnectionGroup.COORDINATION,
+        )
+        #: held while the id index is extended
+        self._index_lock = asyncio.Lock()
         self._append_lock = asyncio.Lock()
         self._quarantine_lock = asyncio.Lock()
         #: id -> first offset, for every record below ``_indexed``
@@ -119,10 +130,7 @@ class KafkaLog(EventLog):
                 )
             producer = client.producer(target, options)
             clients.append(producer)
-            control = client.consumer(target, options)
-            clients.append(control)
-            for started in clients:
-                await started.start()
+            await producer.start()
             partitions = await producer.partitions_for(target.topic)
         except KafkaError as exc:
             await client.stop(clients)
@@ -133,10 +141,7 @@ class KafkaLog(EventLog):
                 f"topic {target.topic!r} has partitions {sorted(partitions or ())}: "
                 "a log needs exactly one"
             )
-        control.assign(
-            [TopicPartition(target.topic, 0), TopicPartition(target.quarantine_topic, 0)]
-        )
-        log = cls(target, producer, control, options)
+        log = cls(target, producer, options)
         if not read_only:
             log._subjects = kafka_index.SubjectIndexer.open(target, warn=log._warn)
         return log
@@ -144,7 +149,7 @@ class KafkaLog(EventLog):
     async def close(self) -> None:
         if self._subjects is not None:
             self._subjects.close()
-        await client.stop([self._producer, self._control])
+        await client.stop([self._producer, *([self._control] if self._control else [])])
 
     # -- appending ---------------------------------------------------------------------
 
@@ -230,7 +235,7 @@ class KafkaLog(EventLog):
         """The first records of their ids in ``[start, stop)``, read back from the topic
         (the id index reaches ``stop``)."""
         await self._index_to(stop)
-        pages = records(self.target, self._options, self._tp, start, stop)
+        pages = records(self._fetcher, self._tp, start, stop)
         return await kafka_index.first_records(pages, self.target.topic, self._first)
 
     def _encode(
@@ -250,45 +255,29 @@ class KafkaLog(EventLog):
     # -- reading -----------------------------------------------------------------------
 
     async def head(self) -> int:
-        async with self._control_lock:
-            return await self._end(self._tp)
+        return await self._end(self._tp)
 
     async def read(self, start: int = 0, stop: int | None = None) -> AsyncIterator[Event]:
         start = max(start, 0)
         if stop is not None and start >= stop:
             return
-        async with self._control_lock:
-            listed = await listed_end(self._control, self._tp)
-        end: asyncio.Future[int] | None = None
-        if start >= listed:  # little or nothing to read: bound it first
-            head = await self.head()
-            stop = head if stop is None else min(stop, head)
-            if start >= stop:
-                return
-        else:  # records from start on: the exact head (on tansu a fetch of the last
-            # record batch) is found beside the first fetches, see ``kafka_reader.records``
-            end = asyncio.ensure_future(self.head())
+        head = await self.head()  # one fetch past the end: no wait
+        stop = head if stop is None else min(stop, head)
+        if start >= stop:
+            return
         topic, first = self.target.topic, self._first
-        try:
-            await self._index_to(start)
-            pages = records(self.target, self._options, self._tp, start, stop, until=end)
-            async for page in pages:
-                for record in page:
-                    if first(record):
-                        yield decode_value(topic, record)
-        finally:
-            if end is not None and not end.done():
-                end.cancel()
-            if end is not None:
-                with contextlib.suppress(asyncio.CancelledError, LogError):
-                    await end  # its error, if any, was raised where it mattered
+        await self._index_to(start)
+        async for page in records(self._fetcher, self._tp, start, stop):
+            for record in page:
+                if first(record):
+                    yield decode_value(topic, record)
 
     async def subscribe(self, start: int = 0) -> AsyncIterator[Event]:
         start = max(start, 0)
         seek = min(start, await self.head())
         await self._index_to(seek)
         topic, first = self.target.topic, self._first
-        async for page in records(self.target, self._options, self._tp, seek, None):
+        async for page in subscription(self._options, self._fetcher, self._tp, seek):
             for record in page:
                 # every record extends the index, even below start
                 if first(record) and record.offset >= start:
@@ -301,8 +290,7 @@ class KafkaLog(EventLog):
         None when there is no usable index (a corrupt or foreign one: one warning line):
         scan the topic instead, for the same answer. Reads only. Every such read of one
         handle answers up to the head its first one found (a node's records and then its
-        zones', from one snapshot; and the control consumer's next ``head()`` would wait
-        on the broker's fetch wait)."""
+        zones', from one snapshot)."""
         path = self.target.checkpoints
         found = None
         if path is not None:
@@ -322,17 +310,7 @@ class KafkaLog(EventLog):
         )
 
     async def _at_offsets(self, offsets: Sequence[int]) -> list[Record]:
-        if not offsets:
-            return []
-        # a consumer of its own, as every read: the fetch it leaves waiting at the end of
-        # the partition must not hold up the control consumer's next seek
-        reader = client.consumer(self.target, self._options, fetch_bytes=kafka_index.LOOKUP_BYTES)
-        await client.guard(reader.start(), f"read {self._tp.topic}")
-        try:
-            reader.assign([self._tp])
-            return await kafka_index.fetch_offsets(reader, self._tp, offsets)
-        finally:
-            await client.stop([reader])
+        return await kafka_index.fetch_offsets(self._fetcher, self._tp, offsets)
 
     async def contains(self, ids: Sequence[str]) -> set[str]:
         if not ids:
@@ -347,32 +325,11 @@ class KafkaLog(EventLog):
             return {}
         await self._index_to(None)
         wanted = {self._ids[id_]: id_ for id_ in ids if id_ in self._ids}
-        found: dict[str, Event] = {}
         topic = self.target.topic
-        async with self._control_lock:
-            for start, stop in runs(sorted(wanted)):
-                for record in await self._fetch(start, stop):
-                    if record.offset in wanted:
-                        found[wanted[record.offset]] = decode_value(topic, record)
+        found: dict[str, Event] = {}
+        for record in await kafka_index.fetch_offsets(self._fetcher, self._tp, sorted(wanted)):
+            found[wanted[record.offset]] = decode_value(topic, record)
         return found
-
-    async def _fetch(self, start: int, stop: int) -> list[Record]:
-        """The records of the log in ``[start, stop)`` (hold ``_control_lock``)."""
-        control, got = self._control, []
-        control.seek(self._tp, start)
-        position = start
-        while position < stop:
-            fetched = await client.guard(
-                control.getmany(self._tp, timeout_ms=client.POLL_MS, max_records=FETCH_RECORDS),
-                f"read {self._tp.topic}",
-            )
-            page = fetched.get(self._tp, [])
-            got += [record for record in page if start <= record.offset < stop]
-            if page:
-                position = page[-1].offset + 1
-            else:
-                position = await client.guard(control.position(self._tp), "read position")
-        return got
 
     # -- quarantine --------------------------------------------------------------------
 
@@ -400,13 +357,12 @@ class KafkaLog(EventLog):
                 await self._send(batch, self.target.quarantine_topic)
 
     async def quarantine(self) -> list[Quarantined]:
-        async with self._control_lock:
-            end = await self._end(self._qtp)
+        end = await self._end(self._qtp)
         kept: dict[Quarantined, None] = {}
         if end > 0:
-            async for page in records(self.target, self._options, self._qtp, 0, end):
+            async for page in records(self._fetcher, self._qtp, 0, end):
                 for record in page:
-                    kept.setdefault(Quarantined(**orjson.loads(record.value)), None)
+                    kept.setdefault(Quarantined(**orjson.loads(record.value or b"null")), None)
         return list(kept)
 
     # -- the id index --------------------------------------------------------------------
@@ -426,31 +382,29 @@ class KafkaLog(EventLog):
         """Index every record below ``upto`` (None: the head)."""
         if upto is not None and upto <= self._indexed:
             return
-        async with self._control_lock:
+        async with self._index_lock:
             end = await self._end(self._tp)
             upto = end if upto is None else min(upto, end)
             if upto <= self._indexed:
                 return
-            control = self._control
-            control.seek(self._tp, self._indexed)
-            while self._indexed < upto:
-                fetched = await client.guard(
-                    control.getmany(self._tp, timeout_ms=client.POLL_MS, max_records=FETCH_RECORDS),
-                    f"read {self._tp.topic}",
-                )
-                page = fetched.get(self._tp, [])
+            first = self._first
+            async for page in records(self._fetcher, self._tp, self._indexed, upto):
                 for record in page:
-                    if record.offset >= upto:
-                        break
-                    self._first(record)
-                if not page:
-                    position = await client.guard(control.position(self._tp), "read position")
-                    self._indexed = max(self._indexed, min(position, upto))
+                    first(record)
+            self._indexed = max(self._indexed, upto)
 
     async def _end(self, tp: Any) -> int:
-        """The end of ``tp`` (hold ``_control_lock``); see ``kafka_reader.end_offset``."""
-        known = self._last_batch if tp == self._tp else (-1, -1)
-        return await end_offset(self._control, tp, known=known, timeout=self.target.timeout)
+        """The end of ``tp``: one past its last record (``kafka_fetch.end_offset``)."""
+
+        async def listed() -> int:
+            if self._control is None:
+                control = client.consumer(self.target, self._options)
+                await client.guard(control.start(), f"head of {tp.topic}")
+                self._control = control
+            ends = await client.guard(self._control.end_offsets([tp]), f"head of {tp.topic}")
+            return int(ends[tp])
+
+        return await end_offset(self._fetcher, tp, listed)
 
 
 def _pick(

@@ -16,12 +16,12 @@ complete up to).
   back from the topic and indexed first. Only the first record of each id is indexed —
   the one every reader hands out. A failure to write the file costs one warning line
   and the index of that handle, never the append.
-* **A reader never writes.** :func:`pages_about` fetches the indexed offsets (a seek per
-  run of them: a fetch returns the whole record batch holding an offset, and the rest of
-  the batch serves the next offsets) and then reads the topic's *tail* beyond the
-  index's mark, filtering it by :func:`streams.subjects.subjects_of`: an index behind the
-  head (or one no writer has touched since) still gives the full scan's answer, at the
-  tail's cost.
+* **A reader never writes.** :func:`pages_about` fetches the indexed offsets (a fetch at
+  the first not found yet: it returns the whole record batch holding it, and the rest of
+  the answer serves the next offsets; only the records wanted are decoded) and then
+  reads the topic's *tail* beyond the index's mark, filtering it by
+  :func:`streams.subjects.subjects_of`: an index behind the head (or one no writer has
+  touched since) still gives the full scan's answer, at the tail's cost.
 """
 
 from __future__ import annotations
@@ -31,20 +31,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
-from streams.backends.kafka_client import POLL_MS, guard
+from streams.backends.kafka_batches import picked
 from streams.backends.kafka_codec import Record, decode_value
-from streams.backends.kafka_reader import FETCH_RECORDS
+from streams.backends.kafka_fetch import Fetcher
+from streams.backends.kafka_reader import DATA_WAIT_MS, STUCK
 from streams.backends.kafka_url import KafkaTarget
 from streams.backends.sqlite_kafka_index import IndexFile, IndexWriteError, Warn
 from streams.events import Event
+from streams.log import BackendUnavailableError
 from streams.subjects import subjects_of
 
 #: indexed records decoded and handed out at once
 PAGE = 1_000
-#: a lookup reads on to an offset less than this many past its position, and seeks
-#: beyond (a seek drops what was fetched ahead and costs a round trip)
-SEEK_GAP = 2_000
-#: what one fetch of a lookup asks for (a seek fetches at least this much afresh)
+#: what one fetch of a lookup asks for (the broker sends at least the batch asked into)
 LOOKUP_BYTES = 1024 * 1024
 
 
@@ -134,35 +133,35 @@ async def first_records(
     return found
 
 
-async def fetch_offsets(control: Any, tp: Any, offsets: Sequence[int]) -> list[Record]:
-    """The records at ``offsets`` (ascending) of ``tp``, fetched with the consumer
-    ``control``: a seek only to an offset far past what it fetched last (a nearer one is
-    read on to: a fetch hands out whole record batches anyway); an offset no longer on
-    the partition is skipped."""
+async def fetch_offsets(fetcher: Fetcher, tp: Any, offsets: Sequence[int]) -> list[Record]:
+    """The records at ``offsets`` (ascending) of ``tp``: a fetch at the first one not
+    found yet, whose answer (whole record batches, :data:`LOOKUP_BYTES` or the one batch
+    holding it) serves every later offset it holds; only those records are decoded
+    (``kafka_batches.picked``). An offset no longer on the partition is skipped.
+
+    Raises:
+        BackendUnavailableError: the broker's answers move the lookup no further.
+    """
+    wanted = list(offsets)
     got: list[Record] = []
-    i, count = 0, len(offsets)
-    position = -1  # where the consumer fetches next
+    i, count, stuck = 0, len(wanted), 0
     while i < count:
-        if not 0 <= offsets[i] - position < SEEK_GAP:  # near: read on, no seek
-            control.seek(tp, offsets[i])
-        fetched = await guard(
-            control.getmany(tp, timeout_ms=POLL_MS, max_records=FETCH_RECORDS), f"read {tp.topic}"
-        )
-        page = fetched.get(tp, [])
-        if not page:
-            position = await guard(control.position(tp), "read position")
-            while i < count and offsets[i] < position:  # gone (deleted by retention)
+        # below the head: the records are there, the broker answers once it has them
+        answer = await fetcher.fetch(tp, wanted[i], wait_ms=DATA_WAIT_MS, max_bytes=LOOKUP_BYTES)
+        if answer.start > wanted[i]:  # deleted (retention)
+            while i < count and wanted[i] < answer.start:
                 i += 1
             continue
-        for record in page:
-            while i < count and offsets[i] < record.offset:  # gone
-                i += 1
-            if i == count:
-                break
-            if offsets[i] == record.offset:
-                got.append(record)
-                i += 1
-        position = page[-1].offset + 1
+        found, after, end = picked(answer.data, wanted, i)
+        got += found
+        if end >= 0:
+            i, stuck = after, 0
+            continue
+        if 0 <= answer.high <= wanted[i]:
+            break  # past the end of the partition: gone
+        stuck += 1
+        if stuck >= STUCK:
+            raise BackendUnavailableError(f"read {tp.topic} at {wanted[i]}: no records come")
     return got
 
 
