@@ -23,7 +23,7 @@ from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
 from streams.paging import LogReader
-from streams.urls import is_recording_path
+from streams.urls import is_recording_path, parse_log_url
 
 if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs them
     from concurrent.futures import Executor
@@ -42,9 +42,10 @@ def is_recording(source: str) -> bool:
 @contextmanager
 def reader(source: str) -> Iterator[LogReader]:
     """The log at ``source`` (URL or ``.db`` path; never created, never written) opened
-    for paging."""
+    for paging: a SQLite file without an event loop (``streams.backends.sqlite_reader``)."""
     require_log(source)
-    with LogReader(lambda: open_reader(source)) as opened:
+    synchronous = parse_log_url(source).scheme == "sqlite"
+    with LogReader(lambda: open_reader(source), synchronous=synchronous) as opened:
         yield opened
 
 

@@ -63,10 +63,13 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _imported(argv: list[str], db: Path) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+def _imported(
+    argv: list[str], db: Path, watched: tuple[str, ...] = NOT_OFFLINE
+) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+    """Which of the ``watched`` packages ``tide argv`` imported (``{db}`` is the log)."""
     args = [a.format(db=db, out=db.with_suffix(".jsonl")) for a in argv]
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(live=NOT_OFFLINE, argv=args)],
+        [sys.executable, "-c", _PROBE.format(live=watched, argv=args)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -83,6 +86,18 @@ def test_an_offline_command_imports_no_live_library_nor_pydantic(name: str, db: 
     imported, done = _imported(OFFLINE[name], db)
     assert done.returncode == 0, done.stderr
     assert imported == [], f"tide {' '.join(OFFLINE[name])} imported {imported}"
+
+
+#: the commands benchmarks/bench_startup.py times: on a SQLite log they read its pages on
+#: the caller's thread (streams/backends/sqlite_reader.py), without an event loop
+LEAN = {"version": OFFLINE["version"], "audit-decisions": OFFLINE["audit-decisions"]}
+
+
+@pytest.mark.parametrize("name", LEAN, ids=LEAN)
+def test_the_timed_commands_start_no_event_loop(name: str, db: Path) -> None:
+    imported, done = _imported(LEAN[name], db, watched=("asyncio", "aiosqlite"))
+    assert done.returncode == 0, done.stderr
+    assert imported == [], f"tide {' '.join(LEAN[name])} imported {imported}"
 
 
 def test_the_probe_sees_a_live_command_import_them(db: Path) -> None:
