@@ -19,9 +19,7 @@ leaves typer as it is when they are not there (the test fails loudly then).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_origin
@@ -46,8 +44,6 @@ UNSURE: Any = object()
 #: a converter: (value, parameter, context) -> the value, or UNSURE
 Convert = Callable[[Any, "_TyperParameter", "Context"], Any]
 
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
 #: the words pydantic reads as a bool (lower case), after typer strips the input
 _BOOLS = {
     **dict.fromkeys(("1", "on", "t", "true", "y", "yes"), True),
@@ -57,14 +53,20 @@ _BOOLS = {
 _DIGITS = 18
 
 
-@dataclass(frozen=True)
 class QuickParam(_coercion.RuntimeParam):
-    """One parameter's coercion: ``convert`` first, typer's own when it is unsure."""
+    """One parameter's coercion: ``convert`` first, typer's own when it is unsure (built
+    the first time it is). Not a dataclass of its own: generating one costs start-up."""
+
+    def __init__(self, descriptor: TypeDescriptor, convert: Convert) -> None:
+        super().__init__(parameter_info=descriptor.parameter_info, annotation=descriptor.annotation)
+        # RuntimeParam is a frozen dataclass
+        object.__setattr__(self, "descriptor", descriptor)
+        object.__setattr__(self, "convert", convert)
+        object.__setattr__(self, "fallback", [])
 
     descriptor: TypeDescriptor
     convert: Convert
-    #: typer's own coercion of the parameter, built the first time ``convert`` is unsure
-    fallback: list[_coercion.RuntimeParam] = field(default_factory=list, compare=False)
+    fallback: list[_coercion.RuntimeParam]
 
     def _coerce_value(self, value: Any, param: _TyperParameter, ctx: Context) -> Any:
         found = self.convert(value, param, ctx)
@@ -79,11 +81,20 @@ def _str(value: Any, param: _TyperParameter, ctx: Context) -> Any:
     return value if type(value) is str else UNSURE
 
 
+def _plain_number(text: str, *, point: bool) -> bool:
+    """Whether ``text`` is ASCII digits with an optional sign (and with ``point``, one
+    decimal point among or around them): what int() and float() read as pydantic does."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    whole, _, part = body.partition(".") if point else (body, "", "")
+    digits = whole + part
+    return 0 < len(digits) <= _DIGITS and digits.isascii() and digits.isdigit()
+
+
 def _number(kind: type[int] | type[float], info: ParameterInfo) -> Convert:
-    pattern = _INT if kind is int else _FLOAT
+    point = kind is float
 
     def convert(value: Any, param: _TyperParameter, ctx: Context) -> Any:
-        if type(value) is str and len(value) <= _DIGITS and pattern.fullmatch(value):
+        if type(value) is str and _plain_number(value, point=point):
             number: int | float = kind(value)
         elif type(value) is kind or (kind is float and type(value) is int):
             number = kind(value)
@@ -172,12 +183,7 @@ def build(descriptor: TypeDescriptor) -> _coercion.RuntimeParam:
     )
     if convert is None:
         return _coercion.build_runtime_param(descriptor)
-    return QuickParam(
-        parameter_info=descriptor.parameter_info,
-        annotation=descriptor.annotation,
-        descriptor=descriptor,
-        convert=convert,
-    )
+    return QuickParam(descriptor, convert)
 
 
 def supported() -> bool:

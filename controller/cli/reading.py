@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
 from streams.backends import open_reader
-from streams.backends.checkpoints import open_log_store
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
@@ -220,6 +219,7 @@ async def _seal_of(log: EventLog) -> tuple[int, str] | None:
 
 async def _resume(log: LogReader, source: str, start: int) -> World | None:
     from projections.store import resume_at
+    from streams.backends.checkpoints import open_log_store
 
     store = await open_log_store(log.log.url or source, create=False)
     if store is None:
@@ -290,6 +290,7 @@ def _note(line: str) -> None:
 
 async def _cuts(log: LogReader, url: str) -> list[Cut]:
     from replay.segments import usable_cuts
+    from streams.backends.checkpoints import open_log_store
 
     store = await open_log_store(url, create=False)
     if store is None:

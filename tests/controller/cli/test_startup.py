@@ -95,9 +95,18 @@ LEAN = {"version": OFFLINE["version"], "audit-decisions": OFFLINE["audit-decisio
 
 @pytest.mark.parametrize("name", LEAN, ids=LEAN)
 def test_the_timed_commands_start_no_event_loop(name: str, db: Path) -> None:
-    imported, done = _imported(LEAN[name], db, watched=("asyncio", "aiosqlite"))
+    imported, done = _imported(LEAN[name], db, watched=("asyncio", "aiosqlite", "_hashlib"))
     assert done.returncode == 0, done.stderr
     assert imported == [], f"tide {' '.join(LEAN[name])} imported {imported}"
+
+
+def test_the_content_hash_is_hashlibs_own_blake2b() -> None:
+    """streams takes blake2b from _blake2 (hashlib would load OpenSSL): the same function."""
+    import hashlib
+
+    from streams import codec, events
+
+    assert vars(events)["blake2b"] is vars(codec)["blake2b"] is hashlib.blake2b
 
 
 def test_the_probe_sees_a_live_command_import_them(db: Path) -> None:
