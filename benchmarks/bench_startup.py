@@ -8,10 +8,22 @@ interpreter running ``controller.cli.main`` as the ``tide`` script does: ``tide
 123 records, so the answer itself costs next to nothing). Baseline and subjects are
 interleaved, ``repeat`` rounds; the figure is the median of each (wall and CPU: user + sys
 of the child), the ratio subject / baseline of the medians, the target ratio ≤ 1.5
-(wall). Before this, every command imported every command's module (the Kubernetes
-client, aiohttp, prometheus_client: ``tide --version`` took 1.3-1.5 s).
+(wall).
 
-``python -m benchmarks.bench_startup [--repeat N]`` runs it alone (no recording needed).
+Every child runs with its bytecode cached, as an installed tide runs (pip compiles a
+wheel's modules when it installs them; the image does too): ``PYTHONDONTWRITEBYTECODE`` is
+dropped from the children's environment and ``PYTHONPYCACHEPREFIX`` points at the run's
+scratch directory, so the warm-up round writes the bytecode of the baseline's libraries
+and of tide alike and every timed round reads it. A shell that exports
+``PYTHONDONTWRITEBYTECODE=1`` (this machine's does) would otherwise compile tide's ~90
+modules from source in every run of an editable install and none of the baseline's
+(site-packages holds their bytecode): ``--no-bytecode`` measures that way.
+
+Before issue 26, every command imported every command's module (the Kubernetes client,
+aiohttp, prometheus_client: ``tide --version`` took 1.3-1.5 s).
+
+``python -m benchmarks.bench_startup [--repeat N] [--no-bytecode]`` runs it alone (no
+recording needed).
 """
 
 from __future__ import annotations
@@ -46,12 +58,24 @@ def _small_log(work: Path) -> Path:
     return path
 
 
-def _once(code: str, *args: str) -> tuple[float, float]:
+def child_env(work: Path, *, bytecode: bool = True) -> dict[str, str]:
+    """The children's environment: bytecode cached under ``work`` (see the module
+    docstring), or (``bytecode=False``) never written, so never read for tide's modules."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return env
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    return env
+
+
+def _once(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU (user + sys) seconds of ``python -c code args`` in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, check=False, cwd=ROOT
+        [sys.executable, "-c", code, *args], capture_output=True, check=False, cwd=ROOT, env=env
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -61,9 +85,10 @@ def _once(code: str, *args: str) -> tuple[float, float]:
     return wall, cpu
 
 
-def measure(work: Path, repeat: int) -> dict[str, dict[str, list[float]]]:
+def measure(work: Path, repeat: int, *, bytecode: bool = True) -> dict[str, dict[str, list[float]]]:
     """Interleaved runs of the baseline and of each subject: their wall and CPU times."""
     db = _small_log(work)
+    env = child_env(work, bytecode=bytecode)
     runs: dict[str, tuple[str, ...]] = {
         "baseline": (BASELINE,),
         "tide --version": (_TIDE, "--version"),
@@ -71,10 +96,10 @@ def measure(work: Path, repeat: int) -> dict[str, dict[str, list[float]]]:
     }
     times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in runs}
     for argv in runs.values():  # warm the file cache and the bytecode once
-        _once(*argv)
+        _once(*argv, env=env)
     for _ in range(repeat):
         for name, argv in runs.items():
-            wall, cpu = _once(*argv)
+            wall, cpu = _once(*argv, env=env)
             times[name]["wall"].append(wall)
             times[name]["cpu"].append(cpu)
     return times
@@ -119,9 +144,14 @@ def run(ctx: Context) -> list[Result]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="tide start-up against its libraries' import")
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="children write no bytecode (tide's modules compiled from source every run)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix=f"startup-{os.getpid()}-") as work:
-        for row in rows(measure(Path(work), args.repeat)):
+        for row in rows(measure(Path(work), args.repeat, bytecode=not args.no_bytecode)):
             print(
                 f"{row.metric}: {row.value:,.0f} ms, baseline {row.baseline:,.0f} ms, "
                 f"ratio {row.ratio:.2f} (target {row.target}); {row.notes}"

@@ -14,12 +14,16 @@ payload, and :func:`decode` / :func:`from_stored` chain them on read.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 import orjson
+
+try:  # hashlib's own blake2b; hashlib itself loads OpenSSL, which start-up need not
+    from _blake2 import blake2b
+except ImportError:  # not CPython
+    from hashlib import blake2b
 
 from streams.events import EVENT_TYPES, JSON, Event, build_event, format_time, parse_time
 
@@ -263,7 +267,7 @@ def content_id_encoded(type_: str, at: datetime, payload: bytes, cause: str | No
     copied into one body first.
     """
     head = _HEADS.get(at) or _head(at)
-    digest = hashlib.blake2b(head[:-8], digest_size=12)  # '{"at":"…"'
+    digest = blake2b(head[:-8], digest_size=12)  # '{"at":"…"'
     digest.update(_NO_CAUSE if cause is None else b',"cause":' + orjson.dumps(cause) + b',"data":')
     digest.update(payload)
     digest.update(_TAILS.get(type_) or _tail(type_))

@@ -12,12 +12,16 @@ input appended twice is the same record, and appends are idempotent by id.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+
+try:  # hashlib's own blake2b; hashlib itself loads OpenSSL, which start-up need not
+    from _blake2 import blake2b
+except ImportError:  # not CPython
+    from hashlib import blake2b
 
 JSON = dict[str, Any]
 
@@ -143,7 +147,7 @@ def content_id(type_: str, at: datetime, data: JSON, cause: str | None = None) -
         {"at": format_time(at), "type": type_, "cause": cause, "data": data},
         option=orjson.OPT_SORT_KEYS,
     )
-    return hashlib.blake2b(body, digest_size=12).hexdigest()
+    return blake2b(body, digest_size=12).hexdigest()
 
 
 def make_event(

@@ -13,19 +13,26 @@ read of a few types (:meth:`LogReader.of_types`: the decisions of a day) walks i
 index instead of the whole log; one with :class:`SubjectPages` (SQLite, once a writer has
 indexed it) hands out the records about a pod or node (:meth:`LogReader.about`). Any
 other backend is paged through its ``read``.
+
+A log whose coroutines never suspend (``streams.backends.sqlite_reader``: a query on the
+caller's thread) is read ``synchronous``: its pages are taken without an event loop, and
+``asyncio`` is imported only if a caller runs a coroutine of its own (:meth:`LogReader.run`:
+a checkpoint store, say). Start-up of a reading command (issue 26, item 4).
 """
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from streams.codec import StoredRow, stored_events
 from streams.events import Event
 from streams.log import EventLog
+
+if TYPE_CHECKING:
+    import asyncio
 
 PAGE = 1_000
 T = TypeVar("T")
@@ -56,20 +63,27 @@ class LogReader:
     """A log opened for synchronous paged reading (a context manager).
 
     ``opener`` opens the log (e.g. ``lambda: streams.backends.open_log(url)``); the log
-    is closed and the event loop ended on exit.
+    is closed and the event loop ended on exit. ``synchronous``: the opener and the log's
+    own coroutines finish without suspending (see the module docstring), so the log is
+    opened, paged and closed without an event loop; one is started only for what
+    :meth:`run` is given.
     """
 
-    def __init__(self, opener: Callable[[], Coroutine[Any, Any, EventLog]]) -> None:
+    def __init__(
+        self, opener: Callable[[], Coroutine[Any, Any, EventLog]], *, synchronous: bool = False
+    ) -> None:
         self._opener = opener
+        self._synchronous = synchronous
         self._runner: asyncio.Runner | None = None
         self._log: EventLog | None = None
+        self._open = False
 
     def __enter__(self) -> LogReader:
-        self._runner = asyncio.Runner()
+        self._open = True
         try:
-            self._log = self._runner.run(self._opener())
+            self._log = self._call(self._opener())
         except BaseException:
-            self._runner.close()
+            self._end()
             raise
         return self
 
@@ -78,11 +92,14 @@ class LogReader:
     ) -> None:
         try:
             if self._log is not None:
-                self.run(self._log.close())
+                self._call(self._log.close())
         finally:
-            if self._runner is not None:
-                self._runner.close()
-            self._log, self._runner = None, None
+            self._end()
+
+    def _end(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+        self._log, self._runner, self._open = None, None, False
 
     @property
     def log(self) -> EventLog:
@@ -92,14 +109,31 @@ class LogReader:
         return self._log
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine on the reader's event loop (the log's own)."""
-        if self._runner is None:
+        """Run a coroutine on the reader's event loop (the log's own; started now if the
+        reader is ``synchronous`` and had none)."""
+        if not self._open:
+            coro.close()
             raise RuntimeError("LogReader used outside its with block")
+        if self._runner is None:
+            import asyncio
+
+            self._runner = asyncio.Runner()
         return self._runner.run(coro)
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """One of the log's own coroutines: without an event loop when ``synchronous``."""
+        if not self._synchronous or self._runner is not None:
+            return self.run(coro)
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        coro.close()
+        raise RuntimeError("a synchronous log's coroutine waited: it needs an event loop")
 
     def head(self) -> int:
         """The log's head (:meth:`streams.log.EventLog.head`)."""
-        return self.run(self.log.head())
+        return self._call(self.log.head())
 
     def records(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
         """The records ``start <= offset < stop`` in offset order, a page at a time."""
@@ -108,7 +142,7 @@ class LogReader:
             yield from self._rows(log, start, stop, None)
             return
         pages = _pages(log.read(start, stop), PAGE)
-        while (page := self.run(_next(pages))) is not None:
+        while (page := self._call(_next(pages))) is not None:
             yield from page
 
     def of_types(self, types: Iterable[str], start: int = 0) -> Iterator[Event]:
@@ -129,7 +163,7 @@ class LogReader:
         if not isinstance(log, SubjectPages):
             return None
         keys = list(subjects)
-        first = self.run(log.read_about(keys, 0, PAGE))
+        first = self._call(log.read_about(keys, 0, PAGE))
         if first is None:
             return None
         return self._about(log, keys, first)
@@ -139,7 +173,7 @@ class LogReader:
             yield from stored_events(rows)
             if len(rows) < PAGE:
                 return
-            more = self.run(log.read_about(keys, rows[-1][0] + 1, PAGE))
+            more = self._call(log.read_about(keys, rows[-1][0] + 1, PAGE))
             rows = more if more is not None else []
 
     def stored(self, start: int = 0) -> Iterator[tuple[Event, bytes | None]]:
@@ -170,7 +204,7 @@ class LogReader:
         offset = max(start, 0)
         while stop is None or offset < stop:
             limit = PAGE if stop is None or type_ is not None else min(PAGE, stop - offset)
-            rows = self.run(log.read_page(offset, limit, type_=type_))
+            rows = self._call(log.read_page(offset, limit, type_=type_))
             if stop is not None and rows and rows[-1][0] >= stop:  # a type's page, past stop
                 yield [row for row in rows if row[0] < stop]
                 return

@@ -12,6 +12,7 @@ try:  # Ctrl-C while Python imports the command line is exit 130 too, no traceba
 
     import typer
 
+    from controller.cli.coercion import install
     from controller.cli.lazy import lazy_group
 except KeyboardInterrupt:
     raise SystemExit(130) from None
@@ -31,6 +32,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "run": ("run_cmd",),
 }
 
+install()  # typer's parameter coercion without pydantic for tide's plain types
 
 app = typer.Typer(
     name="tide",

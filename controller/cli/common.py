@@ -1,8 +1,12 @@
-"""Helpers shared by the command modules: loading configurations and logs, errors."""
+"""Helpers shared by the command modules: loading configurations and logs, errors.
+
+Every command imports this module, so what only some of them need (an event loop, the
+Kubernetes client's errors, the checkpoint store, YAML, a crash file) is imported where
+it is used: start-up of an offline command (issue 26, item 4;
+tests/controller/cli/test_startup.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import os
@@ -10,20 +14,14 @@ import re
 import select
 import signal
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, cast
 
 import typer
 
-from controller.drive.kube.errors import KubeError
 from controller.policy.framework.errors import ConfigError
-from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
-from controller.policy.framework.unwrap import unwrap
 from streams.backends import not_a_sqlite_log, open_reader
-from streams.backends.checkpoints import open_log_store
 from streams.events import JSON, Event
 from streams.gcpause import paused_gc
 from streams.log import LogError, Quarantined
@@ -31,6 +29,8 @@ from streams.payloads import ConfigPayload, RawConfig
 from streams.urls import is_recording_path, parse_log_url
 
 if TYPE_CHECKING:
+    import asyncio
+
     from controller.policy.loader import Policy
     from projections.world import World
 
@@ -135,6 +135,9 @@ def _silence_stdout() -> None:
 
 def internal_error(exc: BaseException) -> NoReturn:
     """Write ``exc``'s traceback to a fresh file and exit 3 with one line naming it."""
+    import tempfile
+    import traceback
+
     details = "".join(traceback.format_exception(exc))
     try:
         fd, name = tempfile.mkstemp(prefix="tide-crash-", suffix=".txt")
@@ -246,6 +249,9 @@ def read_policy(paths: Path | Sequence[Path]) -> Policy:
 
 def _read_config_file(path: Path) -> RawConfig:
     """One configuration file's keys (a ConfigMap unwrapped, its notes printed), or exit."""
+    from controller.policy.framework.safe_yaml import YAMLLimitError, load_yaml
+    from controller.policy.framework.unwrap import unwrap
+
     try:
         raw = load_yaml(path)
     except OSError as exc:
@@ -287,6 +293,7 @@ def read_log_events(source: str) -> list[Event]:
                 typer.echo(f"  ... and {len(aside) - SHOWN} more", err=True)
         return [e.with_offset(i) for i, e in enumerate(events)]
     require_log(source)
+    import asyncio
 
     async def load() -> list[Event]:
         async with await open_reader(source) as log:
@@ -312,7 +319,10 @@ def persist(
 def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None:
     """Run a command that talks to a cluster (``tide record``, ``tide run``) to its end,
     turn its API and log errors into one line, and leave a checkpoint at the log's head."""
+    import asyncio
+
     from controller.compose.simulated import save_checkpoint
+    from controller.drive.kube.errors import KubeError
 
     _STOPPED_BY.clear()
     try:
@@ -329,6 +339,8 @@ def run_against_cluster(main: Coroutine[Any, Any, object], log_url: str) -> None
 def stop_on_signals() -> asyncio.Event:
     """An event SIGTERM and SIGINT set: a live command's clean stop (its effects in flight
     finish, the log is sealed). :func:`run_against_cluster` exits 130 after a SIGINT."""
+    import asyncio
+
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
 
@@ -346,6 +358,7 @@ async def resume_from(source: str, start: int) -> tuple[World | None, list[Event
     ``source`` (None if there is no usable one), and the records from its position on
     (all of them without a checkpoint). Writes nothing."""
     from projections.store import resume_at
+    from streams.backends.checkpoints import open_log_store
 
     require_log(source)
     async with await open_reader(source) as log:

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from controller.cli.common import read_log_events, require_log
 from controller.cli.progress import Progress, tracked
 from streams.backends import open_reader
-from streams.backends.checkpoints import open_log_store
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.log import EventLog
 from streams.paging import LogReader
-from streams.urls import is_recording_path
+from streams.urls import is_recording_path, parse_log_url
 
 if TYPE_CHECKING:  # the replay's parts are imported by replay_log, which needs them
     from concurrent.futures import Executor
@@ -42,9 +41,10 @@ def is_recording(source: str) -> bool:
 @contextmanager
 def reader(source: str) -> Iterator[LogReader]:
     """The log at ``source`` (URL or ``.db`` path; never created, never written) opened
-    for paging."""
+    for paging: a SQLite file without an event loop (``streams.backends.sqlite_reader``)."""
     require_log(source)
-    with LogReader(lambda: open_reader(source)) as opened:
+    synchronous = parse_log_url(source).scheme == "sqlite"
+    with LogReader(lambda: open_reader(source), synchronous=synchronous) as opened:
         yield opened
 
 
@@ -219,6 +219,7 @@ async def _seal_of(log: EventLog) -> tuple[int, str] | None:
 
 async def _resume(log: LogReader, source: str, start: int) -> World | None:
     from projections.store import resume_at
+    from streams.backends.checkpoints import open_log_store
 
     store = await open_log_store(log.log.url or source, create=False)
     if store is None:
@@ -290,6 +291,7 @@ def _note(line: str) -> None:
 
 async def _cuts(log: LogReader, url: str) -> list[Cut]:
     from replay.segments import usable_cuts
+    from streams.backends.checkpoints import open_log_store
 
     store = await open_log_store(url, create=False)
     if store is None:

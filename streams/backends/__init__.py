@@ -24,6 +24,9 @@ OPENERS: dict[str, str] = {
     "memory": "streams.backends.memory",
     "sqlite": "streams.backends.sqlite",
 }
+#: scheme → the module that opens it for reading only, when not the writer's (the SQLite
+#: reader needs neither aiosqlite nor an event loop: streams/backends/sqlite_reader.py)
+READERS: dict[str, str] = {"sqlite": "streams.backends.sqlite_reader"}
 
 
 def normalise_url(url: str) -> str:
@@ -69,7 +72,7 @@ async def open_reader(url: str) -> EventLog:
     address = parse_log_url(url)
     if address.scheme not in ("sqlite", "kafka"):
         return await open_log(url)
-    backend = importlib.import_module(OPENERS[address.scheme])
+    backend = importlib.import_module(READERS.get(address.scheme, OPENERS[address.scheme]))
     opener = cast(Callable[..., Awaitable[EventLog]], backend.open_url)
     return await opener(address.text, read_only=True)
 

@@ -38,7 +38,14 @@ import aiosqlite
 import orjson
 
 from streams.backends import sqlite_subjects
-from streams.backends.sqlite_files import TIDE_TABLES, foreign, not_a_log, read_only_uri, tables
+from streams.backends.sqlite_files import TIDE_TABLES, foreign
+from streams.backends.sqlite_reader import BY_IDS_SQL as _BY_IDS
+from streams.backends.sqlite_reader import CONTAINS_SQL as _CONTAINS
+from streams.backends.sqlite_reader import LAST_SQL as _LAST
+from streams.backends.sqlite_reader import PAGE_SQL as _PAGE
+from streams.backends.sqlite_reader import QUARANTINE_SQL as _QUARANTINE
+from streams.backends.sqlite_reader import SEALED_SQL as _SEALED
+from streams.backends.sqlite_reader import TYPE_PAGE_SQL as _TYPE_PAGE
 from streams.codec import check_appendable, from_stored
 from streams.events import Event, format_time
 from streams.log import (
@@ -85,7 +92,6 @@ CREATE TABLE IF NOT EXISTS seal (
 );
 """
 _SEAL = 'INSERT OR REPLACE INTO seal (one, "offset", head) VALUES (0, ?, ?)'
-_SEALED = 'SELECT "offset", head FROM seal WHERE one = 0'
 _INSERT = (
     'INSERT OR IGNORE INTO events ("offset", id, at, type, cause, v, data, prev) '
     'VALUES ((SELECT IFNULL(MAX("offset") + 1, 0) FROM events), ?, ?, ?, ?, ?, ?, ?)'
@@ -97,23 +103,8 @@ _INSERT_AT = (
 #: logs written before the hash chain lack the ``prev`` column: it is added on open
 _COLUMNS = "SELECT name FROM pragma_table_info('events')"
 _ADD_PREV = "ALTER TABLE events ADD COLUMN prev TEXT"
-_LAST = 'SELECT IFNULL(MAX("offset"), -1) FROM events'
 _ADDED = 'SELECT "offset", id FROM events WHERE "offset" >= ?'
-_PAGE = (
-    'SELECT "offset", id, at, type, cause, v, data, prev FROM events '
-    'WHERE "offset" >= ? ORDER BY "offset" LIMIT ?'
-)
-_TYPE_PAGE = (
-    'SELECT "offset", id, at, type, cause, v, data, prev FROM events '
-    'WHERE type = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
-)
-_CONTAINS = "SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?))"
-_BY_IDS = (
-    'SELECT "offset", id, at, type, cause, v, data FROM events '
-    "WHERE id IN (SELECT value FROM json_each(?))"
-)
 _SET_ASIDE = "INSERT OR IGNORE INTO quarantine (source, line, reason, raw) VALUES (?, ?, ?, ?)"
-_QUARANTINE = "SELECT source, line, reason, raw FROM quarantine ORDER BY seq"
 
 Row = tuple[str, str, str, str | None, int, bytes, str | None]
 #: a row as :data:`_PAGE` selects it: ``offset`` first, then :data:`Row`'s columns
@@ -130,7 +121,7 @@ class SQLiteLog(EventLog):
         self._poll = poll_interval
         self.path = path
         self.url = "sqlite://" if path == ":memory:" else f"sqlite:///{path}"
-        #: the tables a read-only log holds (a writer creates them all)
+        #: the tables the log holds (a writer creates them all)
         self._tables = TIDE_TABLES
         self._page, self._type_page = _PAGE, _TYPE_PAGE
         #: whether the subject index can be read (None: not asked yet; a writer built it)
@@ -143,23 +134,20 @@ class SQLiteLog(EventLog):
         *,
         poll_interval: float = 0.2,
         busy_timeout: float = 10.0,
-        read_only: bool = False,
     ) -> SQLiteLog:
         """Open (creating if needed) the log in ``path``; ``":memory:"`` for a private one.
 
         ``poll_interval``: how often subscribers look for rows other processes added.
         ``busy_timeout``: how long a write waits for another process's write lock before
         failing with :class:`~streams.log.BackendUnavailableError`.
-        ``read_only``: open an existing log for reading and write nothing, not a byte
-        beside it either (:func:`streams.backends.sqlite_files.read_only_uri`).
+        A log opened for reading only is a
+        :class:`streams.backends.sqlite_reader.SQLiteReader` (no worker thread).
 
         Raises:
-            NotALogError: ``read_only`` and ``path`` is not a tide log, or a writer's
-                ``path`` is a file that is not one (a user's own SQLite file, say).
+            NotALogError: ``path`` is a file that is not a tide log (a user's own SQLite
+                file, say).
             LogError: SQLite cannot open it.
         """
-        if read_only:
-            return await cls._open_read_only(Path(path), poll_interval=poll_interval)
         if str(path) != ":memory:":
             why = foreign(path)
             if why is not None:
@@ -192,28 +180,6 @@ class SQLiteLog(EventLog):
             await db.close()
             raise _wrap(exc, f"cannot open SQLite log {path}") from exc
         return cls(db, str(path), poll_interval=poll_interval)
-
-    @classmethod
-    async def _open_read_only(cls, path: Path, *, poll_interval: float) -> SQLiteLog:
-        """The log at ``path`` opened ``mode=ro``: no table created, no column added (a
-        log older than the hash chain reads ``prev`` as NULL), no file left beside it."""
-        why = not_a_log(path)
-        if why is not None:
-            raise NotALogError(f"{path} {why}")
-        found = tables(path)
-        connection = aiosqlite.connect(read_only_uri(path), uri=True)
-        _daemonise(connection)
-        try:
-            db = await connection
-        except aiosqlite.Error as exc:
-            await _reap(connection)
-            raise _wrap(exc, f"cannot open SQLite log {path}") from exc
-        log = cls(db, str(path), poll_interval=poll_interval)
-        log._tables = frozenset(found)
-        if "prev" not in found["events"]:
-            log._page = _PAGE.replace(", prev FROM", ", NULL AS prev FROM")
-            log._type_page = _TYPE_PAGE.replace(", prev FROM", ", NULL AS prev FROM")
-        return log
 
     async def close(self) -> None:
         await self._db.close()
@@ -429,13 +395,15 @@ def _lock_file(path: str) -> int:
         os.close(fd)
 
 
-async def open_url(url: str, *, read_only: bool = False) -> SQLiteLog:
+async def open_url(url: str, *, read_only: bool = False) -> EventLog:
     """Open ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (private);
-    ``read_only``: see :meth:`SQLiteLog.open`."""
-    path = url.split("://", 1)[1].removeprefix("/") or ":memory:"
-    if read_only and path == ":memory:":
-        raise NotALogError(f"{url} is a private in-memory log: there is nothing to read")
-    return await SQLiteLog.open(path, read_only=read_only)
+    ``read_only``: an existing log for reading, not a byte written
+    (:func:`streams.backends.sqlite_reader.open_url`)."""
+    if read_only:
+        from streams.backends.sqlite_reader import open_url as open_reader
+
+        return await open_reader(url)
+    return await SQLiteLog.open(url.split("://", 1)[1].removeprefix("/") or ":memory:")
 
 
 @lru_cache(maxsize=1024)

@@ -1,6 +1,6 @@
 """A command imports only what it uses (issue 26, item 4): the offline commands never
 import the Kubernetes client, the HTTP client/server, the Prometheus library, the Kafka
-client or the scheduler library that ``tide record`` and ``tide run`` need.
+client or the scheduler library that ``tide record`` and ``tide run`` need, nor pydantic.
 
 Each command runs in a fresh interpreter (as the ``tide`` script runs it: ``controller.cli
 .main``) on a small SQLite log; at exit the interpreter prints which of those libraries it
@@ -24,6 +24,10 @@ GOLDEN = ROOT / "tests" / "replay" / "golden" / "tdm-budgets.jsonl"
 
 #: what only the live commands (record, run) and their parts need
 LIVE_ONLY = ("kubernetes_asyncio", "aiohttp", "prometheus_client", "aiokafka", "apscheduler")
+#: what no offline command needs either: pydantic validates the live commands' settings
+#: (controller.drive.settings); typer's own parameter coercion would import it, tide's
+#: does not for its plain types (controller/cli/coercion.py)
+NOT_OFFLINE = (*LIVE_ONLY, "pydantic")
 
 _PROBE = """
 import atexit, sys
@@ -46,6 +50,8 @@ OFFLINE = {
     "audit-summary": ["audit", "summary", "--log", "{db}"],
     "state": ["state", "--log", "{db}"],
     "log-export": ["log", "export", "--log", "{db}", "--out", "{out}"],
+    "replay": ["replay", "{db}"],
+    "help": ["audit", "decisions", "--help"],
 }
 
 
@@ -57,10 +63,13 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _imported(argv: list[str], db: Path) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+def _imported(
+    argv: list[str], db: Path, watched: tuple[str, ...] = NOT_OFFLINE
+) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+    """Which of the ``watched`` packages ``tide argv`` imported (``{db}`` is the log)."""
     args = [a.format(db=db, out=db.with_suffix(".jsonl")) for a in argv]
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(live=LIVE_ONLY, argv=args)],
+        [sys.executable, "-c", _PROBE.format(live=watched, argv=args)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -73,10 +82,31 @@ def _imported(argv: list[str], db: Path) -> tuple[list[str], subprocess.Complete
 
 
 @pytest.mark.parametrize("name", OFFLINE, ids=OFFLINE)
-def test_an_offline_command_imports_no_live_library(name: str, db: Path) -> None:
+def test_an_offline_command_imports_no_live_library_nor_pydantic(name: str, db: Path) -> None:
     imported, done = _imported(OFFLINE[name], db)
     assert done.returncode == 0, done.stderr
     assert imported == [], f"tide {' '.join(OFFLINE[name])} imported {imported}"
+
+
+#: the commands benchmarks/bench_startup.py times: on a SQLite log they read its pages on
+#: the caller's thread (streams/backends/sqlite_reader.py), without an event loop
+LEAN = {"version": OFFLINE["version"], "audit-decisions": OFFLINE["audit-decisions"]}
+
+
+@pytest.mark.parametrize("name", LEAN, ids=LEAN)
+def test_the_timed_commands_start_no_event_loop(name: str, db: Path) -> None:
+    imported, done = _imported(LEAN[name], db, watched=("asyncio", "aiosqlite", "_hashlib"))
+    assert done.returncode == 0, done.stderr
+    assert imported == [], f"tide {' '.join(LEAN[name])} imported {imported}"
+
+
+def test_the_content_hash_is_hashlibs_own_blake2b() -> None:
+    """streams takes blake2b from _blake2 (hashlib would load OpenSSL): the same function."""
+    import hashlib
+
+    from streams import codec, events
+
+    assert vars(events)["blake2b"] is vars(codec)["blake2b"] is hashlib.blake2b
 
 
 def test_the_probe_sees_a_live_command_import_them(db: Path) -> None:
@@ -84,3 +114,4 @@ def test_the_probe_sees_a_live_command_import_them(db: Path) -> None:
     imported, done = _imported(["record", "--help"], db)
     assert done.returncode == 0, done.stderr
     assert "kubernetes_asyncio" in imported
+    assert "pydantic" in imported  # the live commands' settings
