@@ -122,8 +122,11 @@ class PagePass:
                 cap = node.capacity
                 self.nodes[name] = NodeSeries(name, node.revocable_zone, cap.milli_cpu, cap.memory)
         self.config = self.world.config
-        if event is not None and self.since is not None:
-            self.overcommit.restart(event.offset, event.at)
+        if self.since is not None:  # no record in range: the nodes over at the log's end
+            where = (
+                (event.offset, event.at) if event is not None else (self.world.position, self.since)
+            )
+            self.overcommit.restart(*where)
 
     def feed(self, event: Event) -> None:
         """One record, in offset order."""
