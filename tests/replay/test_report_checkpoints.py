@@ -181,3 +181,32 @@ def test_the_pass_starts_at_a_checkpoint_and_finds_what_lies_before_it(
                 stderr += err
     assert any(begins) and any(backs) and any(resumed)
     assert "warning: skipped checkpoint at position" in stderr
+
+
+def test_a_range_lists_its_own_over_commit_episodes() -> None:
+    """The over-commit section of a range: the nodes already over at its first record
+    (g1, over since offset 5) and those that went over in it (c1 at offset 8); a report of
+    the whole log lists both from their starts."""
+    from replay.report import collect
+    from tests.builders import at
+
+    whole = collect(over_log()).overcommit
+    assert "g1: from 2026-11-21T20:03:00Z (offset 5)" in whole[1]
+    head, g1, c1 = collect(over_log(), since=at(6)).overcommit
+    assert head.startswith("over-committed: 2 time(s)")
+    assert head.endswith("; 1 already over when the range began")
+    assert g1.startswith(
+        "  g1: from before the range (over at its first record, 2026-11-21T20:06:00Z"
+        " (offset 7)) to 2026-11-21T20:09:00Z (offset 10)"
+    )
+    assert c1.startswith("  c1: from 2026-11-21T20:07:00Z (offset 8)")
+    # c1 is still over when its last record (at minute 10) comes: it mends it
+    assert (
+        collect(over_log(), since=at(10))
+        .overcommit[1]
+        .startswith(
+            "  c1: from before the range (over at its first record, 2026-11-21T20:10:00Z"
+            " (offset 11)) to 2026-11-21T20:10:00Z (offset 11)"
+        )
+    )
+    assert collect(over_log(), since=at(11)).overcommit == []  # none over at the end
