@@ -367,13 +367,17 @@ class BindFold:
         fold that began past them (at a checkpoint) derives them with :meth:`resumed`."""
         return sorted(self._wanted - self._fed)
 
-    def resumed(self, world: World) -> BindFold:
+    def resumed(self, world: World, decisions: Iterable[Event]) -> BindFold:
         """A fold of the :meth:`pending` binds only, into ``world`` (a World folded to a
-        position at or before the first of their causes); :meth:`merge` its views back."""
+        position at or before the first of their causes), ``decisions`` the log's from
+        that position on (the fold compares what their sessions decide with them);
+        :meth:`merge` its views back."""
         wanted = set(self.pending())
         other = BindFold((), pod=self.pod, world=world)
         other._binds = [e for e in self._binds if e.cause in wanted]
-        other._by_cause = {c: self._by_cause[c] for c in sorted(wanted) if c in self._by_cause}
+        for event in decisions:
+            if event.type in DECISION_TYPES and event.cause in wanted:
+                other._by_cause.setdefault(event.cause, []).append(event)
         other._wanted = wanted
         return other
 

@@ -28,7 +28,7 @@ from replay.report import Before, Day
 from replay.report_pass import is_window
 from replay.streamed import ReportFold
 from streams.backends.checkpoints import open_log_store
-from streams.events import Event
+from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.paging import LogReader
 
@@ -46,8 +46,8 @@ def report_day(
 ) -> tuple[Day, list[Event]]:
     """The :class:`Day` of ``log``'s range and the records :func:`replay.report.render`
     looks up (the decisions' causes)."""
-    fold = ReportFold(decisions(log))
     if since is None or is_recording(log):
+        fold = ReportFold(decisions(log))
         events = folded(log, "report")
         day = fold.day(events, since=since, until=until, only=only, bind_views=bind_views)
         return day, fold.needed()
@@ -59,6 +59,8 @@ def report_day(
         if found is not None:
             before = Before(found.world, partial(_windows, log, found.position))
         begin = found.position if found is not None else 0
+        # the range's decisions and the sessions of its binds are all past the checkpoint
+        fold = ReportFold(opened.of_types(DECISION_TYPES, begin))
         day = fold.day(
             _paged(opened, begin),
             since=since,
@@ -138,7 +140,8 @@ def _bind_views(
         return
     first, last = min(e.offset for e in causes), max(e.offset for e in causes)
     found = _nearest(opened, url, upto=first, at=None)
-    again = binds.resumed(found.world if found is not None else World())
+    world = found.world if found is not None else World()
+    again = binds.resumed(world, opened.of_types(DECISION_TYPES, world.position))
     for event in opened.records(again.world.position, last + 1):
         again.feed(event)
     binds.merge(again)

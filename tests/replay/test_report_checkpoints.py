@@ -163,9 +163,9 @@ def test_the_pass_starts_at_a_checkpoint_and_finds_what_lies_before_it(
         backs.append(len(found))
         return found
 
-    def spy_again(self: BindFold, world: Any) -> BindFold:
+    def spy_again(self: BindFold, world: Any, decided: Any) -> BindFold:
         resumed.append(len(self.pending()))
-        return again(self, world)
+        return again(self, world, decided)
 
     monkeypatch.setattr(report_read, "_paged", spy_paged)
     monkeypatch.setattr(report_read, "_back", spy_back)
