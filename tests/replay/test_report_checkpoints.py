@@ -182,8 +182,11 @@ def test_the_pass_starts_at_a_checkpoint_and_finds_what_lies_before_it(
         for cut in _cuts(name):
             want, _ = _page(urls["ref"], root / "ref.html", cut)
             for every in (1, -9):
+                path = Path(urls[every].removeprefix("sqlite:///"))
+                held = path.read_bytes()
                 got, err = _page(urls[every], root / "got.html", cut)
                 assert got == want
+                assert path.read_bytes() == held  # a reader: nothing written, not even a table
                 stderr += err
     assert any(begins) and any(backs) and any(resumed)
     assert "warning: skipped checkpoint at position" in stderr
