@@ -35,6 +35,7 @@ from benchmarks import (
     bench_preempt,
     bench_pressure,
     bench_record,
+    bench_report,
     bench_rescheduling,
     bench_startup,
     bench_tdm,
@@ -61,6 +62,7 @@ BENCHES: dict[str, Callable[[Context], list[Result]]] = {
     "startup": bench_startup.run,
     "checkpoints": bench_checkpoints.run,
     "jobs": bench_jobs.run,
+    "report": bench_report.run,
 }
 
 

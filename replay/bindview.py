@@ -348,6 +348,7 @@ class BindFold:
         if self.limit is not None:
             self._binds = self._binds[: self.limit]
         self._wanted = {e.cause for e in self._binds if e.cause}
+        self._fed: set[str] = set()
         self.decisions = ()
 
     def feed(self, event: Event) -> None:
@@ -358,7 +359,32 @@ class BindFold:
     def before(self, event: Event) -> None:
         """Derive the binds ``event`` caused, before it is folded (as replay does)."""
         if event.type == "trigger.fired" and event.id in self._wanted:
+            self._fed.add(event.id)
             self._derive(event)
+
+    def pending(self) -> list[str]:
+        """The ids of the records that caused binds to derive and were not fed (sorted): a
+        fold that began past them (at a checkpoint) derives them with :meth:`resumed`."""
+        return sorted(self._wanted - self._fed)
+
+    def resumed(self, world: World, decisions: Iterable[Event]) -> BindFold:
+        """A fold of the :meth:`pending` binds only, into ``world`` (a World folded to a
+        position at or before the first of their causes), ``decisions`` the log's from
+        that position on (the fold compares what their sessions decide with them);
+        :meth:`merge` its views back."""
+        wanted = set(self.pending())
+        other = BindFold((), pod=self.pod, world=world)
+        other._binds = [e for e in self._binds if e.cause in wanted]
+        for event in decisions:
+            if event.type in DECISION_TYPES and event.cause in wanted:
+                other._by_cause.setdefault(event.cause, []).append(event)
+        other._wanted = wanted
+        return other
+
+    def merge(self, other: BindFold) -> None:
+        """Take the views ``other`` (a :meth:`resumed` fold) derived."""
+        self._views.update(other._views)
+        self._fed |= other._fed
 
     def views(self) -> list[BindView]:
         """Every bind's view, in log order."""

@@ -21,16 +21,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
-from controller.policy.loader import load_policy
-from projections.parsing import milli, units
-from replay.bindview import BindFold, BindView
+from replay.bindview import BindFold
 from replay.explain import headline
-from replay.overcommit import OvercommitFold
 from replay.report_axes import Frame
 from replay.report_charts import NODE_HEIGHT, TimeScale, node_panel, reason_panel
+from replay.report_pass import Before, Day, NodeSeries, PagePass
 from replay.report_sections import (
     NodeEntry,
     anchors,
@@ -42,44 +39,9 @@ from replay.report_sections import (
     summary,
 )
 from replay.report_style import CSS
-from streams.events import DECISION_TYPES, Event, format_time
-from streams.payloads import (
-    WatchPayload,
-    as_config,
-    as_decision,
-    as_node_sample,
-    as_trigger,
-    as_watch,
-)
+from streams.events import Event, format_time
 
-
-@dataclass
-class NodeSeries:
-    """One node's samples (time, cpu %, memory %), its zone, windows and decisions."""
-
-    name: str
-    zone: str = ""
-    cpu_cap: float = 0.0
-    mem_cap: float = 0.0
-    rows: list[tuple[datetime, float, float, float, float]] = field(default_factory=list)
-    windows: list[tuple[datetime | None, datetime | None]] = field(default_factory=list)
-    decisions: list[Event] = field(default_factory=list)
-
-
-@dataclass
-class Day:
-    """Everything the page draws, folded from the log in one pass."""
-
-    nodes: dict[str, NodeSeries]
-    decisions: list[Event]
-    thresholds: dict[str, float]
-    start: datetime
-    end: datetime
-    #: the over-commit invariant's findings (:meth:`replay.overcommit.OvercommitFold.lines`)
-    overcommit: list[str] = field(default_factory=list)
-    #: each bind's per-node view by the bind's id (:mod:`replay.bindview`); None when the
-    #: page is built without them (:func:`collect` of a one-pass stream, no decisions given)
-    binds: dict[str, BindView] | None = None
+__all__ = ["Before", "Day", "NodeSeries", "collect", "headlines", "ordered", "render", "series"]
 
 
 def collect(
@@ -89,89 +51,22 @@ def collect(
     until: datetime | None = None,
     only: Sequence[str] = (),
     binds: BindFold | None = None,
+    before: Before | None = None,
 ) -> Day:
     """Fold ``events`` into a :class:`Day` (nodes in ``only``, or all; times in range).
 
     ``binds`` derives each bind's per-node view in the same pass (a
     :class:`~replay.bindview.BindFold` given the log's decisions); when ``events`` is a
     list it is made from the list's own decisions. Otherwise the day has no bind views.
+    ``before``: ``events`` start at its World's position, not at offset 0
+    (:mod:`replay.report_pass`: the page is the same).
     """
     if binds is None and isinstance(events, list):
         binds = BindFold(events)
-    nodes: dict[str, NodeSeries] = {}
-    zone_open: dict[str, datetime | None] = {}
-    zone_windows: dict[str, list[tuple[datetime | None, datetime | None]]] = {}
-    decisions: list[Event] = []
-    config = None
-    first = last = None
-    overcommit = OvercommitFold()
+    page = PagePass(since=since, until=until, only=only, binds=binds, before=before)
     for event in events:
-        overcommit.apply(event)  # the whole log: a node's room depends on all before
-        if binds is not None:
-            binds.feed(event)
-        if until and event.at > until:
-            continue
-        # state before the range holds in it: the nodes and their capacity, the
-        # configuration, the windows already open when the range starts
-        if event.type == "config.applied":
-            config = as_config(event).get("config")
-        elif event.type == "k8s.watch":
-            _node(nodes, as_watch(event))
-        elif event.type == "trigger.fired":
-            t = as_trigger(event)
-            zone = str(t.get("zone") or "")
-            if t.get("kind") == "window-start":
-                zone_open[zone] = event.at
-            elif t.get("kind") == "window-end":
-                opened = zone_open.pop(zone, None)
-                if not since or event.at >= since:
-                    window = (max(opened, since) if opened and since else opened, event.at)
-                    zone_windows.setdefault(zone, []).append(window)
-        if since and event.at < since:
-            continue
-        first = first or event.at
-        last = event.at
-        if event.type == "metrics.node":
-            sample = as_node_sample(event)
-            name = str((sample.get("metadata") or {}).get("name"))
-            sampled = nodes.get(name)
-            usage = sample.get("usage") or {}
-            if sampled is not None and sampled.cpu_cap and sampled.mem_cap:
-                cpu, mem = milli(usage.get("cpu") or 0), units(usage.get("memory") or 0)
-                sampled.rows.append(
-                    (event.at, 100 * cpu / sampled.cpu_cap, 100 * mem / sampled.mem_cap, cpu, mem)
-                )
-        elif event.type in DECISION_TYPES:
-            decisions.append(event)
-    for zone, opened in zone_open.items():
-        start_at = max(opened, since) if opened and since else opened
-        zone_windows.setdefault(zone, []).append((start_at, None))
-    for event in decisions:
-        where = nodes.get(str(as_decision(event).get("node") or ""))
-        if where is not None:
-            where.decisions.append(event)
-    for node in nodes.values():
-        node.windows = zone_windows.get(node.zone, []) if node.zone else []
-    thresholds = {}
-    eviction = load_policy(config or {}).eviction if isinstance(config, dict) else None
-    if eviction is not None:
-        thresholds = {r: eviction.resource(r).evict_threshold for r in ("cpu", "memory")}
-    chosen = {n: nodes[n] for n in sorted(nodes) if not only or n in only}
-    start = first or datetime(1970, 1, 1, tzinfo=UTC)
-    views = {v.decision.id: v for v in binds.views()} if binds is not None else None
-    return Day(chosen, decisions, thresholds, start, last or start, overcommit.lines(), views)
-
-
-def _node(nodes: dict[str, NodeSeries], watch: WatchPayload) -> None:
-    """Keep a node watch event's name, zone and capacity (other resources are not drawn)."""
-    if watch.get("resource") != "nodes":
-        return
-    obj = watch.get("object") or {}
-    meta = obj.get("metadata") or {}
-    cap = (obj.get("status") or {}).get("capacity") or {}
-    node = nodes.setdefault(str(meta.get("name")), NodeSeries(str(meta.get("name"))))
-    node.zone = str((meta.get("labels") or {}).get("volcano.sh/revocable-zone") or "")
-    node.cpu_cap, node.mem_cap = milli(cap.get("cpu") or 0), units(cap.get("memory") or 0)
+        page.feed(event)
+    return page.day()
 
 
 def series(day: Day, node: str) -> list[list[str]]:

@@ -18,7 +18,7 @@ from datetime import datetime
 from projections.world import World
 from replay.bindview import BindFold
 from replay.explain import Answer, describe_cause, describe_outcome, headline
-from replay.report import Day, collect
+from replay.report import Before, Day, collect
 from replay.units import humanize
 from replay.whynot import WhyNot, decided_by_cause
 from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
@@ -166,6 +166,7 @@ class ReportFold:
         self._causes = {e.cause for e in self._decisions if e.cause}
         self._ids = {e.id for e in self._decisions}
         self._kept: dict[int, Event] = {}
+        self.binds: BindFold | None = None
 
     def records(self, events: Iterable[Event]) -> Iterable[Event]:
         """``events`` unchanged, noting the ones :meth:`needed` returns."""
@@ -191,11 +192,21 @@ class ReportFold:
         until: datetime | None = None,
         only: tuple[str, ...] = (),
         bind_views: int | None = None,
+        before: Before | None = None,
     ) -> Day:
         """:func:`replay.report.collect` of ``events`` (with the views of the range's first
-        ``bind_views`` binds, None: all), keeping what :meth:`needed` needs."""
-        binds = BindFold(self._decisions, since=since, until=until, limit=bind_views)
-        return collect(self.records(events), since=since, until=until, only=only, binds=binds)
+        ``bind_views`` binds, None: all), keeping what :meth:`needed` needs; ``before``:
+        ``events`` start at its World's position (:mod:`replay.report_pass`). The binds'
+        fold stays as :attr:`binds` (its :meth:`~replay.bindview.BindFold.pending`)."""
+        self.binds = BindFold(self._decisions, since=since, until=until, limit=bind_views)
+        return collect(
+            self.records(events),
+            since=since,
+            until=until,
+            only=only,
+            binds=self.binds,
+            before=before,
+        )
 
 
 __all__ = ["ReportFold", "WhyFold"]

@@ -21,6 +21,7 @@ from controller.cli.audit_cmd import audit_app
 from controller.cli.common import fail, read_log_events, read_policy
 from controller.cli.progress import Progress, tracked
 from controller.cli.reading import decisions, folded, records
+from controller.cli.report_read import report_day
 from replay.bindview import BindFold
 from replay.report import collect, render, series
 from replay.report_whatif import whatif_section
@@ -104,14 +105,10 @@ def report(
         if node and not day.nodes:
             fail(f"--node: no such node in {log}: {', '.join(node)}")
         found = _whatif(events, against=against, config=config, resimulate=resimulate)
-    else:  # streamed: the decisions first, then one paged pass keeping what render needs
-        fold = ReportFold(decisions(log))
-        day = fold.day(
-            folded(log, "report"), since=start, until=stop, only=only, bind_views=bind_views
-        )
+    else:  # streamed: the decisions, then one paged pass (from a checkpoint before --from)
+        day, events = report_day(log, since=start, until=stop, only=only, bind_views=bind_views)
         if node and not day.nodes:
             fail(f"--node: no such node in {log}: {', '.join(node)}")
-        events = fold.needed()
     extra = [whatif_section(found[0], label=found[1])] if found else []
     out.write_text(render(day, events, title=f"tide report: {log}", extra=extra), "utf-8")
     typer.echo(
