@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
+import orjson
 import typer
 
 from controller.cli.common import fail
@@ -22,11 +23,13 @@ from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event, format_time, parse_time
 from streams.gcpause import paced
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
+from streams.subjects import node_key
 from streams.urls import DEFAULT_LOG
 
 if TYPE_CHECKING:
     from projections.world import World
     from replay.explain import Answer
+    from replay.whyread import Narrowed
     from streams.paging import LogReader
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
@@ -65,7 +68,8 @@ def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
         if named is None or not isinstance(lookup, RecordLookup):
             return None
         found = list(named)
-        decided = list(log.of_types(DECISION_TYPES))
+        narrow = _narrowed(log, pod, found)
+        decided = list(log.of_types(DECISION_TYPES)) if narrow is None else narrow.decided
         if not found and WhyFold(pod, decided).first is None:
             return [], []  # the log names no such pod, no decision reads it
 
@@ -80,6 +84,7 @@ def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
             configs=log.of_types(["config.applied"]),
             offsets_of=offsets,
             checkpoints=log.run(_positions(url)),
+            known=None if narrow is None else (narrow.jobs, narrow.nodes),
         )
         return fold_why(
             pod,
@@ -88,6 +93,30 @@ def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
             records=lambda start: _records(log, start),
             resume=lambda upto: log.run(_resumed(log, url, upto)),
         )
+
+
+def _narrowed(log: LogReader, pod: str, named: list[Event]) -> Narrowed | None:
+    """The decisions ``pod``'s answer reads, by the SQLite log's indexes and narrow
+    queries (:func:`replay.whyread.narrowed`); None on another log (every decision read)."""
+    from replay.whyread import narrowed
+    from streams.backends import sqlite_subjects as q
+
+    if not q.is_sqlite(log.log):
+        return None
+    sqlite: Any = log.log  # a SQLiteLog (its class is not imported here: see is_sqlite)
+    types = orjson.dumps(sorted(DECISION_TYPES)).decode()
+
+    def mentioning(kinds: Sequence[str], text: str) -> list[Event]:
+        return log.run(q.query(sqlite, q.MENTIONING, orjson.dumps(list(kinds)).decode(), text))
+
+    def caused(ids: Sequence[str]) -> list[Event]:
+        return log.run(q.query(sqlite, q.CAUSED, types, orjson.dumps(list(ids)).decode()))
+
+    def cooling(nodes: Sequence[str]) -> list[Event]:
+        keys = orjson.dumps([node_key(n) for n in nodes]).decode()
+        return log.run(q.query(sqlite, q.FILED_MENTIONING, keys, "decision.evict", "cooldown"))
+
+    return narrowed(pod, named, mentioning=mentioning, caused=caused, cooling=cooling)
 
 
 def _records(log: LogReader, start: int) -> Generator[Event, None, None]:
