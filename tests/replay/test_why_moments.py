@@ -17,15 +17,14 @@ from typer.testing import CliRunner
 from controller.cli import app
 from controller.policy.loader import load_config
 from controller.simulate.runner import Simulation, save_log
-from projections.checkpoints import CheckpointPolicy, keep_checkpoints
 from replay import whyread
 from streams.backends import open_log
-from streams.backends.checkpoints import open_log_store
 from streams.codec import encode
 from streams.events import Event
 from streams.recording import read_recording
 from tests.builders import build_pod, watch
 from tests.replay import test_waited
+from tests.replay.test_why_checkpoints import _checkpoint
 
 GOLDEN = Path(__file__).parent / "golden"
 #: checkpoint every N records (0: none kept)
@@ -68,15 +67,6 @@ SOURCES: dict[str, tuple[Callable[[], list[Event]], tuple[str, ...]]] = {
     "pressure-graceful": (_golden("pressure-graceful"), ()),
     "tdm-budgets": (_golden("tdm-budgets"), ()),
 }
-
-
-async def _checkpoint(url: str, every: int) -> None:
-    policy = CheckpointPolicy(every_records=every, every_minutes=0, keep=10_000, thinned=0)
-    async with await open_log(url) as log:
-        store = await open_log_store(url, create=True)
-        assert store is not None
-        async with store:
-            await keep_checkpoints(log, store, policy=policy)
 
 
 def _pods(events: list[Event], asked: tuple[str, ...]) -> list[str]:
