@@ -9,13 +9,19 @@ benchmarks/README.md, "Audit and start-up"):
 in this process and its CPU on stderr; ``--scan`` swaps back the lookup of before
 (``replay.whynot.task_key``, a scan of every task, at every call) to compare; ``--whole``
 folds the whole log from offset 0 as before checkpoints and the subject index bounded it
-(``explain_cmd._why_span`` answering "from 0, to the head").
+(``explain_cmd._why_span`` answering "from 0, to the head"); ``--old`` answers through
+``explain_cmd.why_streamed`` (one fold from the nearest checkpoint before the pod's first
+record over its whole life, the answer before :mod:`replay.whyread`). Beside the process's
+CPU it prints the command's own (CPU spent in the command after the imports every command
+pays, "beyond start-up") and, on the new path, how many records were folded and which
+checkpoints were loaded.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import resource
 import sys
 import tempfile
@@ -70,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     why.add_argument("log")
     why.add_argument("--scan", action="store_true")
     why.add_argument("--whole", action="store_true")
+    why.add_argument("--old", action="store_true")
+    why.add_argument("--profile", type=Path, help="write a cProfile of the command here")
     args = parser.parse_args(argv)
     if args.what == "write":
         spent: dict[bool, list[float]] = {False: [], True: []}
@@ -84,18 +92,34 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.scan:
         whynot.TaskKey = _Scanning  # type: ignore[misc]
-    from controller.cli import app, explain_cmd
+    from controller.cli import app, audit_cmd, explain_cmd
+    from replay import whyread
 
     if args.whole:
         explain_cmd._why_span = lambda *a, **k: (None, None)
-
+    if args.old or args.whole or args.scan:
+        audit_cmd._why_read = lambda *a, **k: None
+    read = whyread.Read()
+    real = whyread.fold_why
+    whyread.fold_why = lambda *a, **k: real(*a, **{**k, "read": read})
+    profile = cProfile.Profile() if args.profile else None
+    start = _cpu()
+    if profile is not None:
+        profile.enable()
     try:
         app(["audit", "why", args.pod, "--log", args.log])
     except SystemExit as exc:
         code = int(exc.code or 0)
     else:
         code = 0
-    sys.stderr.write(f"CPU {_cpu():.2f} s\n")
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.profile)
+    used = _cpu() - start
+    sys.stderr.write(
+        f"CPU {_cpu():.2f} s, the command {used:.2f} s; folded {read.folded} records, "
+        f"loaded checkpoints {read.loaded}, {read.noted} fed without the World\n"
+    )
     return code
 
 

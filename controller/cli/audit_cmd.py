@@ -8,20 +8,29 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import orjson
 import typer
 
 from controller.cli.common import fail
 from controller.cli.lazy import lazy_group
-from controller.cli.reading import about, decisions, records
+from controller.cli.reading import about, decisions, is_recording, reader, records
 from replay.audit import decision_keys, select_decisions
 from streams.codec import decision_line
-from streams.events import Event, format_time, parse_time
+from streams.events import DECISION_TYPES, Event, format_time, parse_time
+from streams.gcpause import paced
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
+from streams.subjects import node_key
 from streams.urls import DEFAULT_LOG
+
+if TYPE_CHECKING:
+    from projections.world import World
+    from replay.explain import Answer
+    from replay.whyread import Narrowed
+    from streams.paging import LogReader
 
 audit_app = typer.Typer(help="Questions over a log.", no_args_is_help=True)
 
@@ -33,9 +42,109 @@ def audit_why(
     as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts.")] = False,
 ) -> None:
     """Why was this pod evicted or bound (or not)? Sentences first, then the evidence."""
-    from controller.cli.explain_cmd import why_streamed
+    from controller.cli.explain_cmd import _print_why, why_streamed
 
-    why_streamed(log, pod, as_json=as_json)
+    answer = _why_read(log, pod)
+    if answer is None:  # a recording, or a log without the indexes: read as before
+        why_streamed(log, pod, as_json=as_json)
+        return
+    _print_why(pod, answer[0], answer[1], as_json=as_json)
+
+
+def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
+    """The answer about ``pod`` folded only from moment to moment (:mod:`replay.whyread`):
+    the pod's records from the subject index, the records by id, the World from the
+    nearest checkpoint before each moment; None when the log has no subject index or no
+    lookup by id (then :func:`controller.cli.explain_cmd.why_streamed` answers)."""
+    from replay.streamed import WhyFold
+    from replay.whyread import fold_why, plan_for
+    from streams.conflicts import RecordLookup
+
+    if is_recording(source):
+        return None
+    with reader(source) as log:
+        named = log.about([f"podname:{pod.rsplit('/', 1)[-1]}"])
+        lookup = log.log
+        if named is None or not isinstance(lookup, RecordLookup):
+            return None
+        found = list(named)
+        narrow = _narrowed(log, pod, found)
+        decided = list(log.of_types(DECISION_TYPES)) if narrow is None else narrow.decided
+        if not found and WhyFold(pod, decided).first is None:
+            return [], []  # the log names no such pod, no decision reads it
+
+        def offsets(ids: set[str]) -> dict[str, int]:
+            return {i: e.offset for i, e in log.run(lookup.records(sorted(ids))).items()}
+
+        url = log.log.url or source
+        plan = plan_for(
+            pod,
+            decided,
+            named=found,
+            configs=log.of_types(["config.applied"]),
+            offsets_of=offsets,
+            checkpoints=log.run(_positions(url)),
+            known=None if narrow is None else (narrow.jobs, narrow.nodes),
+        )
+        return fold_why(
+            pod,
+            decided,
+            plan,
+            records=lambda start: _records(log, start),
+            resume=lambda upto: log.run(_resumed(log, url, upto)),
+        )
+
+
+def _narrowed(log: LogReader, pod: str, named: list[Event]) -> Narrowed | None:
+    """The decisions ``pod``'s answer reads, by the SQLite log's indexes and narrow
+    queries (:func:`replay.whyread.narrowed`); None on another log (every decision read)."""
+    from replay.whyread import narrowed
+    from streams.backends import sqlite_subjects as q
+
+    if not q.is_sqlite(log.log):
+        return None
+    sqlite: Any = log.log  # a SQLiteLog (its class is not imported here: see is_sqlite)
+    types = orjson.dumps(sorted(DECISION_TYPES)).decode()
+
+    def mentioning(kinds: Sequence[str], text: str) -> list[Event]:
+        return log.run(q.query(sqlite, q.MENTIONING, orjson.dumps(list(kinds)).decode(), text))
+
+    def caused(ids: Sequence[str]) -> list[Event]:
+        return log.run(q.query(sqlite, q.CAUSED, types, orjson.dumps(list(ids)).decode()))
+
+    def cooling(nodes: Sequence[str]) -> list[Event]:
+        keys = orjson.dumps([node_key(n) for n in nodes]).decode()
+        return log.run(q.query(sqlite, q.FILED_MENTIONING, keys, "decision.evict", "cooldown"))
+
+    return narrowed(pod, named, mentioning=mentioning, caused=caused, cooling=cooling)
+
+
+def _records(log: LogReader, start: int) -> Generator[Event, None, None]:
+    yield from paced(log.records(start))
+
+
+async def _positions(url: str) -> list[int]:
+    from streams.backends.checkpoints import open_log_store
+
+    store = await open_log_store(url, create=False)
+    if store is None:
+        return []
+    async with store:
+        try:
+            return [info.position for info in await store.stored()]
+        except store.unreadable:
+            return []
+
+
+async def _resumed(log: LogReader, url: str, upto: int) -> World | None:
+    from projections.store import resume_at
+    from streams.backends.checkpoints import open_log_store
+
+    store = await open_log_store(url, create=False)
+    if store is None:
+        return None
+    async with store:
+        return await resume_at(store, log.log, upto=upto)
 
 
 class DecisionFormat(StrEnum):

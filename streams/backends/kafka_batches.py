@@ -69,12 +69,12 @@ class Raw:
 
 class Batch:
     """A whole record batch of an answer: where it starts and ends (one past its last
-    offset) and its bytes (``data[at:end]``)."""
+    offset) and its bytes (``buffer[start:end]``)."""
 
-    __slots__ = ("attributes", "base", "count", "data", "end", "last", "magic", "start")
+    __slots__ = ("attributes", "base", "buffer", "count", "end", "last", "magic", "start")
 
     def __init__(self, data: Any, start: int, end: int) -> None:
-        self.data, self.start, self.end = data, start, end
+        self.buffer, self.start, self.end = data, start, end
         self.magic = data[start + 16]
         if self.magic < 2:
             self.base, self.last, self.count, self.attributes = -1, -1, 0, _COMPRESSED
@@ -98,7 +98,7 @@ class Batch:
         by aiokafka's batch reader (compressed and old-format batches)."""
         found: list[Raw] = []
         end = -1
-        reader = MemoryRecords(bytes(self.data[self.start : self.end]))
+        reader = MemoryRecords(bytes(self.buffer[self.start : self.end]))
         while (batch := reader.next_batch()) is not None:
             control = bool(getattr(batch, "is_control_batch", False))
             for record in batch:
@@ -180,7 +180,7 @@ def _record(data: Any, at: int, offset: int) -> Raw:
 def _walk(batch: Batch) -> Iterator[tuple[int, int]]:
     """``(offset, where its attributes byte is)`` of each record of a plain batch; a
     batch whose offsets are dense (the usual one) is walked by lengths alone."""
-    data, base = batch.data, batch.base
+    data, base = batch.buffer, batch.base
     at = batch.start + _HEADER_SIZE
     dense = batch.last - base == batch.count
     for k in range(batch.count):
@@ -261,7 +261,7 @@ def picked(data: Any, offsets: list[int], first: int) -> tuple[list[Raw], int, i
             if i == count:
                 break
             if offsets[i] == offset:
-                raw = where if isinstance(where, Raw) else _record(batch.data, where, offset)
+                raw = where if isinstance(where, Raw) else _record(batch.buffer, where, offset)
                 found.append(raw)
                 i += 1
         while i < count and offsets[i] < end:  # compacted away at the batch's end

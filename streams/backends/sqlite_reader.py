@@ -176,6 +176,13 @@ class SQLiteReader(EventLog):
         rows = self._fetch(SEALED_SQL, ())
         return (rows[0][0], rows[0][1]) if rows else None
 
+    def select(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """The rows of one of :mod:`streams.backends.sqlite_subjects`' record queries
+        (``prev`` read as NULL on a log written before the hash chain)."""
+        if self._find is not sqlite_subjects.FIND:
+            sql = sql.replace(*_NO_PREV)
+        return self._fetch(sql, params)
+
     def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         try:
             return self._db.execute(sql, params).fetchall()

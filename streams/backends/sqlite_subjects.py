@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from streams.codec import from_stored
 from streams.events import Event
@@ -97,3 +98,52 @@ def insert(con: sqlite3.Connection, rows: Sequence[tuple[str, int]]) -> None:
     """Add index rows inside the caller's transaction."""
     if rows:
         con.executemany(INSERT, rows)
+
+
+_ROW = 'SELECT "offset", id, at, type, cause, v, data, prev FROM events '
+#: the records of some types (a JSON list) whose stored payload holds a string: a superset
+#: of those naming it (the caller decodes and filters them), read without decoding the rest
+MENTIONING = (
+    _ROW + 'WHERE type IN (SELECT value FROM json_each(?)) AND instr(data, ?) > 0 ORDER BY "offset"'
+)
+#: the records of some types caused by any of some records (ids, a JSON list)
+CAUSED = (
+    _ROW + "WHERE type IN (SELECT value FROM json_each(?)) "
+    'AND cause IN (SELECT value FROM json_each(?)) ORDER BY "offset"'
+)
+#: the records of one type under any of some subjects whose payload holds a string
+FILED_MENTIONING = (
+    _ROW + f'WHERE "offset" IN (SELECT "offset" FROM {TABLE} WHERE subject IN '
+    "(SELECT value FROM json_each(?))) AND type = ? AND instr(data, ?) > 0 "
+    'ORDER BY "offset"'
+)
+
+
+def events_of(rows: Iterable[Sequence[object]]) -> list[Event]:
+    """The events of rows as the queries above select them."""
+    return [from_stored(*row) for row in rows]  # type: ignore[arg-type]
+
+
+#: the SQLite log's classes, by module: the writer (aiosqlite) and the read-only reader
+_SQLITE = {
+    ("streams.backends.sqlite", "SQLiteLog"),
+    ("streams.backends.sqlite_reader", "SQLiteReader"),
+}
+
+
+def is_sqlite(log: object) -> bool:
+    """Whether ``log`` is a SQLite log (:class:`streams.backends.sqlite.SQLiteLog`, or the
+    read-only :class:`streams.backends.sqlite_reader.SQLiteReader`), told without importing
+    the driver (its callers may not: the storage-driver contract)."""
+    kind = type(log)
+    return (kind.__module__, kind.__name__) in _SQLITE
+
+
+async def query(log: Any, sql: str, *params: object) -> list[Event]:
+    """The events one of the queries above selects from the SQLite log ``log`` (one of
+    :func:`is_sqlite`'s; not named in the signature, so that readers of this module need
+    not import the driver)."""
+    if type(log).__name__ == "SQLiteReader":  # synchronous, on the caller's thread
+        return events_of(log.select(sql, params))
+    async with log._lock:
+        return events_of(await log._fetch(sql, params))

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from controller.cli import app, explain_cmd
+from controller.cli import app, audit_cmd
 from controller.cli.explain_cmd import _why_fold, _why_span
 from controller.cli.reading import reader
 from controller.policy.loader import load_config
@@ -173,14 +173,14 @@ def test_the_fold_stops_once_the_pod_is_gone_with_the_same_answer(
     fewer records read, the same answer; a pod that stays reads on to the head."""
     url = _logs(name, root)[0]
     fed: list[int] = []
-    real = explain_cmd._paged
+    real = audit_cmd._records
 
     def counted(log: Any, start: int) -> Any:
         for event in real(log, start):
             fed.append(event.offset)
             yield event
 
-    monkeypatch.setattr(explain_cmd, "_paged", counted)
+    monkeypatch.setattr(audit_cmd, "_records", counted)
     with reader(url) as log:
         head = log.head()
     stopped = 0
