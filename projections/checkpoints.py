@@ -29,6 +29,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from projections.base import CheckpointError, paused_gc
 from projections.checkpoint_codec import (
@@ -52,6 +53,7 @@ from streams.paging import PAGE, RowPages
 
 #: how a warning about a checkpoint skipped is told (one line)
 Warn = Callable[[str], None]
+_T = TypeVar("_T")
 
 #: the environment variables :meth:`CheckpointPolicy.from_env` reads
 ENV = {
@@ -362,6 +364,27 @@ async def nearest(
 
 async def _trust(store: CheckpointStore, log: EventLog, position: int) -> Snapshot | str:
     """The checkpoint at ``position`` if it can be trusted, else why not."""
+    return await _checked(store, log, position, _snapshot_of)
+
+
+def _snapshot_of(data: bytes) -> tuple[int, str | None, Snapshot]:
+    snapshot = decode_snapshot(data)
+    return snapshot.position, snapshot.last, snapshot
+
+
+def _known_of(data: bytes) -> tuple[int, str | None, KnownObjects | None]:
+    header = read_header(data)
+    return header.position, header.last, decode_known(data)
+
+
+async def _checked(
+    store: CheckpointStore,
+    log: EventLog,
+    position: int,
+    decode: Callable[[bytes], tuple[int, str | None, _T]],
+) -> _T | str:
+    """What ``decode`` reads of the checkpoint at ``position`` (its position, last record
+    id and value) if the checkpoint can be trusted, else why not."""
     try:
         data = await store.load_at(position)
     except store.unreadable as exc:
@@ -369,15 +392,15 @@ async def _trust(store: CheckpointStore, log: EventLog, position: int) -> Snapsh
     if data is None:
         return "gone"
     try:
-        snapshot = decode_snapshot(data)
+        at, last_id, value = decode(data)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         return str(exc)  # CheckpointError is a ValueError
-    if snapshot.position != position:
-        return f"its state is at position {snapshot.position}"
+    if at != position:
+        return f"its state is at position {at}"
     last = [event async for event in log.read(position - 1, position)]
-    if not last or last[0].id != snapshot.last:
+    if not last or last[0].id != last_id:
         return "its last record is not this log's (a checkpoint of another log)"
-    return snapshot
+    return value
 
 
 async def nearest_known(
@@ -399,7 +422,7 @@ async def nearest_known(
     for info in reversed(kept):
         if not 0 < info.position <= head:
             continue
-        why = await _known_at(store, log, info.position)
+        why = await _checked(store, log, info.position, _known_of)
         if isinstance(why, str):
             skipped.append(f"checkpoint at position {info.position}: {why}")
             continue
@@ -411,30 +434,6 @@ async def nearest_known(
         where = f"position {found[0]}" if found is not None else "offset 0"
         warn(f"warning: skipped {skipped[0]}{more}; folding the known objects from {where}")
     return found
-
-
-async def _known_at(
-    store: CheckpointStore, log: EventLog, position: int
-) -> KnownObjects | str | None:
-    """The known objects of the checkpoint at ``position`` (None: it holds none), or why
-    it cannot be trusted."""
-    try:
-        data = await store.load_at(position)
-    except store.unreadable as exc:
-        return f"unreadable ({exc})"
-    if data is None:
-        return "gone"
-    try:
-        header = read_header(data)
-        known = decode_known(data)
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-        return str(exc)  # CheckpointError is a ValueError
-    if header.position != position:
-        return f"its state is at position {header.position}"
-    last = [event async for event in log.read(position - 1, position)]
-    if not last or last[0].id != header.last:
-        return "its last record is not this log's (a checkpoint of another log)"
-    return known
 
 
 @dataclass(frozen=True)
