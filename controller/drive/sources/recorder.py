@@ -100,10 +100,12 @@ class Recorder:
         self.log = log
         #: the recorder's append path: the log's hash chain and writer lock, held from
         #: prepare() until run() ends (a clean end seals the log); under ``tide run``
-        #: (``sink``), whose replicas share the log, the lock is taken per append
-        #: (a live log without a writer lock, on Kafka: each replica chains its own records)
+        #: (``sink``), whose replicas share the log, the lock is taken per append. On a
+        #: log without a writer lock (Kafka), which several recorders or replicas may
+        #: append to at once, each process chains its own records: a link to the log's
+        #: tail read without a lock can name a record that is no longer the last
         live = sink is not None
-        unlocked = live and not isinstance(log, WriterLock)
+        unlocked = not isinstance(log, WriterLock)
         self.chain = ChainWriter(log, shared=live, writer=writer_id(now()) if unlocked else None)
         self._holding = False
         self._failed = False  # whether run() ended on a failure (then release() seals nothing)
