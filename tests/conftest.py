@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -9,6 +10,16 @@ import pytest
 from controller.drive.kube.client import KubeClient
 from streams.backends.memory import MemoryLog
 from tests.kubedouble import ApiDouble
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_reaches_children() -> Iterator[None]:
+    """Each test starts with SIGINT as a shell gives it: a signal ignored in this process is
+    ignored by every child it starts, and the Ctrl-C tests' children would exit 0 (seen on
+    a pytest-xdist worker after some earlier test left SIGINT ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
 
 
 @pytest.fixture
