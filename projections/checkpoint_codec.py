@@ -171,15 +171,8 @@ def encode_snapshot(snapshot: Snapshot, *, world: bytes | None = None) -> bytes:
         raise ValueError(
             f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
         )
-    parts = [
-        ("world", world if world is not None else _world_bytes(snapshot.world)),
-        ("effects", snapshot.effects.dump()),
-        ("chain", orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS)),
-    ]
-    hasher = hashlib.sha256()
-    for _, part in parts:
-        hasher.update(part)
-    snapshot.state = hasher.hexdigest()
+    parts = _state_parts(snapshot, world)
+    snapshot.state = _digest(parts)
     if snapshot.known is not None:
         parts.append(("known", snapshot.known))
     body = b"".join(part for _, part in parts)
@@ -202,6 +195,33 @@ def encode_snapshot(snapshot: Snapshot, *, world: bytes | None = None) -> bytes:
             packed,
         ]
     )
+
+
+def state_digest(snapshot: Snapshot) -> str:
+    """The sha256 of the state ``snapshot`` holds, as :func:`encode_snapshot` computes its
+    header's ``state`` (sets ``snapshot.state``), without compressing anything: what a
+    fold's end state is compared by with the checkpoint the next fold starts from."""
+    if snapshot.world.position != snapshot.position:
+        raise ValueError(
+            f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
+        )
+    snapshot.state = _digest(_state_parts(snapshot, None))
+    return snapshot.state
+
+
+def _state_parts(snapshot: Snapshot, world: bytes | None) -> list[tuple[str, bytes]]:
+    return [
+        ("world", world if world is not None else _world_bytes(snapshot.world)),
+        ("effects", snapshot.effects.dump()),
+        ("chain", orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS)),
+    ]
+
+
+def _digest(parts: list[tuple[str, bytes]]) -> str:
+    hasher = hashlib.sha256()
+    for _, part in parts:
+        hasher.update(part)
+    return hasher.hexdigest()
 
 
 def read_header(data: bytes) -> Header:

@@ -44,7 +44,7 @@ from projections.checkpoint_codec import (
 from projections.effects import EffectsState
 from projections.known import KnownObjects
 from projections.world import World
-from streams.backends.checkpoints import CheckpointStore
+from streams.backends.checkpoints import CheckpointStore, Stored
 from streams.chain_check import ChainChecker
 from streams.codec import stored_events
 from streams.events import Event, format_time, parse_time
@@ -453,25 +453,27 @@ async def listing(store: CheckpointStore | None, log: EventLog) -> list[Listed]:
     record against the log's). Reads only."""
     if store is None:
         return []
-    out: list[Listed] = []
-    for info in await store.stored():
-        problem: str | None = None
-        data = await store.load_at(info.position)
-        try:
-            if data is None:
-                raise CheckpointError("gone")
-            header = read_header(data)
-            if hashlib.sha256(data[header.body :]).hexdigest() != header.digest:
-                raise CheckpointError("its digest does not match (corrupt or truncated)")
-            if header.position != info.position:
-                raise CheckpointError(f"its state is at position {header.position}")
-            last = [event async for event in log.read(info.position - 1, info.position)]
-            if not last or last[0].id != header.last:
-                raise CheckpointError("its last record is not this log's")
-        except CheckpointError as exc:
-            problem = str(exc)
-        out.append(Listed(info.position, info.at, info.size, problem))
-    return out
+    return [await checked(store, log, info) for info in await store.stored()]
+
+
+async def checked(store: CheckpointStore, log: EventLog, info: Stored) -> Listed:
+    """One checkpoint kept with ``log``, checked as :func:`listing` checks each."""
+    problem: str | None = None
+    data = await store.load_at(info.position)
+    try:
+        if data is None:
+            raise CheckpointError("gone")
+        header = read_header(data)
+        if hashlib.sha256(data[header.body :]).hexdigest() != header.digest:
+            raise CheckpointError("its digest does not match (corrupt or truncated)")
+        if header.position != info.position:
+            raise CheckpointError(f"its state is at position {header.position}")
+        last = [event async for event in log.read(info.position - 1, info.position)]
+        if not last or last[0].id != header.last:
+            raise CheckpointError("its last record is not this log's")
+    except CheckpointError as exc:
+        problem = str(exc)
+    return Listed(info.position, info.at, info.size, problem)
 
 
 @dataclass

@@ -268,14 +268,14 @@ def replay_jobs(
 
 
 def plan_jobs(source: str, *, jobs: int, chain: bool = False) -> list[Segment]:
-    """The segments :func:`replay_jobs` verifies (:func:`replay.segments.plan` at the log's
-    usable checkpoints; with ``chain`` the last one finishes the chain at the log's seal)."""
-    from replay.segments import plan
+    """The segments :func:`replay_jobs` verifies (cut where :func:`replay.segments.plan_cuts`
+    says; with ``chain`` the last one finishes the chain at the log's seal)."""
+    from replay.segments import segments_at
 
     with reader(source) as log:
         url = log.log.url or source
-        cuts = log.run(_cuts(log, url))
-        segments = plan(url, cuts, head=log.head(), jobs=jobs)
+        cuts = log.run(_cuts(log, url, jobs))
+        segments = segments_at(url, cuts, head=log.head())
         if chain:
             seal = log.run(_seal_of(log.log))
             sealed = log.run(_sealed(log, seal, segments[-1].start))
@@ -289,15 +289,15 @@ def _note(line: str) -> None:
     typer.echo(line, err=True)
 
 
-async def _cuts(log: LogReader, url: str) -> list[Cut]:
-    from replay.segments import usable_cuts
+async def _cuts(log: LogReader, url: str, jobs: int) -> list[Cut]:
+    from replay.segments import plan_cuts
     from streams.backends.checkpoints import open_log_store
 
     store = await open_log_store(url, create=False)
     if store is None:
         return []
     async with store:
-        return await usable_cuts(log.log, store, warn=_note)
+        return await plan_cuts(log.log, store, jobs=jobs, warn=_note)
 
 
 async def _sealed(log: LogReader, seal: tuple[int, str] | None, before: int) -> str | None:
@@ -310,6 +310,17 @@ async def _sealed(log: LogReader, seal: tuple[int, str] | None, before: int) -> 
     return encode(found[0]).decode() if found else None
 
 
+def _start_method() -> str:
+    """How the local pool starts its processes: forked on Linux when this process runs
+    one thread (a forked worker has every module loaded: it starts in milliseconds, where
+    a spawned one imports tide again, ~0.6 s on the critical path of its segment); spawned
+    otherwise (a fork beside other threads can inherit a lock one of them held)."""
+    import sys
+    import threading
+
+    return "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+
+
 @contextmanager
 def _executor(url: str | None, workers: int) -> Iterator[Executor]:
     """A pool of ``workers`` spawned processes, or (``dask://HOST:PORT``) a Dask cluster's
@@ -320,7 +331,7 @@ def _executor(url: str | None, workers: int) -> Iterator[Executor]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context(_start_method())
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             yield pool
         return

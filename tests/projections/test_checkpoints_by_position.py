@@ -17,7 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cli.state_cmd import fold_log
-from projections.checkpoint_codec import MAGIC, Snapshot, decode_snapshot, read_header
+from projections.checkpoint_codec import (
+    MAGIC,
+    Snapshot,
+    decode_snapshot,
+    read_header,
+    state_digest,
+)
 from projections.checkpoints import CheckpointPolicy, keep_checkpoints, nearest
 from projections.effects import EffectsState
 from projections.world import World
@@ -107,6 +113,27 @@ def test_a_checkpoint_is_the_fold_from_zero_of_its_records(
     for record in records[want:]:
         resumed.feed(record)
     assert resumed.finish() == _chain(records, len(records)).finish()
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_the_state_digest_of_a_fold_is_its_checkpoints_state(name: str) -> None:
+    """What a --jobs segment's end is compared by: computed from the fold (nothing
+    compressed), it equals the ``state`` the writer put in each checkpoint's header; one
+    record more or less gives another."""
+    records = _records(name)
+    url = _log(name, 13)
+    for upto in range(13, len(records), 13):
+        found = asyncio.run(_nearest(url, upto))
+        assert found is not None and found.position == upto
+        world = _fold(records, upto)
+        effects = EffectsState()
+        effects.fold(records[:upto])
+        chain = _chain(records, upto).state()
+        folded = Snapshot(upto, found.at, records[upto - 1].id, world, effects, chain)
+        assert state_digest(folded) == found.state == folded.state
+        world.apply(records[upto])
+        ahead = Snapshot(upto + 1, found.at, records[upto].id, world, effects, chain)
+        assert state_digest(ahead) != found.state
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

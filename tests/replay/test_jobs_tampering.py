@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from controller.cli.reading import plan_jobs
 from projections.checkpoint_codec import decode_snapshot, encode_snapshot
 from tests.replay.test_jobs import log_with_checkpoints, replay_cli
 
@@ -119,7 +120,7 @@ def _copy(tmp: Path, every: int) -> Path:
 @pytest.mark.parametrize("kind", sorted(TAMPERING))
 @pytest.mark.parametrize("after", [0, 60, 140])  # in the first, a middle, the last segment
 def test_jobs_catch_what_the_serial_check_catches(tmp_path: Path, kind: str, after: int) -> None:
-    path = _copy(tmp_path, 50)  # checkpoints at 50, 100, 150: --jobs 2 cuts at 100
+    path = _copy(tmp_path, 50)  # checkpoints at 50, 100, 150: --jobs 2 cuts at one
     with sqlite3.connect(path) as db:
         TAMPERING[kind](db, after)
     serial = replay_cli(path)
@@ -129,7 +130,7 @@ def test_jobs_catch_what_the_serial_check_catches(tmp_path: Path, kind: str, aft
         assert (code, out) == serial[:2]
 
 
-@pytest.mark.parametrize("position", [50, 100])
+@pytest.mark.parametrize("position", [50, 100, 150])
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_a_forged_checkpoint_fails_naming_its_segment(
     tmp_path: Path, position: int, jobs: int
@@ -137,6 +138,8 @@ def test_a_forged_checkpoint_fails_naming_its_segment(
     """A checkpoint with good digests whose state is not the fold: the serial check (which
     reads no checkpoint) says identical; --jobs fails when it cuts there."""
     path = _copy(tmp_path, 50)
+    cuts = [s.start for s in plan_jobs(str(path), jobs=jobs)[1:]]
+    assert len(cuts) == jobs - 1
     with sqlite3.connect(path) as db:
         (data,) = db.execute(
             "SELECT state FROM checkpoints_at WHERE position=?", (position,)
@@ -149,7 +152,6 @@ def test_a_forged_checkpoint_fails_naming_its_segment(
         )
     serial = replay_cli(path)
     assert serial[0] == 0
-    cuts = {2: [100], 3: [50, 100]}[jobs]
     code, out, _ = replay_cli(path, "--jobs", str(jobs))
     if position not in cuts:
         assert (code, out) == serial[:2]
