@@ -2,9 +2,8 @@
 
 ``python -m benchmarks.bench_jobs [--nodes 200 --pods 6000 --minutes 60]`` (or
 ``python -m benchmarks.run --only jobs``, at the run's ``--nodes``/``--pods``) simulates a
-generated day into a SQLite log (``tide simulate --log``, then ``tide log export`` and
-``tide log import`` with a checkpoint every ``--every`` records), then measures in one
-run, each command in a fresh process:
+generated day into a SQLite log (``tide simulate --log`` keeping a checkpoint every
+``--every`` records), then measures in one run, each command in a fresh process:
 
 * the wall time of ``tide replay LOG --verify`` (the serial check) and of ``--jobs 2``
   (best of ``--repeat``, interleaved):
@@ -70,19 +69,18 @@ def _segment_cpu(db: Path, jobs: int, index: int) -> float:
 
 
 def _simulate(recording: Path, db: Path, every: int) -> None:
-    """The day simulated into a log, exported and imported again (``tide log import``
-    keeps a checkpoint every ``every`` records as it folds the log)."""
+    """The day simulated into a log, keeping a checkpoint every ``every`` records (at
+    rest between two steps: each lies at a decision source boundary, so each can be cut
+    at; a checkpoint ``tide log import`` keeps every so many records may fall between a
+    cause and its decisions, and is then passed over)."""
     config = db.with_suffix(".yaml")
     config.write_text(CONFIG)
-    first, exported = db.with_suffix(".sim.db"), db.with_suffix(".jsonl")
-    args = ["simulate", str(recording), "-c", str(config), "--log", str(first)]
-    subprocess.run([_TIDE, *args, "--decisions", os.devnull], check=True, capture_output=True)
-    with exported.open("wb") as out:
-        subprocess.run([_TIDE, "log", "export", "--log", str(first)], check=True, stdout=out)
     env = {**os.environ, "TIDE_CHECKPOINT_RECORDS": str(every), "TIDE_CHECKPOINT_KEEP": "1000"}
     env["TIDE_CHECKPOINT_MINUTES"] = "0"
-    import_ = [_TIDE, "log", "import", str(exported), "--log", str(db)]
-    subprocess.run(import_, env=env, check=True, capture_output=True)
+    args = ["simulate", str(recording), "-c", str(config), "--log", str(db)]
+    subprocess.run(
+        [_TIDE, *args, "--decisions", os.devnull], env=env, check=True, capture_output=True
+    )
 
 
 def rows(

@@ -113,6 +113,8 @@ class Spool:
         ):
             keeper.hold(self.count, world)
             keeper.plan_time(self._latest)
+            if keeper.ready and self._runner is not None:  # every record is flushed already
+                self._runner.run(keeper.save_held())
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -4,6 +4,8 @@ run's own World when the log was empty, by folding the log otherwise."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import os
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from typer.testing import CliRunner
 import controller.compose.simulated as composed
 from controller.cli import app
 from controller.cli.reading import reader
+from controller.simulate.spool import BATCH, Spool
 from projections.checkpoint_codec import decode_snapshot
 from projections.store import checkpoint_world
 from projections.world import World
@@ -89,15 +92,20 @@ def test_a_second_run_and_a_repeat_fold_the_log(tmp_path: Path, refolds: list[in
 
 
 @pytest.mark.parametrize("every", ["1", "7", "40"])
+@pytest.mark.parametrize("batch", [BATCH, 1])
 def test_a_run_onto_an_empty_log_keeps_checkpoints_along_it(
-    tmp_path: Path, refolds: list[int], monkeypatch: pytest.MonkeyPatch, every: str
+    tmp_path: Path, refolds: list[int], monkeypatch: pytest.MonkeyPatch, every: str, batch: int
 ) -> None:
     """Every checkpoint the spool kept as the run went is the fold of the log's records
-    before it (World, ledger, chain checker state); the log was not folded again."""
+    before it (World, ledger, chain checker state); the log was not folded again. With a
+    batch of 1 every step's records are written before the step ends: a checkpoint due
+    there is kept at once (it was held for a record that never came, and held up every
+    later one: a day simulated with a checkpoint every 10,000 records kept only the head's)."""
     from projections.checkpoints import CheckpointPolicy
     from projections.effects import EffectsState
     from streams.chain_check import ChainChecker
 
+    monkeypatch.setattr(composed, "Spool", functools.partial(Spool, batch=batch))
     monkeypatch.setenv("TIDE_CHECKPOINT_RECORDS", every)
     monkeypatch.setenv("TIDE_CHECKPOINT_KEEP", "1000")
     db = tmp_path / "run.db"
@@ -119,6 +127,9 @@ def test_a_run_onto_an_empty_log_keeps_checkpoints_along_it(
         int(every) + CheckpointPolicy().keep
     )
     assert positions == sorted(set(positions))
+    # not more often than due, and along the run, not only at its end
+    assert all(b - a >= int(every) for a, b in itertools.pairwise(positions[:-1]))
+    assert len(positions) > len(records) // (4 * int(every))
     for snapshot in kept:
         cut = records[: snapshot.position]
         assert snapshot.world.dump() == World().fold(cut).dump()
