@@ -437,10 +437,23 @@ def k8s_qos_class(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
 
 def share_maps(task: TaskInfo) -> None:
     """Share a restored task's maps with equal ones (checkpoints store them per task)."""
-    task.labels = intern_map(_LABELS, task.labels)
-    task.annotations = intern_map(_ANNOTATIONS, task.annotations)
-    task.node_selector = intern_map(_SELECTORS, task.node_selector)
-    if task.tolerations:
-        task.tolerations = _TOLERATIONS.setdefault(orjson.dumps(task.tolerations), task.tolerations)
-    if task.affinity:
-        task.affinity = _AFFINITY.setdefault(orjson.dumps(task.affinity), task.affinity)
+    for field in SHARED_MAPS:
+        setattr(task, field, shared_map(field, getattr(task, field)))
+
+
+#: the task fields :func:`share_maps` shares
+SHARED_MAPS = ("labels", "annotations", "node_selector", "tolerations", "affinity")
+_FLAT = {"labels": _LABELS, "annotations": _ANNOTATIONS, "node_selector": _SELECTORS}
+_ENCODED: dict[str, dict[bytes, Any]] = {"tolerations": _TOLERATIONS, "affinity": _AFFINITY}
+
+
+def shared_map(field: str, value: Any) -> Any:
+    """The value a restored task holds for ``field`` (one of :data:`SHARED_MAPS`): an
+    equal one already shared when there is one. An empty label, annotation or selector
+    map comes back as a new empty dict; an empty toleration list or affinity as it is."""
+    flat = _FLAT.get(field)
+    if flat is not None:
+        return intern_map(flat, value)
+    if not value:
+        return value
+    return _ENCODED[field].setdefault(orjson.dumps(value), value)

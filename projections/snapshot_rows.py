@@ -11,7 +11,7 @@ object before the object itself (78.8 MiB and 5.4 s for a World at 30,000 pods).
 * the tasks' maps (labels, annotations, node selector, tolerations, affinity) are written
   once per distinct value in a table (``maps``) and named by their index: the pods of one
   workload share them, and the loaded tasks share them again as the fold would
-  (:func:`projections.pods.share_maps`);
+  (:func:`projections.pods.shared_map`, once per entry of the table);
 * resources are ``[cpu, memory, scalars]``, statuses their integer, times RFC 3339.
 
 What the indexes hold (``node.tasks``, ``job.tasks``, ``pending``) is rebuilt on load, as
@@ -43,7 +43,7 @@ from projections.model import (
 )
 from projections.ownership import Rules
 from projections.parsing import time_or_none
-from projections.pods import share_maps
+from projections.pods import shared_map
 from projections.snapshot import _RESOURCES, _SKIP, _TIMES
 from streams.events import JSON
 
@@ -71,7 +71,8 @@ def _resource_in(value: Any) -> Resource | None:
     if value is None:
         return None
     cpu, memory, scalars = value
-    return Resource(float(cpu), float(memory), {str(k): float(v) for k, v in scalars.items()})
+    named = {str(k): float(v) for k, v in scalars.items()} if scalars else {}
+    return Resource(float(cpu), float(memory), named)
 
 
 class _Maps:
@@ -83,11 +84,19 @@ class _Maps:
         #: the maps already written, by identity (the fold shares equal maps between
         #: tasks: each shared one is encoded once); they stay alive while the dump runs
         self._seen: dict[int, tuple[Any, int]] = {}
+        #: the empty map and list, by type: each task's empty labels are its own dict
+        self._empty: dict[type, int] = {}
 
     def ref(self, value: Any) -> int:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
+        kind = type(value)
+        if not value and (kind is dict or kind is list):
+            found = self._empty.get(kind)
+            if found is None:
+                found = self._empty[kind] = self._ref(value)
+            return found
         found = self._ref(value)
         self._seen[id(value)] = (value, found)
         return found
@@ -132,6 +141,32 @@ def dumps(name: str, position: int, body: JSON, *, fmt: int) -> bytes:
     )
 
 
+#: a status by its integer (a lookup: ``TaskStatus(value)`` costs an Enum call per task)
+_STATUSES = {int(status): status for status in TaskStatus}
+
+
+class _SharedMaps:
+    """One task field's maps, from the checkpoint's table (``maps``), each shared with
+    equal ones (:func:`projections.pods.shared_map`) once per table entry, not once per
+    task naming it: the tasks of one workload name one entry. An empty entry is shared
+    again for every task, as :func:`~projections.pods.share_maps` does (an empty label
+    map is each task's own)."""
+
+    __slots__ = ("_field", "_maps", "_shared")
+
+    def __init__(self, field: str, maps: list[Any]) -> None:
+        self._field, self._maps = field, maps
+        self._shared: dict[int, Any] = {}
+
+    def get(self, index: int) -> Any:
+        found = self._shared.get(index)
+        if found is None:
+            found = shared_map(self._field, self._maps[index])
+            if found:
+                self._shared[index] = found
+        return found
+
+
 def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[list[Any]], Any]:
     """A function building one object of ``cls`` from its row, the row's fields being
     ``names`` (the checkpoint's): they must be the model's, else CheckpointError."""
@@ -144,9 +179,9 @@ def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[lis
         elif name in _TIMES:
             steps.append((i, time_or_none))
         elif name == "status":
-            steps.append((i, TaskStatus))
+            steps.append((i, _STATUSES.__getitem__))
         elif maps is not None and name in _MAPPED:
-            steps.append((i, maps.__getitem__))
+            steps.append((i, _SharedMaps(name, maps).get))
     width = len(names)
     # the index fields left out of the row come back empty, where the constructor has them
     every = [f.name for f in dataclasses.fields(cls)]
@@ -226,7 +261,6 @@ def load_rows(target: ClusterIndex, body: JSON) -> None:
             task = read_task(row)
             if row[init_at] is None:
                 task.init_resreq = task.resreq
-            share_maps(task)
             tasks[key] = task
             job = jobs.get(task.job)
             if job is not None:  # a pod of another scheduler forms no job (OWNERSHIP)
