@@ -41,11 +41,15 @@ from streams.log import EventLog
 #: how far past a checkpoint :func:`_at_boundary` looks for the next decision source
 _LOOK_AHEAD = 512
 #: what starting a segment from a checkpoint costs, counted in records folded
-#: (:func:`start_cost`): decoding its bytes (measured: a 2.2 MB checkpoint of 12,000 pods
-#: decodes in the time ~4,400 records of its log fold, ~500 bytes a record) ...
-BYTES_PER_RECORD = 500
+#: (:func:`start_cost`): decoding its bytes and digesting its state (measured on the
+#: 400-node benchmark: a 2.2 MB checkpoint of 12,000 pods in 0.57 s, the time ~3,900
+#: records of its log fold, ~560 bytes a record) ...
+BYTES_PER_RECORD = 560
 #: ... and handing the segment to a worker (a forked one starts in milliseconds)
 START_RECORDS = 200
+#: what digesting a segment's end state costs (:func:`end_cost`): encoding it, 0.34 s for
+#: the same state, ~2,300 records, ~950 bytes of its checkpoint a record
+DIGEST_BYTES_PER_RECORD = 950
 
 
 @dataclass(frozen=True)
@@ -169,14 +173,17 @@ async def _at_boundary(log: EventLog, position: int) -> bool:
     return True
 
 
-def targets(head: int, jobs: int, start: float) -> list[float]:
-    """Where ``jobs`` segments of ``head`` records would end if each cost the same: the
-    first (from offset 0) costs its records, each other its records and ``start`` (what
-    starting from a checkpoint costs, in records; never counted for more than half a
-    segment's share). The first segment is then the longer by ``start``."""
-    start = min(start, head / (2 * jobs))
-    share = (head + (jobs - 1) * start) / jobs
-    return [k * share - (k - 1) * start for k in range(1, jobs)]
+def targets(head: int, jobs: int, start: float, end: float = 0.0) -> list[float]:
+    """Where ``jobs`` segments of ``head`` records would end if each cost the same: a
+    segment costs its records, plus ``start`` unless it is the first (what starting from a
+    checkpoint costs, in records) and ``end`` unless it is the last (what digesting its
+    end state costs). The two never count for more than half a segment's share."""
+    fixed = start + end
+    if fixed > head / (2 * jobs):
+        scale = head / (2 * jobs) / fixed
+        start, end, fixed = start * scale, end * scale, head / (2 * jobs)
+    share = (head + (jobs - 1) * fixed) / jobs
+    return [share - end + (k - 1) * (share - fixed) for k in range(1, jobs)]
 
 
 def start_cost(size: int) -> float:
@@ -185,15 +192,23 @@ def start_cost(size: int) -> float:
     return size / BYTES_PER_RECORD + START_RECORDS
 
 
+def end_cost(size: int) -> float:
+    """What digesting a segment's end state costs, in records folded, where the
+    checkpoint there is ``size`` bytes (the state is encoded as it is)."""
+    return size / DIGEST_BYTES_PER_RECORD
+
+
 def choose(cuts: Sequence[Cut], *, head: int, jobs: int) -> list[Cut]:
     """At most ``jobs - 1`` of ``cuts`` (ascending), each the nearest to one of
-    :func:`targets` after the one before (a start cost from the cuts' median size)."""
+    :func:`targets` after the one before (the start and end costs of the cuts' median
+    size)."""
     inside = [c for c in cuts if 0 < c.position < head]
     if not inside or jobs < 2:
         return []
     sizes = sorted(c.size for c in inside)
     chosen: list[Cut] = []
-    for target in targets(head, jobs, start_cost(sizes[len(sizes) // 2])):
+    size = sizes[len(sizes) // 2]
+    for target in targets(head, jobs, start_cost(size), end_cost(size)):
         after = chosen[-1].position if chosen else 0
         free = [c for c in inside if c.position > after]
         if not free:

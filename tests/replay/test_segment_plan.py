@@ -13,33 +13,40 @@ from pathlib import Path
 import pytest
 
 from controller.cli.reading import _start_method
-from replay.segments import Cut, choose, plan_cuts, start_cost, targets
+from replay.segments import Cut, choose, end_cost, plan_cuts, start_cost, targets
 from streams.backends.checkpoints import open_log_store
 from streams.backends.sqlite import SQLiteLog
 from tests.replay.test_jobs import log_with_checkpoints
 
 
 @pytest.mark.parametrize(
-    ("head", "jobs", "start", "want"),
+    ("head", "jobs", "start", "end", "want"),
     [
-        (1000, 2, 0, [500]),
-        (1000, 4, 0, [250, 500, 750]),
+        (1000, 2, 0, 0, [500]),
+        (1000, 4, 0, 0, [250, 500, 750]),
         # the first segment is longer by the start cost: 550 = 450 + 100
-        (1000, 2, 100, [550]),
-        (1000, 3, 60, [373.33, 686.67]),
-        # a start cost never counts for more than half a segment's share (head / 2 jobs)
-        (1000, 2, 10_000, [625]),
-        (175, 3, 500, [77.78, 126.39]),
+        (1000, 2, 100, 0, [550]),
+        (1000, 3, 60, 0, [373.33, 686.67]),
+        # ... and the last by the end cost: 530 + 40 = 470 + 100
+        (1000, 2, 100, 40, [530]),
+        (1000, 3, 60, 30, [363.33, 666.67]),
+        # the two never count for more than half a segment's share (head / 2 jobs)
+        (1000, 2, 10_000, 0, [625]),
+        (1000, 2, 1_000, 1_000, [500]),
+        (175, 3, 500, 0, [77.78, 126.39]),
     ],
 )
 def test_targets_give_segments_of_equal_cost(
-    head: int, jobs: int, start: float, want: list[float]
+    head: int, jobs: int, start: float, end: float, want: list[float]
 ) -> None:
-    got = targets(head, jobs, start)
+    got = targets(head, jobs, start, end)
     assert [round(t, 2) for t in got] == want
     bounds = [0.0, *got, float(head)]
-    counted = min(start, head / (2 * jobs))
-    costs = [b - a + counted * (i > 0) for i, (a, b) in enumerate(itertools.pairwise(bounds))]
+    scale = min(1.0, head / (2 * jobs) / (start + end)) if start + end else 1.0
+    costs = [
+        b - a + start * scale * (i > 0) + end * scale * (i < jobs - 1)
+        for i, (a, b) in enumerate(itertools.pairwise(bounds))
+    ]
     assert max(costs) - min(costs) < 1e-6
 
 
@@ -58,7 +65,8 @@ def _cuts(*positions: int, size: int = 0) -> list[Cut]:
         ((40, 80), 0, 100, 6, [40, 80]),
         # cuts at the head or past it are not inside the log
         ((100, 120), 0, 100, 2, []),
-        # the start cost moves the cut later: by (1,000,000 / 500 + 200) / 2 = 1,100 records
+        # the start and end costs move the cut later: by (1,000,000 / 560 + 200 -
+        # 1,000,000 / 950) / 2, ~466 records, to 60,466
         ((59_000, 61_500), 1_000_000, 120_000, 2, [61_500]),
         # with nothing to decode, by the hand-over alone (200 / 2)
         ((59_000, 61_500), 0, 120_000, 2, [59_000]),
@@ -73,8 +81,9 @@ def test_choose_the_nearest_cuts_in_order(
     assert [c.position for c in chosen] == want
 
 
-def test_start_cost_counts_bytes_and_the_hand_over() -> None:
-    assert start_cost(0) < start_cost(500_000) < start_cost(1_000_000)
+def test_start_and_end_costs_grow_with_the_checkpoint() -> None:
+    assert 0 < start_cost(0) < start_cost(500_000) < start_cost(1_000_000)
+    assert end_cost(0) == 0 < end_cost(500_000) < end_cost(1_000_000)
 
 
 def _plan(path: Path, jobs: int) -> tuple[list[int], list[str]]:
