@@ -4,6 +4,8 @@ gives the serial check's verdict and output, at any checkpoint interval and any 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -73,6 +75,22 @@ def test_jobs_give_the_serial_verdict_and_output(name: str, every: int, jobs: in
     assert serial[0] == 0 and "identical" in serial[1]
     # the segments answered (no serial check behind them), and no segment was dropped
     assert parallel[2] == ""
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_jobs_in_a_process_of_its_own_give_the_serial_output(jobs: str) -> None:
+    """``tide`` itself, one thread: its local pool forks (on Linux) and the output is the
+    serial check's, byte for byte, with nothing written twice (stdout is a pipe)."""
+    path = log_with_checkpoints("stale-metrics.jsonl", 50)
+    tide = [sys.executable, "-c", "from controller.cli import main; main()"]
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([*tide, "replay", str(path), "--verify", *args], capture_output=True)
+
+    serial, parallel = run(), run("--jobs", jobs)
+    assert serial.returncode == parallel.returncode == 0
+    assert parallel.stdout == serial.stdout
+    assert parallel.stderr == b""
 
 
 def test_jobs_1_is_the_serial_check() -> None:
