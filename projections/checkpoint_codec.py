@@ -296,7 +296,18 @@ def decode_effects(data: bytes) -> EffectsState:
 
 def decode_snapshot(data: bytes) -> Snapshot:
     """The state a checkpoint holds (raises CheckpointError naming what is wrong)."""
+    return _decode(*_body(data))
+
+
+def decode_checked(data: bytes) -> tuple[Snapshot, str]:
+    """:func:`decode_snapshot` and :func:`state_of` at once (the bytes are checked and
+    inflated once): the state, and the sha256 of the state its bytes hold."""
     header, body = _body(data)
+    state = hashlib.sha256(body[: sum(length for _, length in header.parts[:3])]).hexdigest()
+    return _decode(header, body), state
+
+
+def _decode(header: Header, body: bytes) -> Snapshot:
     (_, world_len), (_, effects_len), (_, chain_len) = header.parts[:3]
     world = _load_world(body[:world_len])
     effects = EffectsState()

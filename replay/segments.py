@@ -28,7 +28,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 
 from controller.policy.decide import is_decision_source
-from projections.checkpoint_codec import Snapshot, decode_snapshot, state_digest, state_of
+from projections.checkpoint_codec import Snapshot, decode_checked, state_digest
 from projections.checkpoints import Warn, checked
 from projections.effects import EffectsState
 from projections.world import World
@@ -355,8 +355,7 @@ async def _load(
     if data is None:
         return None
     try:
-        snapshot = decode_snapshot(data)
-        state = state_of(data)
+        snapshot, state = decode_checked(data)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         warn(str(exc))
         return None

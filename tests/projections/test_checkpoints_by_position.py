@@ -17,12 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.cli.state_cmd import fold_log
+from projections.base import CheckpointError
 from projections.checkpoint_codec import (
     MAGIC,
     Snapshot,
+    decode_checked,
     decode_snapshot,
     read_header,
     state_digest,
+    state_of,
 )
 from projections.checkpoints import CheckpointPolicy, keep_checkpoints, nearest
 from projections.effects import EffectsState
@@ -134,6 +137,31 @@ def test_the_state_digest_of_a_fold_is_its_checkpoints_state(name: str) -> None:
         world.apply(records[upto])
         ahead = Snapshot(upto + 1, found.at, records[upto].id, world, effects, chain)
         assert state_digest(ahead) != found.state
+
+
+def test_decode_checked_is_the_snapshot_and_the_state_its_bytes_hold() -> None:
+    """What a --jobs segment loads its checkpoint with: the bytes inflated once give the
+    decoded state and its computed digest, which a forged header does not change."""
+    url = _log(LOGS[0], 50)
+
+    async def kept() -> list[bytes]:
+        store = await open_log_store(url, create=False)
+        assert store is not None
+        async with store:
+            found = [await store.load_at(s.position) for s in await store.stored()]
+        return [d for d in found if d is not None]
+
+    every = asyncio.run(kept())
+    assert every
+    for data in every:
+        snapshot, state = decode_checked(data)
+        assert state == state_of(data) == snapshot.state
+        assert snapshot.world.dump() == decode_snapshot(data).world.dump()
+        header = read_header(data)
+        forged = data.replace(header.state.encode(), b"0" * 64, 1)
+        assert decode_checked(forged)[1] == state != decode_checked(forged)[0].state
+        with pytest.raises(CheckpointError):
+            decode_checked(data[:-3])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
