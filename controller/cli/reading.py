@@ -323,8 +323,8 @@ def _start_method() -> str:
 
 @contextmanager
 def _executor(url: str | None, workers: int) -> Iterator[Executor]:
-    """A pool of ``workers`` spawned processes, or (``dask://HOST:PORT``) a Dask cluster's
-    executor; a URL of another scheme, or Dask not installed, fails with one line."""
+    """A pool of ``workers`` processes (:func:`_start_method`), or (``dask://HOST:PORT``) a Dask
+    cluster's executor; a URL of another scheme, or Dask not installed, fails with one line."""
     from controller.cli.common import fail
 
     if url is None:
