@@ -167,10 +167,6 @@ def encode_snapshot(snapshot: Snapshot, *, world: bytes | None = None) -> bytes:
     """The checkpoint's bytes (sets ``snapshot.state``, the digest of its state);
     ``world``: the World's part already encoded (:func:`world_part`) at the snapshot's
     position, instead of ``snapshot.world``'s."""
-    if world is None and snapshot.world.position != snapshot.position:
-        raise ValueError(
-            f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
-        )
     parts = _state_parts(snapshot, world)
     snapshot.state = _digest(parts)
     if snapshot.known is not None:
@@ -201,15 +197,16 @@ def state_digest(snapshot: Snapshot) -> str:
     """The sha256 of the state ``snapshot`` holds, as :func:`encode_snapshot` computes its
     header's ``state`` (sets ``snapshot.state``), without compressing anything: what a
     fold's end state is compared by with the checkpoint the next fold starts from."""
-    if snapshot.world.position != snapshot.position:
-        raise ValueError(
-            f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
-        )
     snapshot.state = _digest(_state_parts(snapshot, None))
     return snapshot.state
 
 
 def _state_parts(snapshot: Snapshot, world: bytes | None) -> list[tuple[str, bytes]]:
+    """The parts the state digest covers; ``world``: the World's, encoded already."""
+    if world is None and snapshot.world.position != snapshot.position:
+        raise ValueError(
+            f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
+        )
     return [
         ("world", world if world is not None else _world_bytes(snapshot.world)),
         ("effects", snapshot.effects.dump()),
@@ -271,7 +268,10 @@ def _body(data: bytes) -> tuple[Header, bytes]:
 def state_of(data: bytes) -> str:
     """The sha256 of the state a checkpoint's bytes hold (computed, not the header's word
     for it: a forged state shows); raises CheckpointError as :func:`decode_snapshot`."""
-    header, body = _body(data)
+    return _state_of(*_body(data))
+
+
+def _state_of(header: Header, body: bytes) -> str:
     return hashlib.sha256(body[: sum(length for _, length in header.parts[:3])]).hexdigest()
 
 
@@ -303,8 +303,7 @@ def decode_checked(data: bytes) -> tuple[Snapshot, str]:
     """:func:`decode_snapshot` and :func:`state_of` at once (the bytes are checked and
     inflated once): the state, and the sha256 of the state its bytes hold."""
     header, body = _body(data)
-    state = hashlib.sha256(body[: sum(length for _, length in header.parts[:3])]).hexdigest()
-    return _decode(header, body), state
+    return _decode(header, body), _state_of(header, body)
 
 
 def _decode(header: Header, body: bytes) -> Snapshot:

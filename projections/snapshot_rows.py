@@ -43,12 +43,12 @@ from projections.model import (
 )
 from projections.ownership import Rules
 from projections.parsing import time_or_none
-from projections.pods import shared_map
+from projections.pods import SHARED_MAPS, shared_map
 from projections.snapshot import _RESOURCES, _SKIP, _TIMES
 from streams.events import JSON
 
 #: the task fields written through the maps table
-_MAPPED = frozenset({"node_selector", "tolerations", "labels", "annotations", "affinity"})
+_MAPPED = frozenset(SHARED_MAPS)
 _CLASSES: dict[str, type[Any]] = {
     "task": TaskInfo,
     "node": NodeInfo,

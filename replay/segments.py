@@ -32,7 +32,7 @@ from projections.checkpoint_codec import Snapshot, decode_checked, state_digest
 from projections.checkpoints import Warn, checked
 from projections.effects import EffectsState
 from projections.world import World
-from streams.backends.checkpoints import CheckpointStore, Stored
+from streams.backends.checkpoints import CheckpointStore
 from streams.chain_check import ChainChecker, ChainReport
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
@@ -135,7 +135,8 @@ async def plan_cuts(
     if store is None or jobs < 2:
         return []
     head = await log.head()
-    pool = [Cut(i.position, i.at, i.size) for i in await store.stored() if 0 < i.position < head]
+    kept = {i.position: i for i in await store.stored() if 0 < i.position < head}
+    pool = [Cut(i.position, i.at, i.size) for i in kept.values()]
     good: set[int] = set()
     bad: list[tuple[int, str]] = []
     while True:
@@ -143,7 +144,7 @@ async def plan_cuts(
         for cut in chosen:
             if cut.position in good:
                 continue
-            problem = (await checked(store, log, Stored(cut.position, cut.at, cut.size))).problem
+            problem = (await checked(store, log, kept[cut.position])).problem
             if problem is None and await _at_boundary(log, cut.position):
                 good.add(cut.position)
                 continue
