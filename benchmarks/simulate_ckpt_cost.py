@@ -1,22 +1,46 @@
 """What checkpoints cost ``tide simulate --log`` (issue 26, item 3), on a recording of
-one's own, interleaved in one process (CPU = user + sys):
+one's own, interleaved, each run in a fresh interpreter (so no run inherits another's heap;
+CPU = user + sys of the run, imports left out):
 
-``python -m benchmarks.simulate_ckpt_cost RECORDING CONFIG [--rounds 2]``
+``python -m benchmarks.simulate_ckpt_cost RECORDING CONFIG [--rounds 2] [--minutes 20 30]
+[--hashed-twice]``
 
 prints the CPU of the run keeping no checkpoint, keeping them at the default interval
-(``TIDE_CHECKPOINT_*`` of the environment), and keeping them with the chain state hashing
-every record again (``ChainChecker.linked`` swapped for ``feed``: as before the keeper
-reused the writer's hashes), and the ratios to the first.
+(``TIDE_CHECKPOINT_*`` of the environment), at each ``--minutes`` of log time
+(``TIDE_CHECKPOINT_MINUTES`` set for that run), and with ``--hashed-twice`` keeping them
+with the chain state hashing every record again (``ChainChecker.linked`` swapped for
+``feed``: as before the keeper reused the writer's hashes), and the ratios to the first.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from benchmarks.bench_checkpoints import _simulate
 from streams.chain_check import ChainChecker
+
+MINUTES = "TIDE_CHECKPOINT_MINUTES"
+
+
+def _run(name: str, recording: Path, config: Path, db: Path) -> float:
+    linked, minutes = ChainChecker.linked, os.environ.get(MINUTES)
+    if name == "hashed twice":
+        ChainChecker.linked = ChainChecker.feed  # type: ignore[method-assign,assignment]
+    if name.startswith("every "):
+        os.environ[MINUTES] = name.split()[1]
+    try:
+        return _simulate(recording, config, db, keep=name != "none")
+    finally:
+        ChainChecker.linked = linked  # type: ignore[method-assign]
+        if minutes is None:
+            os.environ.pop(MINUTES, None)
+        else:
+            os.environ[MINUTES] = minutes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,27 +48,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("recording", type=Path)
     parser.add_argument("config", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--minutes", type=float, nargs="*", default=[])
+    parser.add_argument("--hashed-twice", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # one run, in this interpreter
+    parser.add_argument("--db", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    linked = ChainChecker.linked
-    costs: dict[str, list[float]] = {"none": [], "kept": [], "hashed twice": []}
+    names = ["none", "kept", *(f"every {m:g} min" for m in args.minutes)]
+    if args.hashed_twice:
+        names.append("hashed twice")
+    costs: dict[str, list[float]] = {name: [] for name in names}
+    if args.one is not None:
+        print(_run(args.one, args.recording, args.config, Path(args.db)))
+        return 0
     with tempfile.TemporaryDirectory() as work:
         for _ in range(args.rounds):
             for name in costs:
-                db = Path(work) / f"{name.replace(' ', '-')}.db"
+                db = Path(work) / "run.db"
                 for stale in Path(work).glob(f"{db.name}*"):
                     stale.unlink()
-                if name == "hashed twice":
-                    ChainChecker.linked = ChainChecker.feed  # type: ignore[method-assign,assignment]
-                try:
-                    costs[name].append(
-                        _simulate(args.recording, args.config, db, keep=name != "none")
-                    )
-                finally:
-                    ChainChecker.linked = linked  # type: ignore[method-assign]
+                one = [sys.executable, "-m", "benchmarks.simulate_ckpt_cost", "--one", name]
+                one += ["--db", str(db), str(args.recording), str(args.config)]
+                done = subprocess.run(one, check=True, capture_output=True, text=True)
+                costs[name].append(float(done.stdout.split()[-1]))
     base = min(costs["none"])
     for name, times in costs.items():
         shown = ", ".join(f"{t:.2f}" for t in times)
-        print(f"{name:>12}: CPU {shown} s  min/none {min(times) / base:.3f}")
+        print(f"{name:>14}: CPU {shown} s  min/none {min(times) / base:.3f}")
     return 0
 
 

@@ -185,11 +185,20 @@ class History(BaseProjection):
     # ---- checkpoints -------------------------------------------------------------------
 
     def dump(self) -> bytes:
+        # one instant is in several lists (an eviction: by node, by namespace, in all)
+        texts: dict[datetime, str] = {}
+
+        def text(at: datetime) -> str:
+            found = texts.get(at)
+            if found is None:
+                found = texts[at] = format_time(at)
+            return found
+
         def times(values: list[datetime]) -> list[str]:
-            return [format_time(t) for t in values]
+            return [text(t) for t in values]
 
         def stamps(values: dict[str, datetime]) -> dict[str, str]:
-            return {k: format_time(v) for k, v in values.items()}
+            return {k: text(v) for k, v in values.items()}
 
         body = {
             "keep": self.keep,

@@ -22,8 +22,7 @@ restarted recorder folds the log from its latest checkpoint, not from offset 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 
@@ -34,9 +33,8 @@ from streams.payloads import ObjectMeta, RawObject, as_node_sample, as_watch
 __all__ = ["Identity", "KnownObjects", "identity_of", "key_of"]
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """An object as the log last saw it."""
+class Identity(NamedTuple):
+    """An object as the log last saw it (a tuple: made for every watch record folded)."""
 
     namespace: str
     name: str
@@ -73,22 +71,21 @@ def key_of(obj: Mapping[str, object]) -> str:
 
 
 def identity_of(obj: Mapping[str, object]) -> Identity:
-    """The identity of a raw object (fields it lacks are "")."""
+    """The identity of a raw object (fields it lacks, or that are not text, are "")."""
     meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-
-    def text(source: Mapping[str, object], key: str) -> str:
-        value = source.get(key)
-        return value if isinstance(value, str) else ""
-
-    return Identity(
-        namespace=text(meta, "namespace"),
-        name=text(meta, "name"),
-        uid=text(meta, "uid"),
-        resource_version=text(meta, "resourceVersion"),
-        api_version=text(obj, "apiVersion"),
-        kind=text(obj, "kind"),
+    get = meta.get if isinstance(meta, dict) else _NOTHING.get
+    fields = (
+        get("namespace"),
+        get("name"),
+        get("uid"),
+        get("resourceVersion"),
+        obj.get("apiVersion"),
+        obj.get("kind"),
     )
+    return Identity._make([value if isinstance(value, str) else "" for value in fields])
+
+
+_NOTHING: dict[str, object] = {}
 
 
 class KnownObjects:
@@ -133,9 +130,9 @@ class KnownObjects:
 
     def note(self, resource: str, event: str, obj: RawObject) -> None:
         """Fold one watch event."""
-        version = identity_of(obj).resource_version
-        if version:
-            self.versions[resource] = version
+        identity = identity_of(obj)
+        if identity.resource_version:
+            self.versions[resource] = identity.resource_version
         key = key_of(obj)
         if not key or event == "BOOKMARK":
             return
@@ -143,25 +140,21 @@ class KnownObjects:
         if event == "DELETED":
             known.pop(key, None)
         else:
-            known[key] = identity_of(obj)
+            known[key] = identity
 
     def dump(self) -> bytes:
         """The fold as canonical JSON (keys sorted: equal folds give equal bytes)."""
         return orjson.dumps(
             {
-                "objects": {
-                    resource: {
-                        key: [i.namespace, i.name, i.uid, i.resource_version, i.api_version, i.kind]
-                        for key, i in objects.items()
-                    }
-                    for resource, objects in self.objects.items()
-                },
+                # each identity an array of its six fields (``default``: a tuple's subclass)
+                "objects": self.objects,
                 "versions": self.versions,
                 "samples": sorted(
                     [type_, key, stamp] for (type_, key), stamp in self.samples.items()
                 ),
                 "config": self.config,
             },
+            default=tuple,
             option=orjson.OPT_SORT_KEYS,
         )
 

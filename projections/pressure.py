@@ -30,14 +30,14 @@ reads the configuration:
 from __future__ import annotations
 
 from bisect import bisect_right, insort
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.model import Resource
 from projections.parsing import milli, time_or_none, units
-from streams.events import Event, format_time
+from streams.events import JSON, Event, format_time
 from streams.payloads import (
     CooldownEvidence,
     RoundEvidence,
@@ -111,6 +111,22 @@ class Reservation:
 
 def _time(value: Any, default: datetime) -> datetime:
     return time_or_none(value) or default
+
+
+#: the fields of the records a checkpoint holds, in order
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (Cooldown, Round, Taint, Reservation)
+}
+
+
+def _fields(record: Cooldown | Round | Taint | Reservation) -> JSON:
+    """``dataclasses.asdict`` of a record, times as RFC 3339 (its fields are times, plain
+    values and lists of strings; written at once, so nothing is copied)."""
+    out: JSON = {}
+    for name in _FIELDS[type(record)]:
+        value = getattr(record, name)
+        out[name] = format_time(value) if isinstance(value, datetime) else value
+    return out
 
 
 class PressureState(BaseProjection):
@@ -375,27 +391,18 @@ class PressureState(BaseProjection):
     # ---- checkpoint ------------------------------------------------------------------
 
     def dump(self) -> bytes:
-        def enc(value: Any) -> Any:
-            if isinstance(value, datetime):
-                return format_time(value)
-            if isinstance(value, dict):
-                return {k: enc(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [enc(v) for v in value]
-            return value
-
         body = {
             "clock": format_time(self.clock) if self.clock else None,
             "cooldowns": [
-                [n, r, enc(asdict(self.cooldowns[(n, r)]))] for n, r in sorted(self.cooldowns)
+                [n, r, _fields(self.cooldowns[(n, r)])] for n, r in sorted(self.cooldowns)
             ],
             "awaiting": {n: sorted(self.awaiting[n]) for n in sorted(self.awaiting)},
-            "window": {n: enc(self.window[n]) for n in sorted(self.window)},
+            "window": {n: [format_time(t) for t in self.window[n]] for n in sorted(self.window)},
             "evicted": {u: self.evicted[u] for u in sorted(self.evicted)},
-            "rounds": {i: enc(asdict(self.rounds[i])) for i in sorted(self.rounds)},
-            "taints": {n: enc(asdict(self.taints[n])) for n in sorted(self.taints)},
+            "rounds": {i: _fields(self.rounds[i]) for i in sorted(self.rounds)},
+            "taints": {n: _fields(self.taints[n]) for n in sorted(self.taints)},
             "reservations": {
-                n: [enc(asdict(r)) for r in self.reservations[n]] for n in sorted(self.reservations)
+                n: [_fields(r) for r in self.reservations[n]] for n in sorted(self.reservations)
             },
             "decisions": {i: list(self.decisions[i]) for i in sorted(self.decisions)},
         }

@@ -75,6 +75,15 @@ def _resource_in(value: Any) -> Resource | None:
     return Resource(float(cpu), float(memory), named)
 
 
+#: the canonical encoding of every map the last :func:`dump_rows` wrote, by identity,
+#: each beside the map itself (so its id is not reused while the entry lives): a writer
+#: keeping a checkpoint every few minutes writes mostly the same tasks, whose maps (a pod's
+#: annotations are its own) are then not encoded again. Sound because a map the fold
+#: holds is never changed in place (raw objects are copied to be edited), which
+#: :class:`_Maps` assumes within one dump too; each dump replaces it with its own.
+_last_keys: dict[int, tuple[Any, bytes]] = {}
+
+
 class _Maps:
     """The table of distinct maps, in order of first use."""
 
@@ -86,6 +95,9 @@ class _Maps:
         self._seen: dict[int, tuple[Any, int]] = {}
         #: the empty map and list, by type: each task's empty labels are its own dict
         self._empty: dict[type, int] = {}
+        #: the encodings of the last dump (read) and of this one (for the next)
+        self._known = _last_keys
+        self.keys: dict[int, tuple[Any, bytes]] = {}
 
     def ref(self, value: Any) -> int:
         seen = self._seen.get(id(value))
@@ -102,7 +114,12 @@ class _Maps:
         return found
 
     def _ref(self, value: Any) -> int:
-        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        known = self._known.get(id(value))
+        if known is not None and known[0] is value:
+            key = known[1]
+        else:
+            key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        self.keys[id(value)] = (value, key)
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.values)
@@ -212,6 +229,8 @@ def dump_rows(state: ClusterIndex) -> JSON:
         if task.init_resreq is task.resreq:  # one object, as Volcano's resReq := initResReq
             row[init_at] = None
         tasks.append([key, row])
+    global _last_keys
+    _last_keys = maps.keys
     node_row, job_row, queue_row = (_writer(cls, None) for cls in (NodeInfo, JobInfo, QueueInfo))
     return {
         "version": state.version,
