@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import orjson
 import zstandard
 
-from projections.base import CheckpointError, decode_state
+from projections.base import CheckpointError, decode_state, paused_gc
 from projections.cluster import ClusterState
 from projections.effects import EffectsState
 from projections.known import KnownObjects
@@ -125,6 +125,13 @@ class Header:
 def _world_bytes(world: World) -> bytes:
     if world.extra:
         raise ValueError("only a default World is checkpointed by position")
+    # the rows are many small objects: with the collector on, its full collections walk
+    # the whole heap (the World too) over and over while they are made
+    with paused_gc():
+        return _encoded(world)
+
+
+def _encoded(world: World) -> bytes:
     parts: list[bytes] = []
     for member in world.members:
         if member.name == "cluster":
@@ -335,7 +342,8 @@ def decode_checked(data: bytes) -> tuple[Snapshot, str]:
 
 def _decode(header: Header, body: bytes) -> Snapshot:
     (_, world_len), (_, effects_len), (_, chain_len) = header.parts[:3]
-    world = _load_world(body[:world_len])
+    with paused_gc():  # a World of objects made at once (as :func:`_world_bytes`)
+        world = _load_world(body[:world_len])
     effects = EffectsState()
     effects.load(body[world_len : world_len + effects_len])
     end = world_len + effects_len + chain_len
