@@ -54,7 +54,7 @@ from projections.base import CheckpointError, decode_state, paused_gc
 from projections.cluster import ClusterState
 from projections.effects import EffectsState
 from projections.known import KnownObjects
-from projections.snapshot_rows import dump_rows, dumps, load_rows
+from projections.snapshot_rows import MapKeys, dump_rows, dumps, load_rows
 from projections.world import World
 from streams.events import JSON
 
@@ -119,25 +119,22 @@ class Header:
     state: str
     parts: list[tuple[str, int]]
     body: int  # where the compressed bytes start
-    version: int = VERSION
+    version: int  # the layout's (:data:`READS`)
 
 
-def _world_bytes(world: World) -> bytes:
+def _world_bytes(world: World, keys: MapKeys | None = None) -> bytes:
     if world.extra:
         raise ValueError("only a default World is checkpointed by position")
+    parts: list[bytes] = []
     # the rows are many small objects: with the collector on, its full collections walk
     # the whole heap (the World too) over and over while they are made
     with paused_gc():
-        return _encoded(world)
-
-
-def _encoded(world: World) -> bytes:
-    parts: list[bytes] = []
-    for member in world.members:
-        if member.name == "cluster":
-            parts.append(dumps("cluster", member.position, dump_rows(world.cluster), fmt=_ROWS))
-        else:
-            parts.append(member.dump())
+        for member in world.members:
+            if member.name == "cluster":
+                body = dump_rows(world.cluster, keys)
+                parts.append(dumps("cluster", member.position, body, fmt=_ROWS))
+            else:
+                parts.append(member.dump())
     head = orjson.dumps(
         {
             "config": world.config,
@@ -189,17 +186,20 @@ def _json(data: bytes, what: str) -> JSON:
     return value
 
 
-def world_part(world: World) -> bytes:
+def world_part(world: World, *, keys: MapKeys | None = None) -> bytes:
     """The World's part of a checkpoint, encoded now (a writer whose World moves on before
-    the rest of the checkpoint is at hand: :meth:`projections.checkpoints.Keeper.hold`)."""
-    return _world_bytes(world)
+    the rest of the checkpoint is at hand: :meth:`projections.checkpoints.Keeper.hold`);
+    ``keys``: the writer's encodings of the maps of its last checkpoint."""
+    return _world_bytes(world, keys)
 
 
-def encode_snapshot(snapshot: Snapshot, *, world: bytes | None = None) -> bytes:
+def encode_snapshot(
+    snapshot: Snapshot, *, world: bytes | None = None, keys: MapKeys | None = None
+) -> bytes:
     """The checkpoint's bytes (sets ``snapshot.state``, the digest of its state);
     ``world``: the World's part already encoded (:func:`world_part`) at the snapshot's
-    position, instead of ``snapshot.world``'s."""
-    parts = _state_parts(snapshot, world)
+    position, instead of ``snapshot.world``'s (``keys``: as :func:`world_part`)."""
+    parts = _state_parts(snapshot, world, keys)
     snapshot.state = _digest(parts)
     if snapshot.known is not None:
         parts.append(("known", snapshot.known))
@@ -233,14 +233,16 @@ def state_digest(snapshot: Snapshot) -> str:
     return snapshot.state
 
 
-def _state_parts(snapshot: Snapshot, world: bytes | None) -> list[tuple[str, bytes]]:
+def _state_parts(
+    snapshot: Snapshot, world: bytes | None, keys: MapKeys | None = None
+) -> list[tuple[str, bytes]]:
     """The parts the state digest covers; ``world``: the World's, encoded already."""
     if world is None and snapshot.world.position != snapshot.position:
         raise ValueError(
             f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
         )
     return [
-        ("world", world if world is not None else _world_bytes(snapshot.world)),
+        ("world", world if world is not None else _world_bytes(snapshot.world, keys)),
         ("effects", snapshot.effects.dump()),
         ("chain", orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS)),
     ]

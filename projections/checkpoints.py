@@ -43,6 +43,7 @@ from projections.checkpoint_codec import (
 )
 from projections.effects import EffectsState
 from projections.known import KnownObjects
+from projections.snapshot_rows import MapKeys
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore, Stored
 from streams.chain_check import ChainChecker
@@ -179,6 +180,8 @@ class Keeper:
         self._saved = self.position  # the position of the last checkpoint (kept or resumed)
         self._saved_at = self.at
         self.written = 0
+        #: the encodings of the maps of the last checkpoint (not encoded again)
+        self.map_keys = MapKeys()
         #: World parts encoded ahead of the records they fold (:meth:`hold`), oldest first
         self._held: list[tuple[int, bytes]] = []
         #: the position the last checkpoint was held or saved at, and its log time
@@ -225,7 +228,7 @@ class Keeper:
         (:attr:`ready`, then :meth:`save_held`)."""
         if world.position != position:
             raise ValueError(f"a World at {world.position} is not the fold of {position} records")
-        self._held.append((position, world_part(world)))
+        self._held.append((position, world_part(world, keys=self.map_keys)))
         self._planned = position
         self._planned_at = max((r for r in (self.at, self._planned_at) if r), default=None)
 
@@ -256,7 +259,8 @@ class Keeper:
             chain=self.chain.state() if self.chain is not None else None,
             known=self.known.dump() if self.known is not None else None,
         )
-        await self.store.save_at(self.position, snapshot.at, encode_snapshot(snapshot, world=world))
+        data = encode_snapshot(snapshot, world=world, keys=self.map_keys)
+        await self.store.save_at(self.position, snapshot.at, data)
         self._saved, self._saved_at = self.position, self.at
         self.written += 1
 

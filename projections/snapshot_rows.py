@@ -75,19 +75,25 @@ def _resource_in(value: Any) -> Resource | None:
     return Resource(float(cpu), float(memory), named)
 
 
-#: the canonical encoding of every map the last :func:`dump_rows` wrote, by identity,
-#: each beside the map itself (so its id is not reused while the entry lives): a writer
-#: keeping a checkpoint every few minutes writes mostly the same tasks, whose maps (a pod's
-#: annotations are its own) are then not encoded again. Sound because a map the fold
-#: holds is never changed in place (raw objects are copied to be edited), which
-#: :class:`_Maps` assumes within one dump too; each dump replaces it with its own.
-_last_keys: dict[int, tuple[Any, bytes]] = {}
+class MapKeys:
+    """The canonical encoding of every map a writer's last :func:`dump_rows` wrote, by
+    identity, each beside the map itself (so its id is not reused while the entry lives):
+    a writer keeping a checkpoint every few minutes writes mostly the same tasks, whose
+    maps (a pod's annotations are its own) are then not encoded again. Sound because a map
+    the fold holds is never changed in place (raw objects are copied to be edited), which
+    :class:`_Maps` assumes within one dump too. Held by the writer
+    (:class:`projections.checkpoints.Keeper`); each dump replaces the entries with its own."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[Any, bytes]] = {}
 
 
 class _Maps:
     """The table of distinct maps, in order of first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: dict[int, tuple[Any, bytes]]) -> None:
         self.index: dict[bytes, int] = {}
         self.values: list[orjson.Fragment] = []
         #: the maps already written, by identity (the fold shares equal maps between
@@ -95,8 +101,8 @@ class _Maps:
         self._seen: dict[int, tuple[Any, int]] = {}
         #: the empty map and list, by type: each task's empty labels are its own dict
         self._empty: dict[type, int] = {}
-        #: the encodings of the last dump (read) and of this one (for the next)
-        self._known = _last_keys
+        #: the encodings of the writer's last dump (read) and of this one (for the next)
+        self._known = known
         self.keys: dict[int, tuple[Any, bytes]] = {}
 
     def ref(self, value: Any) -> int:
@@ -217,9 +223,10 @@ def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[lis
     return read
 
 
-def dump_rows(state: ClusterIndex) -> JSON:
-    """The body of a format-2 cluster checkpoint."""
-    maps = _Maps()
+def dump_rows(state: ClusterIndex, keys: MapKeys | None = None) -> JSON:
+    """The body of a format-2 cluster checkpoint; ``keys``: the writer's encodings of the
+    maps of its last dump (read, then replaced by this dump's)."""
+    maps = _Maps(keys.entries if keys is not None else {})
     task_row = _writer(TaskInfo, maps)
     init_at = _names(TaskInfo).index("init_resreq")
     tasks = []
@@ -229,8 +236,8 @@ def dump_rows(state: ClusterIndex) -> JSON:
         if task.init_resreq is task.resreq:  # one object, as Volcano's resReq := initResReq
             row[init_at] = None
         tasks.append([key, row])
-    global _last_keys
-    _last_keys = maps.keys
+    if keys is not None:
+        keys.entries = maps.keys
     node_row, job_row, queue_row = (_writer(cls, None) for cls in (NodeInfo, JobInfo, QueueInfo))
     return {
         "version": state.version,

@@ -93,6 +93,15 @@ async def _nearest(url: str, upto: int | None, at: datetime | None = None) -> Sn
             return await nearest(store, log, upto=upto, at=at)
 
 
+async def _kept(url: str) -> list[bytes]:
+    """The bytes of every checkpoint kept with the log at ``url``."""
+    store = await open_log_store(url, create=False)
+    assert store is not None
+    async with store:
+        found = [await store.load_at(s.position) for s in await store.stored()]
+    return [d for d in found if d is not None]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(name=st.sampled_from(LOGS), every=st.sampled_from([1, 7, 50, 1000]), data=st.data())
 def test_a_checkpoint_is_the_fold_from_zero_of_its_records(
@@ -147,15 +156,7 @@ def test_decode_checked_is_the_snapshot_and_the_state_its_bytes_hold() -> None:
     """What a --jobs segment loads its checkpoint with: the bytes inflated once give the
     decoded state and its computed digest, which a forged header does not change."""
     url = _log(LOGS[0], 50)
-
-    async def kept() -> list[bytes]:
-        store = await open_log_store(url, create=False)
-        assert store is not None
-        async with store:
-            found = [await store.load_at(s.position) for s in await store.stored()]
-        return [d for d in found if d is not None]
-
-    every = asyncio.run(kept())
+    every = asyncio.run(_kept(url))
     assert every
     for data in every:
         snapshot, state = decode_checked(data)
@@ -182,15 +183,7 @@ def test_a_version_1_checkpoint_reads_as_the_same_state(name: str) -> None:
     """Checkpoints written before version 2 (zlib) still load, into the same state with the
     same digest, and the damage checks hold for them too."""
     url = _log(name, 13)
-
-    async def kept() -> list[bytes]:
-        store = await open_log_store(url, create=False)
-        assert store is not None
-        async with store:
-            found = [await store.load_at(s.position) for s in await store.stored()]
-        return [d for d in found if d is not None]
-
-    every = asyncio.run(kept())
+    every = asyncio.run(_kept(url))
     assert every and all(read_header(d).version == 2 for d in every)
     for data in every:
         old = _as_version_1(data)

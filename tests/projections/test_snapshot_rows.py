@@ -1,6 +1,6 @@
 """The cluster's rows (``projections.snapshot_rows``): a dump is a function of the state
-alone, whatever the dumps before it in the process (the maps' encodings are kept from one
-dump to the next, by identity), and it loads back into the same tasks."""
+alone, whatever the writer's dumps before it (the maps' encodings are kept from one dump
+to the next, by identity: ``MapKeys``), and it loads back into the same tasks."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from projections import snapshot_rows
 from projections.base import decode_state
 from projections.cluster import ClusterState
 from projections.model import TaskInfo
-from projections.snapshot_rows import dump_rows, dumps, load_rows
+from projections.snapshot_rows import MapKeys, dump_rows, dumps, load_rows
 from projections.world import World
 from tests.builders import build_node, build_pod, watch
 
@@ -28,18 +27,13 @@ def _cluster() -> ClusterState:
     return World().fold(events).cluster
 
 
-def _bytes(state: ClusterState) -> bytes:
-    return dumps("cluster", state.position, dump_rows(state), fmt=2)
+def _bytes(state: ClusterState, keys: MapKeys | None) -> bytes:
+    return dumps("cluster", state.position, dump_rows(state, keys), fmt=2)
 
 
 def _fresh(state: ClusterState) -> bytes:
-    """The dump of a process that never dumped before."""
-    kept = snapshot_rows._last_keys
-    snapshot_rows._last_keys = {}
-    try:
-        return _bytes(state)
-    finally:
-        snapshot_rows._last_keys = kept
+    """The dump of a writer that never dumped before."""
+    return _bytes(state, None)
 
 
 def _new_content(task: TaskInfo) -> None:
@@ -69,11 +63,11 @@ def _gone(task: TaskInfo) -> None:
     ids=["new-content", "equal-copy", "other-labels", "emptied", "both-replaced"],
 )
 def test_a_dump_after_a_change_is_the_fresh_dump(change: Callable[[TaskInfo], None]) -> None:
-    state = _cluster()
-    first = _bytes(state)
-    assert _bytes(state) == first == _fresh(state)  # the kept encodings give the same bytes
+    state, keys = _cluster(), MapKeys()
+    first = _bytes(state, keys)
+    assert _bytes(state, keys) == first == _fresh(state)  # the kept encodings: the same bytes
     change(state.tasks["ns/p2"])
-    again = _bytes(state)
+    again = _bytes(state, keys)
     assert again == _fresh(state)
     if change is not _equal_copy:
         assert again != first
@@ -86,10 +80,10 @@ def test_a_dump_after_a_change_is_the_fresh_dump(change: Callable[[TaskInfo], No
 
 def test_a_map_of_a_task_gone_is_not_written_again() -> None:
     """The table holds the maps of the tasks there are, not those of the dump before."""
-    state = _cluster()
-    _bytes(state)
+    state, keys = _cluster(), MapKeys()
+    _bytes(state, keys)
     gone = state.tasks.pop("ns/p3")
     del state.nodes["n2"].tasks["ns/p3"]
-    again = _bytes(state)
+    again = _bytes(state, keys)
     assert again == _fresh(state)
     assert gone.annotations["cni.projectcalico.org/podIP"].encode() not in again
