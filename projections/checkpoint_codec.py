@@ -32,9 +32,13 @@ Layout::
   replay verifies the World, the ledger and the chain; the known part is kept whole by
   ``digest``, and a recorder without it folds the log from offset 0.
 
-Version 2 compresses with Zstandard (level 1: ~5x quicker than zlib's level 1 and smaller,
-``benchmarks/README.md``); version 1, zlib, is what tides before it wrote, and is still
-read (the parts are the same, so a state digest is the same in both).
+Version 3 writes the cluster in rows of format 3 (:mod:`projections.rowcache`: maps named
+by a digest of their content, so a writer writes again only the tasks that moved since its
+last checkpoint); version 2 compresses format 2's rows (:mod:`projections.snapshot_rows`)
+with Zstandard (level 1: ~5x quicker than zlib's level 1 and smaller,
+``benchmarks/README.md``); version 1, zlib, is what tides before it wrote. All three are
+read. A state digest is computed from the parts of the checkpoint's version (the same for
+1 and 2): :func:`state_digest` takes the version of the checkpoint it is compared with.
 
 Anything else — another magic, another version, a digest that does not match, parts that
 do not decode into a default World — raises :class:`~projections.base.CheckpointError`
@@ -54,17 +58,24 @@ from projections.base import CheckpointError, decode_state, paused_gc
 from projections.cluster import ClusterState
 from projections.effects import EffectsState
 from projections.known import KnownObjects
-from projections.snapshot_rows import MapKeys, dump_rows, dumps, load_rows
+from projections.rowcache import RowCache, cluster_part
+from projections.snapshot_rows import dump_rows, dumps, load_rows
 from projections.world import World
 from streams.events import JSON
 
 #: the version of this layout written (and of the World's parts in it)
-VERSION = 2
-#: the versions read: 1 is zlib-compressed, 2 Zstandard-compressed (the same parts)
-READS = (1, 2)
+VERSION = 3
+#: the versions read: 1 is zlib-compressed, 2 Zstandard-compressed (the same parts), 3
+#: Zstandard-compressed with the cluster's rows of format 3
+READS = (1, 2, 3)
 MAGIC = b"tide-checkpoint "
-#: the cluster's part: the rows encoding, told apart from a ``dump()`` by its format
-_ROWS = 2
+
+
+def _rows_format(version: int) -> int:
+    """The format of the cluster's part (the rows, told apart from a ``dump()`` by it)."""
+    return 3 if version >= 3 else 2
+
+
 #: Zstandard level: 1 compresses a 12,000-pod World ~8x in ~20 ms (zlib's level 1: 90 ms)
 LEVEL = 1
 #: the parts of a checkpoint, in order; the last is optional
@@ -75,9 +86,22 @@ PARTS = ("world", "effects", "chain", "known")
 _READ = {str(v).encode(): v for v in READS}
 
 
-def compress(body: bytes) -> bytes:
-    """A checkpoint's state, compressed as :data:`VERSION` does (one frame, its size in it)."""
-    return zstandard.ZstdCompressor(level=LEVEL).compress(body)
+#: a part of a checkpoint as the pieces it was encoded in, in order (joined, its bytes):
+#: they are hashed and compressed one after another, never copied into one (a 12,000-pod
+#: World's part is ~17 MB, and each copy of it costs a writer ~10 ms of fresh memory)
+Pieces = tuple[bytes, ...]
+
+
+def compress(body: bytes | Pieces) -> bytes:
+    """A checkpoint's state (or its pieces, in order), compressed as :data:`VERSION` does
+    (one frame, its size in it)."""
+    compressor = zstandard.ZstdCompressor(level=LEVEL)
+    if isinstance(body, bytes):
+        return compressor.compress(body)
+    stream = compressor.compressobj(size=sum(len(piece) for piece in body))
+    packed = [stream.compress(piece) for piece in body]
+    packed.append(stream.flush())
+    return b"".join(packed)
 
 
 def decompress(packed: bytes, version: int) -> bytes:
@@ -122,31 +146,34 @@ class Header:
     version: int  # the layout's (:data:`READS`)
 
 
-def _world_bytes(world: World, keys: MapKeys | None = None) -> bytes:
+def _world_pieces(world: World, cache: RowCache | None = None, version: int = VERSION) -> Pieces:
     if world.extra:
         raise ValueError("only a default World is checkpointed by position")
-    parts: list[bytes] = []
+    parts: list[Pieces] = []
     # the rows are many small objects: with the collector on, its full collections walk
     # the whole heap (the World too) over and over while they are made
     with paused_gc():
         for member in world.members:
-            if member.name == "cluster":
-                body = dump_rows(world.cluster, keys)
-                parts.append(dumps("cluster", member.position, body, fmt=_ROWS))
+            if member.name != "cluster":
+                parts.append((member.dump(),))
+            elif _rows_format(version) == 3:
+                parts.append(cluster_part(world.cluster, cache))
             else:
-                parts.append(member.dump())
+                body = dump_rows(world.cluster)
+                parts.append((dumps("cluster", member.position, body, fmt=2),))
+    lengths = [sum(len(piece) for piece in pieces) for pieces in parts]
     head = orjson.dumps(
         {
             "config": world.config,
             "position": world.position,
-            "members": [[m.name, len(p)] for m, p in zip(world.members, parts, strict=True)],
+            "members": [[m.name, n] for m, n in zip(world.members, lengths, strict=True)],
         },
         option=orjson.OPT_SORT_KEYS,
     )
-    return b"".join([head, b"\n", *parts])
+    return (head, b"\n", *(piece for pieces in parts for piece in pieces))
 
 
-def _load_world(data: bytes) -> World:
+def _load_world(data: bytes, version: int) -> World:
     end = data.find(b"\n")
     head = _json(data[:end] if end > 0 else b"", "the World's header")
     world = World()
@@ -159,9 +186,10 @@ def _load_world(data: bytes) -> World:
         part = data[at : at + int(length)]
         at += int(length)
         if member.name == "cluster":
-            position, body = decode_state("cluster", part, fmt=_ROWS)
+            fmt = _rows_format(version)
+            position, body = decode_state("cluster", part, fmt=fmt)
             fresh = ClusterState()
-            load_rows(fresh, body)
+            load_rows(fresh, body, fmt)
             fresh.position = position
             vars(world.cluster).update(vars(fresh))
         else:
@@ -186,32 +214,31 @@ def _json(data: bytes, what: str) -> JSON:
     return value
 
 
-def world_part(world: World, *, keys: MapKeys | None = None) -> bytes:
+def world_part(world: World, *, cache: RowCache | None = None) -> Pieces:
     """The World's part of a checkpoint, encoded now (a writer whose World moves on before
     the rest of the checkpoint is at hand: :meth:`projections.checkpoints.Keeper.hold`);
-    ``keys``: the writer's encodings of the maps of its last checkpoint."""
-    return _world_bytes(world, keys)
+    ``cache``: the writer's rows of its last checkpoint."""
+    return _world_pieces(world, cache)
 
 
 def encode_snapshot(
-    snapshot: Snapshot, *, world: bytes | None = None, keys: MapKeys | None = None
+    snapshot: Snapshot, *, world: Pieces | None = None, cache: RowCache | None = None
 ) -> bytes:
     """The checkpoint's bytes (sets ``snapshot.state``, the digest of its state);
     ``world``: the World's part already encoded (:func:`world_part`) at the snapshot's
-    position, instead of ``snapshot.world``'s (``keys``: as :func:`world_part`)."""
-    parts = _state_parts(snapshot, world, keys)
+    position, instead of ``snapshot.world``'s (``cache``: as :func:`world_part`)."""
+    parts = _state_parts(snapshot, world, cache)
     snapshot.state = _digest(parts)
     if snapshot.known is not None:
-        parts.append(("known", snapshot.known))
-    body = b"".join(part for _, part in parts)
-    packed = compress(body)
+        parts.append(("known", (snapshot.known,)))
+    packed = compress(tuple(piece for _, pieces in parts for piece in pieces))
     header = {
         "position": snapshot.position,
         "at": snapshot.at,
         "last": snapshot.last,
         "digest": hashlib.sha256(packed).hexdigest(),
         "state": snapshot.state,
-        "parts": [[name, len(part)] for name, part in parts],
+        "parts": [[name, sum(len(piece) for piece in pieces)] for name, pieces in parts],
     }
     return b"".join(
         [
@@ -225,33 +252,40 @@ def encode_snapshot(
     )
 
 
-def state_digest(snapshot: Snapshot) -> str:
+def state_digest(snapshot: Snapshot, version: int = VERSION) -> str:
     """The sha256 of the state ``snapshot`` holds, as :func:`encode_snapshot` computes its
     header's ``state`` (sets ``snapshot.state``), without compressing anything: what a
-    fold's end state is compared by with the checkpoint the next fold starts from."""
-    snapshot.state = _digest(_state_parts(snapshot, None))
+    fold's end state is compared by with the checkpoint the next fold starts from, whose
+    ``version`` it is computed for (:data:`READS`: a checkpoint of version 1 or 2 holds
+    the cluster in format-2 rows)."""
+    if version not in READS:
+        raise ValueError(f"no checkpoint version {version} (this tide reads {READS})")
+    snapshot.state = _digest(_state_parts(snapshot, None, None, version))
     return snapshot.state
 
 
 def _state_parts(
-    snapshot: Snapshot, world: bytes | None, keys: MapKeys | None = None
-) -> list[tuple[str, bytes]]:
+    snapshot: Snapshot, world: Pieces | None, cache: RowCache | None, version: int = VERSION
+) -> list[tuple[str, Pieces]]:
     """The parts the state digest covers; ``world``: the World's, encoded already."""
     if world is None and snapshot.world.position != snapshot.position:
         raise ValueError(
             f"a World at {snapshot.world.position} is not the fold of {snapshot.position} records"
         )
+    if world is None:
+        world = _world_pieces(snapshot.world, cache, version)
     return [
-        ("world", world if world is not None else _world_bytes(snapshot.world, keys)),
-        ("effects", snapshot.effects.dump()),
-        ("chain", orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS)),
+        ("world", world),
+        ("effects", (snapshot.effects.dump(),)),
+        ("chain", (orjson.dumps(snapshot.chain, option=orjson.OPT_SORT_KEYS),)),
     ]
 
 
-def _digest(parts: list[tuple[str, bytes]]) -> str:
+def _digest(parts: list[tuple[str, Pieces]]) -> str:
     hasher = hashlib.sha256()
-    for _, part in parts:
-        hasher.update(part)
+    for _, pieces in parts:
+        for piece in pieces:
+            hasher.update(piece)
     return hasher.hexdigest()
 
 
@@ -344,8 +378,8 @@ def decode_checked(data: bytes) -> tuple[Snapshot, str]:
 
 def _decode(header: Header, body: bytes) -> Snapshot:
     (_, world_len), (_, effects_len), (_, chain_len) = header.parts[:3]
-    with paused_gc():  # a World of objects made at once (as :func:`_world_bytes`)
-        world = _load_world(body[:world_len])
+    with paused_gc():  # a World of objects made at once (as :func:`_world_pieces`)
+        world = _load_world(body[:world_len], header.version)
     effects = EffectsState()
     effects.load(body[world_len : world_len + effects_len])
     end = world_len + effects_len + chain_len

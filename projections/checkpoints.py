@@ -33,6 +33,7 @@ from typing import TypeVar
 
 from projections.base import CheckpointError, paused_gc
 from projections.checkpoint_codec import (
+    Pieces,
     Snapshot,
     decode_effects,
     decode_known,
@@ -43,7 +44,7 @@ from projections.checkpoint_codec import (
 )
 from projections.effects import EffectsState
 from projections.known import KnownObjects
-from projections.snapshot_rows import MapKeys
+from projections.rowcache import RowCache
 from projections.world import World
 from streams.backends.checkpoints import CheckpointStore, Stored
 from streams.chain_check import ChainChecker
@@ -180,10 +181,11 @@ class Keeper:
         self._saved = self.position  # the position of the last checkpoint (kept or resumed)
         self._saved_at = self.at
         self.written = 0
-        #: the encodings of the maps of the last checkpoint (not encoded again)
-        self.map_keys = MapKeys()
+        #: the rows of the last checkpoint's cluster (only the tasks moved since are
+        #: encoded again)
+        self.rows = RowCache()
         #: World parts encoded ahead of the records they fold (:meth:`hold`), oldest first
-        self._held: list[tuple[int, bytes]] = []
+        self._held: list[tuple[int, Pieces]] = []
         #: the position the last checkpoint was held or saved at, and its log time
         self._planned, self._planned_at = self.position, self.at
 
@@ -228,7 +230,7 @@ class Keeper:
         (:attr:`ready`, then :meth:`save_held`)."""
         if world.position != position:
             raise ValueError(f"a World at {world.position} is not the fold of {position} records")
-        self._held.append((position, world_part(world, keys=self.map_keys)))
+        self._held.append((position, world_part(world, cache=self.rows)))
         self._planned = position
         self._planned_at = max((r for r in (self.at, self._planned_at) if r), default=None)
 
@@ -247,7 +249,7 @@ class Keeper:
         _, part = self._held.pop(0)
         await self.save(world=part)
 
-    async def save(self, *, world: bytes | None = None) -> None:
+    async def save(self, *, world: Pieces | None = None) -> None:
         """Keep a checkpoint at the keeper's position (the World must be there, or
         ``world`` its part encoded when it was)."""
         snapshot = Snapshot(
@@ -259,7 +261,7 @@ class Keeper:
             chain=self.chain.state() if self.chain is not None else None,
             known=self.known.dump() if self.known is not None else None,
         )
-        data = encode_snapshot(snapshot, world=world, keys=self.map_keys)
+        data = encode_snapshot(snapshot, world=world, cache=self.rows)
         await self.store.save_at(self.position, snapshot.at, data)
         self._saved, self._saved_at = self.position, self.at
         self.written += 1
@@ -449,6 +451,8 @@ class Listed:
     at: str
     size: int
     problem: str | None
+    #: its layout's version (:data:`projections.checkpoint_codec.READS`; 0 when unread)
+    version: int = 0
 
 
 async def listing(store: CheckpointStore | None, log: EventLog) -> list[Listed]:
@@ -463,11 +467,13 @@ async def listing(store: CheckpointStore | None, log: EventLog) -> list[Listed]:
 async def checked(store: CheckpointStore, log: EventLog, info: Stored) -> Listed:
     """One checkpoint kept with ``log``, checked as :func:`listing` checks each."""
     problem: str | None = None
+    version = 0
     data = await store.load_at(info.position)
     try:
         if data is None:
             raise CheckpointError("gone")
         header = read_header(data)
+        version = header.version
         if hashlib.sha256(data[header.body :]).hexdigest() != header.digest:
             raise CheckpointError("its digest does not match (corrupt or truncated)")
         if header.position != info.position:
@@ -477,7 +483,7 @@ async def checked(store: CheckpointStore, log: EventLog, info: Stored) -> Listed
             raise CheckpointError("its last record is not this log's")
     except CheckpointError as exc:
         problem = str(exc)
-    return Listed(info.position, info.at, info.size, problem)
+    return Listed(info.position, info.at, info.size, problem, version)
 
 
 @dataclass

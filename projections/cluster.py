@@ -263,6 +263,8 @@ class ClusterState(ClusterIndex, BaseProjection):
         if self.rules.has(PREEMPTABLE_OPT_IN):  # its tasks may take the PodGroup's mark
             for key, task in job.tasks.items():
                 derive(task, self.rules, job)
+                if self.touched is not None:
+                    self.touched.add(key)
                 self.zone_tasks.touch_task(task.node_name, key)
                 self.preempt_index.touch(task.node_name)
         return True

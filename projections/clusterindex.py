@@ -93,6 +93,10 @@ class ClusterIndex:
         #: nodes whose requests exceed their allocatable, told where accounting changes
         #: (overcommit.py; the offset is :attr:`position`, the record being folded)
         self.overcommit = OvercommitWatch()
+        #: the keys of the tasks added, removed or changed in place since a writer's last
+        #: checkpoint, while one tracks this cluster (:class:`projections.rowcache.RowCache`);
+        #: else None
+        self.touched: set[str] | None = None
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -144,6 +148,8 @@ class ClusterIndex:
     def _add_task(self, task: TaskInfo, key: str) -> None:
         rules = self.rules
         self.tasks[key] = task
+        if self.touched is not None:
+            self.touched.add(key)
         self.affinity_pods.add(key, task)
         job = self.jobs.get(task.job)
         # the job's queue and PodGroup unchanged: its totals change by this task alone
@@ -180,6 +186,8 @@ class ClusterIndex:
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
         del self.tasks[key]
+        if self.touched is not None:
+            self.touched.add(key)
         self.affinity_pods.remove(key)
         self._unplace(task, key)
         job = self.jobs.get(task.job)
@@ -205,6 +213,8 @@ class ClusterIndex:
             self.queue_totals.task_moved(task, -1)
         task.status = status
         task.node_name = node_name
+        if self.touched is not None:
+            self.touched.add(key)
         self._place(task, key)
         if filed:
             self.queue_totals.task_moved(task, 1)

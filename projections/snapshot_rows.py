@@ -18,6 +18,11 @@ What the indexes hold (``node.tasks``, ``job.tasks``, ``pending``) is rebuilt on
 format 1 does; node accounting is written as folded, so a resumed fold continues from
 bit-identical floats. Equal states give equal bytes (the maps table is keyed by the
 canonical, key-sorted encoding of each map).
+
+Format 3 (:mod:`projections.rowcache`, what checkpoints of version 3 hold) is this with
+the maps named by a digest of their encoding instead of an index, so that a writer can
+keep each task's row from one checkpoint to the next; :func:`load_rows` reads both, and
+format 2 is still written to digest the state of a checkpoint of version 1 or 2.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from projections.snapshot import _RESOURCES, _SKIP, _TIMES
 from streams.events import JSON
 
 #: the task fields written through the maps table
-_MAPPED = frozenset(SHARED_MAPS)
+MAPPED = frozenset(SHARED_MAPS)
 _CLASSES: dict[str, type[Any]] = {
     "task": TaskInfo,
     "node": NodeInfo,
@@ -57,11 +62,11 @@ _CLASSES: dict[str, type[Any]] = {
 }
 
 
-def _names(cls: type[Any]) -> list[str]:
+def names_of(cls: type[Any]) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.name not in _SKIP]
 
 
-def _resource_out(value: Resource | None) -> Any:
+def resource_out(value: Resource | None) -> Any:
     if value is None:
         return None
     return [value.milli_cpu, value.memory, value.scalars]
@@ -75,25 +80,10 @@ def _resource_in(value: Any) -> Resource | None:
     return Resource(float(cpu), float(memory), named)
 
 
-class MapKeys:
-    """The canonical encoding of every map a writer's last :func:`dump_rows` wrote, by
-    identity, each beside the map itself (so its id is not reused while the entry lives):
-    a writer keeping a checkpoint every few minutes writes mostly the same tasks, whose
-    maps (a pod's annotations are its own) are then not encoded again. Sound because a map
-    the fold holds is never changed in place (raw objects are copied to be edited), which
-    :class:`_Maps` assumes within one dump too. Held by the writer
-    (:class:`projections.checkpoints.Keeper`); each dump replaces the entries with its own."""
-
-    __slots__ = ("entries",)
-
-    def __init__(self) -> None:
-        self.entries: dict[int, tuple[Any, bytes]] = {}
-
-
 class _Maps:
     """The table of distinct maps, in order of first use."""
 
-    def __init__(self, known: dict[int, tuple[Any, bytes]]) -> None:
+    def __init__(self) -> None:
         self.index: dict[bytes, int] = {}
         self.values: list[orjson.Fragment] = []
         #: the maps already written, by identity (the fold shares equal maps between
@@ -101,9 +91,6 @@ class _Maps:
         self._seen: dict[int, tuple[Any, int]] = {}
         #: the empty map and list, by type: each task's empty labels are its own dict
         self._empty: dict[type, int] = {}
-        #: the encodings of the writer's last dump (read) and of this one (for the next)
-        self._known = known
-        self.keys: dict[int, tuple[Any, bytes]] = {}
 
     def ref(self, value: Any) -> int:
         seen = self._seen.get(id(value))
@@ -120,12 +107,7 @@ class _Maps:
         return found
 
     def _ref(self, value: Any) -> int:
-        known = self._known.get(id(value))
-        if known is not None and known[0] is value:
-            key = known[1]
-        else:
-            key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        self.keys[id(value)] = (value, key)
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.values)
@@ -137,12 +119,12 @@ def _writer(cls: type[Any], maps: _Maps | None) -> Callable[[Any], list[Any]]:
     """A function writing one object of ``cls`` as its row. Times and statuses are left as
     they are: the row is written with ``orjson.OPT_UTC_Z`` (:func:`dumps`), which gives
     :func:`streams.events.format_time`'s text, and a status is an ``IntEnum``."""
-    names = _names(cls)
+    names = names_of(cls)
     steps: list[tuple[int, Callable[[Any], Any]]] = []
     for i, name in enumerate(names):
         if name in _RESOURCES:
-            steps.append((i, _resource_out))
-        elif maps is not None and name in _MAPPED:
+            steps.append((i, resource_out))
+        elif maps is not None and name in MAPPED:
             steps.append((i, maps.ref))
     get = operator.attrgetter(*names)
 
@@ -175,25 +157,29 @@ class _SharedMaps:
     again for every task, as :func:`~projections.pods.share_maps` does (an empty label
     map is each task's own)."""
 
-    __slots__ = ("_field", "_maps", "_shared")
+    __slots__ = ("_field", "_get", "_shared")
 
-    def __init__(self, field: str, maps: list[Any]) -> None:
-        self._field, self._maps = field, maps
-        self._shared: dict[int, Any] = {}
+    def __init__(self, field: str, maps: list[Any] | JSON) -> None:
+        self._field = field
+        #: an entry of format 2's list, named by index, or of format 3's dict, by digest
+        self._get: Callable[[Any], Any] = maps.__getitem__
+        self._shared: dict[int | str, Any] = {}
 
-    def get(self, index: int) -> Any:
+    def get(self, index: int | str) -> Any:
         found = self._shared.get(index)
         if found is None:
-            found = shared_map(self._field, self._maps[index])
+            found = shared_map(self._field, self._get(index))
             if found:
                 self._shared[index] = found
         return found
 
 
-def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[list[Any]], Any]:
+def _reader(
+    cls: type[Any], names: Any, maps: list[Any] | JSON | None
+) -> Callable[[list[Any]], Any]:
     """A function building one object of ``cls`` from its row, the row's fields being
     ``names`` (the checkpoint's): they must be the model's, else CheckpointError."""
-    if not isinstance(names, list) or names != _names(cls):
+    if not isinstance(names, list) or names != names_of(cls):
         raise CheckpointError(f"{cls.__name__} checkpoint fields {names!r} are not the model's")
     steps: list[tuple[int, Callable[[Any], Any]]] = []
     for i, name in enumerate(names):
@@ -203,7 +189,7 @@ def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[lis
             steps.append((i, time_or_none))
         elif name == "status":
             steps.append((i, _STATUSES.__getitem__))
-        elif maps is not None and name in _MAPPED:
+        elif maps is not None and name in MAPPED:
             steps.append((i, _SharedMaps(name, maps).get))
     width = len(names)
     # the index fields left out of the row come back empty, where the constructor has them
@@ -223,12 +209,12 @@ def _reader(cls: type[Any], names: Any, maps: list[Any] | None) -> Callable[[lis
     return read
 
 
-def dump_rows(state: ClusterIndex, keys: MapKeys | None = None) -> JSON:
-    """The body of a format-2 cluster checkpoint; ``keys``: the writer's encodings of the
-    maps of its last dump (read, then replaced by this dump's)."""
-    maps = _Maps(keys.entries if keys is not None else {})
+def dump_rows(state: ClusterIndex) -> JSON:
+    """The body of a format-2 cluster checkpoint (what checkpoints of version 1 and 2
+    hold: their state digest is computed from it)."""
+    maps = _Maps()
     task_row = _writer(TaskInfo, maps)
-    init_at = _names(TaskInfo).index("init_resreq")
+    init_at = names_of(TaskInfo).index("init_resreq")
     tasks = []
     for key in sorted(state.tasks):  # as format 1 loads them: in key order
         task = state.tasks[key]
@@ -236,15 +222,19 @@ def dump_rows(state: ClusterIndex, keys: MapKeys | None = None) -> JSON:
         if task.init_resreq is task.resreq:  # one object, as Volcano's resReq := initResReq
             row[init_at] = None
         tasks.append([key, row])
-    if keys is not None:
-        keys.entries = maps.keys
+    return rest_of(state, maps.values, tasks)
+
+
+def rest_of(state: ClusterIndex, maps: Any, tasks: Any) -> JSON:
+    """A rows body (format 2 or 3) of ``state`` around its table of ``maps`` and its
+    ``tasks``' rows (what the formats write alike: the fields, nodes, jobs, queues...)."""
     node_row, job_row, queue_row = (_writer(cls, None) for cls in (NodeInfo, JobInfo, QueueInfo))
     return {
         "version": state.version,
         "sched_version": state.sched_version,
         "skipped": state.skipped,
-        "fields": {kind: _names(cls) for kind, cls in _CLASSES.items()},
-        "maps": maps.values,
+        "fields": {kind: names_of(cls) for kind, cls in _CLASSES.items()},
+        "maps": maps,
         "nodes": [[name, node_row(state.nodes[name])] for name in sorted(state.nodes)],
         "tasks": tasks,
         "jobs": [[job_id, job_row(state.jobs[job_id])] for job_id in sorted(state.jobs)],
@@ -262,11 +252,13 @@ def dump_rows(state: ClusterIndex, keys: MapKeys | None = None) -> JSON:
     }
 
 
-def load_rows(target: ClusterIndex, body: JSON) -> None:
-    """Fill a fresh ``target`` from :func:`dump_rows`'s output (raises CheckpointError)."""
+def load_rows(target: ClusterIndex, body: JSON, fmt: int = 2) -> None:
+    """Fill a fresh ``target`` from :func:`dump_rows`'s output (``fmt`` 2), or
+    :func:`projections.rowcache.cluster_part`'s (3: the maps by name); raises
+    CheckpointError."""
     try:
         fields = body["fields"]
-        maps = list(body["maps"])
+        maps: Any = list(body["maps"]) if fmt == 2 else dict(body["maps"])
         read_task = _reader(TaskInfo, fields["task"], maps)
         read_node = _reader(NodeInfo, fields["node"], None)
         read_job = _reader(JobInfo, fields["job"], None)

@@ -28,7 +28,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 
 from controller.policy.decide import is_decision_source
-from projections.checkpoint_codec import Snapshot, decode_checked, state_digest
+from projections.checkpoint_codec import VERSION, Snapshot, decode_checked, state_digest
 from projections.checkpoints import Warn, checked
 from projections.effects import EffectsState
 from projections.world import World
@@ -59,6 +59,8 @@ class Cut:
     position: int
     at: str
     size: int = 0
+    #: the checkpoint's layout version (its state digest is computed for it)
+    version: int = VERSION
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ class Segment:
     #: the log times of the cuts at each end ("" for the log's ends)
     start_at: str = ""
     stop_at: str = ""
+    #: the layout version of the checkpoint at ``stop``: the end state is digested as it
+    #: was (a checkpoint of version 1 or 2 holds the cluster's rows in format 2)
+    stop_version: int = VERSION
     #: the last segment of a chain check: where the log says it ended cleanly, and the
     #: encoded record there when it lies before this segment (:meth:`finishing`)
     seal: tuple[int, str] | None = None
@@ -137,16 +142,17 @@ async def plan_cuts(
     head = await log.head()
     kept = {i.position: i for i in await store.stored() if 0 < i.position < head}
     pool = [Cut(i.position, i.at, i.size) for i in kept.values()]
-    good: set[int] = set()
+    good: dict[int, int] = {}  # position -> version
     bad: list[tuple[int, str]] = []
     while True:
         chosen = choose(pool, head=head, jobs=jobs)
         for cut in chosen:
             if cut.position in good:
                 continue
-            problem = (await checked(store, log, kept[cut.position])).problem
+            listed = await checked(store, log, kept[cut.position])
+            problem = listed.problem
             if problem is None and await _at_boundary(log, cut.position):
-                good.add(cut.position)
+                good[cut.position] = listed.version
                 continue
             if problem is not None:
                 bad.append((cut.position, problem))
@@ -157,7 +163,7 @@ async def plan_cuts(
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         warn(f"warning: not cutting at checkpoint {bad[0][0]}: {bad[0][1]}{more}")
-    return chosen
+    return [replace(cut, version=good[cut.position]) for cut in chosen]
 
 
 async def _at_boundary(log: EventLog, position: int) -> bool:
@@ -232,6 +238,7 @@ def segments_at(url: str, cuts: Sequence[Cut], *, head: int) -> list[Segment]:
                 stop=after.position if after is not None else None,
                 start_at=cut.at,
                 stop_at=after.at if after is not None else "",
+                stop_version=after.version if after is not None else VERSION,
             )
         )
     return segments
@@ -325,7 +332,7 @@ def _verify(log: object, segment: Segment) -> SegmentResult:
             effects=effects,
             chain=checker.state() if chain_on else None,
         )
-        result.end_state = state_digest(end)
+        result.end_state = state_digest(end, segment.stop_version)
     if segment.finish and chain_on:
         result.chain = checker.finish(segment.seal)
     return result

@@ -5,16 +5,13 @@ skipped for an earlier one (or offset 0) with one warning line."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import sqlite3
 import tempfile
-import zlib
 from collections.abc import Callable
 from datetime import datetime
 from functools import cache
 from pathlib import Path
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,7 +23,6 @@ from projections.checkpoint_codec import (
     Snapshot,
     decode_checked,
     decode_snapshot,
-    decompress,
     read_header,
     state_digest,
     state_of,
@@ -167,34 +163,6 @@ def test_decode_checked_is_the_snapshot_and_the_state_its_bytes_hold() -> None:
         assert decode_checked(forged)[1] == state != decode_checked(forged)[0].state
         with pytest.raises(CheckpointError):
             decode_checked(data[:-3])
-
-
-def _as_version_1(data: bytes) -> bytes:
-    """The same checkpoint as tides before Zstandard wrote it: version 1, zlib."""
-    header = read_header(data)
-    packed = zlib.compress(decompress(data[header.body :], header.version), 1)
-    head = orjson.loads(data[data.index(b"\n") + 1 : header.body - 1])
-    head["digest"] = hashlib.sha256(packed).hexdigest()
-    return b"".join([MAGIC, b"1\n", orjson.dumps(head, option=orjson.OPT_SORT_KEYS), b"\n", packed])
-
-
-@pytest.mark.parametrize("name", LOGS)
-def test_a_version_1_checkpoint_reads_as_the_same_state(name: str) -> None:
-    """Checkpoints written before version 2 (zlib) still load, into the same state with the
-    same digest, and the damage checks hold for them too."""
-    url = _log(name, 13)
-    every = asyncio.run(_kept(url))
-    assert every and all(read_header(d).version == 2 for d in every)
-    for data in every:
-        old = _as_version_1(data)
-        assert read_header(old).version == 1 and old != data
-        snapshot, state = decode_checked(old)
-        now = decode_snapshot(data)
-        assert (snapshot.position, snapshot.state, state) == (now.position, now.state, now.state)
-        assert snapshot.world.dump() == now.world.dump()
-        assert snapshot.effects.dump() == now.effects.dump() and snapshot.known == now.known
-        with pytest.raises(CheckpointError, match="digest does not match"):
-            decode_snapshot(_flip(old))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

@@ -19,13 +19,14 @@ from hypothesis import strategies as st
 
 from controller.drive.sources.recorder import Recorder
 from projections.base import CheckpointError
-from projections.checkpoint_codec import PARTS, decode_known, decode_snapshot, read_header
+from projections.checkpoint_codec import PARTS, decode_known, decode_snapshot
 from projections.checkpoints import nearest_known
 from projections.known import Identity, KnownObjects
 from streams.backends import open_log
 from streams.backends.checkpoints import open_log_store
 from streams.events import Event
 from tests.controller.drive.sources.helpers import FAST
+from tests.projections.golden_checkpoints import as_version_1, version_2
 from tests.projections.test_checkpoints_by_position import DAMAGE, _damaged, _log, _records
 
 #: a log with watch records, metric samples and config.applied (stale-metrics), and one
@@ -126,41 +127,24 @@ def test_a_bad_checkpoint_is_skipped_for_the_known_objects_too(
     assert warned[0].endswith(f"; folding the known objects from {where}")
 
 
-def _without_known(data: bytes) -> bytes:
-    """The checkpoint as an earlier tide wrote it (version 1: zlib): the World, the ledger
-    and the chain."""
-    import hashlib
-    import zlib
-
-    import orjson
-
-    from projections.checkpoint_codec import MAGIC, decompress
-
-    header = read_header(data)
-    body = decompress(data[header.body :], header.version)
-    kept = sum(length for _, length in header.parts[:3])
-    packed = zlib.compress(body[:kept], 1)
-    head = orjson.loads(data[data.index(b"\n") + 1 : header.body - 1])
-    head["parts"], head["digest"] = head["parts"][:3], hashlib.sha256(packed).hexdigest()
-    head_line = orjson.dumps(head, option=orjson.OPT_SORT_KEYS)
-    return b"".join([MAGIC, b"1\n", head_line, b"\n", packed])
-
-
 def test_checkpoints_of_an_earlier_tide_read_and_the_recorder_folds_from_zero(
     tmp_path: Path,
 ) -> None:
-    name, every = "stale-metrics.jsonl", 12
+    """The checkpoints an earlier tide kept (version 1, no known part: made from the stored
+    version-2 ones) replace this tide's in a copy of the log."""
+    name, every = "stale-metrics.jsonl", 13
     records = _records(name)
-    url, _ = _damaged(name, every, 12, "corrupt", tmp_path)
+    url, _ = _damaged(name, every, 13, "corrupt", tmp_path)
     path = url.removeprefix("sqlite:///")
-    with sqlite3.connect(_log(name, every).removeprefix("sqlite:///")) as src:
-        rows = src.execute("SELECT position, state FROM checkpoints_at").fetchall()
+    stored = dict(version_2("stale-metrics"))
     with sqlite3.connect(path) as db:
-        for position, data in rows:
-            old = _without_known(bytes(data))
+        positions = [p for (p,) in db.execute("SELECT position FROM checkpoints_at")]
+        assert sorted(positions) == sorted(stored)
+        for position in positions:
+            old = as_version_1(stored[position], known=False)
             snapshot = decode_snapshot(old)  # still reads, the same state
             assert snapshot.known is None
-            assert snapshot.state == decode_snapshot(bytes(data)).state
+            assert snapshot.state == decode_snapshot(stored[position]).state
             db.execute("UPDATE checkpoints_at SET state=? WHERE position=?", (old, position))
     warned: list[str] = []
     recorder, read = asyncio.run(_prepared(url, warned.append, below=len(records)))

@@ -183,3 +183,45 @@ def test_dask_not_installed_fails_in_one_line(monkeypatch: pytest.MonkeyPatch) -
     assert err.strip().splitlines() == [
         "error: --executor dask://127.0.0.1:8786: Dask is not installed (pip install 'tide[dask]')"
     ]
+
+
+def _mixed_versions(name: str, tmp: Path) -> Path:
+    """A copy of the log with a checkpoint every 13 records, each in turn as this tide
+    writes it (version 3), as tides before wrote it (version 2, stored) and as the first
+    ones did (version 1, made from the stored one)."""
+    import sqlite3
+
+    from tests.projections.golden_checkpoints import as_version_1, version_2
+
+    copy = tmp / "mixed.db"
+    with sqlite3.connect(log_with_checkpoints(name, 13)) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    stored = dict(version_2(name.removesuffix(".jsonl")))
+    with sqlite3.connect(copy) as db:
+        positions = sorted(p for (p,) in db.execute("SELECT position FROM checkpoints_at"))
+        assert positions == sorted(stored)
+        for i, position in enumerate(positions):
+            if i % 3 == 0:
+                continue
+            old = stored[position] if i % 3 == 1 else as_version_1(stored[position])
+            db.execute("UPDATE checkpoints_at SET state=? WHERE position=?", (old, position))
+    return copy
+
+
+@pytest.mark.parametrize("name", ["stale-metrics.jsonl", "pressure-graceful.jsonl"])
+def test_cuts_at_checkpoints_of_earlier_tides_match(name: str, tmp_path: Path) -> None:
+    """Each segment's end is digested as the checkpoint at its end was written (its
+    version): cuts at checkpoints of every version read join exactly, not by falling back
+    to the serial check."""
+    path = _mixed_versions(name, tmp_path)
+    serial, serial_chain = replay_log(str(path), start=None, chain=True)
+    versions = set()
+    for jobs in (2, 3, 4, 6, 9):
+        segments = plan_jobs(str(path), jobs=jobs, chain=True)
+        assert len(segments) > 1
+        versions |= {s.stop_version for s in segments[:-1]}
+        joined = join(segments, execute(segments, Inline()), chain=True)
+        assert joined.exact, (jobs, joined.problems, joined.mismatches)
+        assert (joined.checked, joined.decisions) == (serial.checked, serial.decisions)
+        assert joined.chain == serial_chain
+    assert versions == {1, 2, 3}

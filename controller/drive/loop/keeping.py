@@ -71,7 +71,7 @@ class RunCheckpoints:
         keeper = self.keeper
         if keeper is None or not keeper.due or world.position != keeper.position:
             return False
-        part = await asyncio.to_thread(world_part, world, keys=keeper.map_keys)
+        part = await asyncio.to_thread(world_part, world, cache=keeper.rows)
         keeper.world = world
         await keeper.save(world=part)
         self.written += 1
