@@ -197,7 +197,7 @@ class Keeper:
         if self._folds_effects:
             self.effects.apply(record)
         if self.known is not None:
-            self.known.fold((record,))
+            self.known.fold_one(record)
         if self._saved_at is None:
             self._saved_at = record.at
         if self.chain is not None:

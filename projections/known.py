@@ -73,19 +73,32 @@ def key_of(obj: Mapping[str, object]) -> str:
 def identity_of(obj: Mapping[str, object]) -> Identity:
     """The identity of a raw object (fields it lacks, or that are not text, are "")."""
     meta = obj.get("metadata")
-    get = meta.get if isinstance(meta, dict) else _NOTHING.get
-    fields = (
-        get("namespace"),
-        get("name"),
-        get("uid"),
-        get("resourceVersion"),
-        obj.get("apiVersion"),
-        obj.get("kind"),
+    if isinstance(meta, dict):
+        get = meta.get
+        namespace, name, uid, version = (
+            get("namespace"),
+            get("name"),
+            get("uid"),
+            get("resourceVersion"),
+        )
+    else:
+        namespace = name = uid = version = None
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    # the tuple made at once (a NamedTuple's __new__ is a call of its own: once per record)
+    return _TUPLE(
+        Identity,
+        (
+            namespace if isinstance(namespace, str) else "",
+            name if isinstance(name, str) else "",
+            uid if isinstance(uid, str) else "",
+            version if isinstance(version, str) else "",
+            api_version if isinstance(api_version, str) else "",
+            kind if isinstance(kind, str) else "",
+        ),
     )
-    return Identity._make([value if isinstance(value, str) else "" for value in fields])
 
 
-_NOTHING: dict[str, object] = {}
+_TUPLE = tuple.__new__
 
 
 class KnownObjects:
@@ -106,36 +119,42 @@ class KnownObjects:
         """Fold records of the log (``k8s.watch``, ``metrics.*`` and ``config.applied``;
         others are ignored)."""
         for event in events:
-            # the payloads typed without a call per record (a TypedDict is the dict itself)
-            if event.type == "k8s.watch":
-                if TYPE_CHECKING:
-                    data = as_watch(event)
-                else:
-                    data = event.data
-                obj = data.get("object")
-                resource = data.get("resource")
-                if isinstance(obj, dict) and isinstance(resource, str):
-                    self.note(resource, str(data.get("event")), obj)
-            elif event.type in ("metrics.node", "metrics.pod"):
-                if TYPE_CHECKING:  # a pod sample's metadata and timestamp read the same
-                    sample = as_node_sample(event)
-                else:
-                    sample = event.data
-                stamp = sample.get("timestamp")
-                key = key_of(sample)
-                if isinstance(stamp, str) and key:
-                    self.samples[event.type, key] = stamp
-            elif event.type == "config.applied":
-                self.config = event.data
+            self.fold_one(event)
+
+    def fold_one(self, event: Event) -> None:
+        """Fold one record of the log (as :meth:`fold`)."""
+        kind = event.type
+        # the payloads typed without a call per record (a TypedDict is the dict itself)
+        if kind == "k8s.watch":
+            if TYPE_CHECKING:
+                data = as_watch(event)
+            else:
+                data = event.data
+            obj = data.get("object")
+            resource = data.get("resource")
+            if isinstance(obj, dict) and isinstance(resource, str):
+                self.note(resource, str(data.get("event")), obj)
+        elif kind == "metrics.node" or kind == "metrics.pod":
+            if TYPE_CHECKING:  # a pod sample's metadata and timestamp read the same
+                sample = as_node_sample(event)
+            else:
+                sample = event.data
+            stamp = sample.get("timestamp")
+            key = key_of(sample)
+            if isinstance(stamp, str) and key:
+                self.samples[kind, key] = stamp
+        elif kind == "config.applied":
+            self.config = event.data
 
     def note(self, resource: str, event: str, obj: RawObject) -> None:
         """Fold one watch event."""
         identity = identity_of(obj)
         if identity.resource_version:
             self.versions[resource] = identity.resource_version
-        key = key_of(obj)
-        if not key or event == "BOOKMARK":
+        name = identity.name  # key_of(obj), from what identity_of read
+        if not name or event == "BOOKMARK":
             return
+        key = f"{identity.namespace}/{name}" if identity.namespace else name
         known = self.of(resource)
         if event == "DELETED":
             known.pop(key, None)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import weakref
+from bisect import bisect_left
 from typing import Any
 
 import orjson
@@ -84,7 +85,7 @@ class RowCache:
     """A writer's rows of its last format-3 dump (see the module docstring). Held by the
     writer (:class:`projections.checkpoints.Keeper`), passed to every dump it makes."""
 
-    __slots__ = ("keys", "maps", "rows", "table", "touched", "tracked")
+    __slots__ = ("keys", "maps", "order", "rows", "table", "touched", "tracked")
 
     def __init__(self) -> None:
         #: the set the dumped cluster fills with the tasks it changes in place (None: none
@@ -95,8 +96,10 @@ class RowCache:
         #: task key -> its row of the last dump, and the keys in order
         self.rows: dict[str, _Row] = {}
         self.keys: list[str] = []
-        #: the table of maps those rows name: name -> [how many rows name it, its entry]
+        #: the table of maps those rows name: name -> [how many rows name it, its entry],
+        #: and its names in order
         self.table: dict[str, list[Any]] = {}
+        self.order: list[str] = []
         #: the maps the last dump encoded, by identity (a map the fold holds is never
         #: changed in place: raw objects are copied to be edited)
         self.maps: dict[int, _Map] = {}
@@ -126,8 +129,11 @@ class _Names:
         return found
 
 
-def _values(key: str, task: TaskInfo, names: _Names, table: dict[str, list[Any]]) -> Any:
-    """``[key, row]`` of a task to encode, its maps counted in ``table``."""
+def _values(
+    key: str, task: TaskInfo, names: _Names, table: dict[str, list[Any]], born: list[str]
+) -> Any:
+    """``[key, row]`` of a task to encode, its maps counted in ``table`` (those new to it
+    named in ``born``)."""
     row = list(_GET(task))
     for i in _RESOURCE_AT:
         row[i] = resource_out(row[i])
@@ -137,6 +143,7 @@ def _values(key: str, task: TaskInfo, names: _Names, table: dict[str, list[Any]]
         counted = table.get(name)
         if counted is None:
             table[name] = [1, entry]
+            born.append(name)
         elif counted[1] is entry or counted[1] == entry:
             counted[0] += 1
         else:
@@ -159,6 +166,20 @@ def _encoded(values: list[Any]) -> list[bytes]:
     return pieces
 
 
+def _order(before: list[str], table: dict[str, list[Any]], born: list[str]) -> list[str]:
+    """The names of ``table`` in order, from ``before`` (the last dump's, in order) and the
+    names that came into it since (``born``, a few): those of ``before`` still in it,
+    merged with the new ones (two sorted runs: a merge, not a sort of them all)."""
+    kept = [name for name in before if name in table]
+    new = sorted({name for name in born if name in table and not _among(before, name)})
+    return sorted(kept + new) if new else kept
+
+
+def _among(ordered: list[str], name: str) -> bool:
+    at = bisect_left(ordered, name)
+    return at < len(ordered) and ordered[at] == name
+
+
 def _forget(table: dict[str, list[Any]], names: tuple[str, ...]) -> None:
     for name in names:
         counted = table[name]
@@ -173,7 +194,8 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
     rows of its last dump (read when they are this cluster's, then brought up to this
     dump, and the cluster told to track its changes in place for the next)."""
     tracked = cache is not None and cache.touched is not None and state.touched is cache.touched
-    if cache is None or not tracked or state.touched is None:
+    whole = cache is None or not tracked or state.touched is None
+    if cache is None or whole or state.touched is None:
         rows: dict[str, _Row] = {}
         table: dict[str, list[Any]] = {}
         keys = work = sorted(state.tasks)
@@ -186,6 +208,7 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
         changed: list[tuple[str, TaskInfo]] = []
         values: list[Any] = []
         added = removed = False
+        born: list[str] = []
         for key in work:
             task = tasks.get(key)
             row = rows.get(key)
@@ -197,12 +220,12 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
             if task is not None:
                 added = added or row is None
                 changed.append((key, task))
-                values.append(_values(key, task, names, table))
+                values.append(_values(key, task, names, table, born))
         for (key, task), piece, (_, row_values) in zip(
             changed, _encoded(values), values, strict=True
         ):
             rows[key] = (task, piece, tuple(row_values[i] for i in _MAP_AT))
-        if work is not keys and (added or removed):
+        if not whole and (added or removed):
             keys = sorted(tasks)  # as format 1 loads them: in key order
         if len(keys) != len(tasks):
             raise RuntimeError("the cluster's tasks changed without telling its checkpoints")
@@ -210,8 +233,10 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
         if cache is not None:  # its rows are half brought up to date: start again whole
             cache.touched, cache.rows, cache.table, cache.keys = None, {}, {}, []
         raise
+    order = sorted(table) if cache is None or whole else _order(cache.order, table, born)
     if cache is not None:
         cache.rows, cache.table, cache.maps, cache.keys = rows, table, names.seen, keys
+        cache.order = order
         before = cache.tracked() if cache.tracked is not None else None
         if before is not None and before is not state and before.touched is cache.touched:
             before.touched = None
@@ -221,6 +246,6 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
     envelope = dumps("cluster", state.position, body, fmt=3)
     head, _, rest = envelope.partition(_MAPS_HERE)
     middle, _, tail = rest.partition(_TASKS_HERE)
-    maps = b",".join([table[name][1] for name in sorted(table)])
+    maps = b",".join([table[name][1] for name in order])
     written = b",".join([rows[key][1] for key in keys])
     return (head, b"{", maps, b"}", middle, b"[", written, b"]", tail)

@@ -40,6 +40,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import orjson
+
 from projections.base import BaseProjection, decode_state, encode_state, handles
 from projections.parsing import sample_cpu, sample_memory
 from projections.usage_fresh import Freshness, freshness
@@ -83,7 +85,7 @@ def from_seconds(seconds: float) -> datetime:
 class Series:
     """The bounded history of one node or pod; parallel lists, oldest first."""
 
-    __slots__ = ("cpu", "memory", "run_min", "run_start", "times", "window")
+    __slots__ = ("cpu", "encoded", "memory", "run_min", "run_start", "times", "window")
 
     def __init__(self) -> None:
         self.times: list[float] = []
@@ -93,12 +95,15 @@ class Series:
         self.run_min = 0.0  # the lowest memory point since run_start
         #: running sums for :meth:`mean`, made by its first read (not checkpointed)
         self.window: RunningWindow | None = None
+        #: :meth:`fragment`, kept until the next :meth:`add` (the only change of a series)
+        self.encoded: orjson.Fragment | None = None
 
     def __len__(self) -> int:
         return len(self.times)
 
     def add(self, t: float, cpu: float, memory: float, *, keep_after: float, limit: int) -> None:
         """Add a point, then drop points older than ``keep_after`` and beyond ``limit``."""
+        self.encoded = None
         times = self.times
         if not times or t >= times[-1]:
             if not times or memory < LEAK_DROP_TOLERANCE * self.memory[-1]:
@@ -229,6 +234,16 @@ class Series:
             "run_start": self.run_start,
             "run_min": self.run_min,
         }
+
+    def fragment(self) -> orjson.Fragment:
+        """:meth:`to_json` encoded as a checkpoint encodes it (keys sorted), kept until the
+        series changes: a writer keeping a checkpoint every few minutes encodes again only
+        the series that had a sample since (most pods have none)."""
+        found = self.encoded
+        if found is None:
+            encoded = orjson.dumps(self.to_json(), option=orjson.OPT_SORT_KEYS)
+            found = self.encoded = orjson.Fragment(encoded)
+        return found
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> Series:
@@ -424,8 +439,8 @@ class UsageState(BaseProjection):
             "max_samples": self.max_samples,
             "metrics_period": self.metrics_period.total_seconds(),
             "pods_since": self.pods_since,
-            "nodes": {k: self.nodes[k].to_json() for k in sorted(self.nodes)},
-            "pods": {k: self.pods[k].to_json() for k in sorted(self.pods)},
+            "nodes": {k: self.nodes[k].fragment() for k in sorted(self.nodes)},
+            "pods": {k: self.pods[k].fragment() for k in sorted(self.pods)},
             "node_fresh": {k: list(self.node_fresh[k]) for k in sorted(self.node_fresh)},
             "node_stale": {k: self.node_stale[k] for k in sorted(self.node_stale)},
         }
