@@ -191,6 +191,8 @@ class ClusterState(ClusterIndex, BaseProjection):
             if job.priority_class == name and not job.implicit and not job.placeholder:
                 job.priority = value
                 self.preempt_index.touch_job(job.id)
+                if self.touched is not None:
+                    self.touched.jobs.add(job.id)
 
     def _on_node(self, kind: str, obj: RawObject) -> bool | _Unseen:
         name = obj["metadata"]["name"]
@@ -242,6 +244,8 @@ class ClusterState(ClusterIndex, BaseProjection):
         job = self.jobs.get(job_id)
         self.queue_totals.touch(job_id)
         self.preempt_index.touch_job(job_id)
+        if self.touched is not None:  # whatever follows changes this job, if anything
+            self.touched.jobs.add(job_id)
         if kind == "DELETED":
             if job is None or job.implicit or job.placeholder:
                 return False
@@ -264,7 +268,7 @@ class ClusterState(ClusterIndex, BaseProjection):
             for key, task in job.tasks.items():
                 derive(task, self.rules, job)
                 if self.touched is not None:
-                    self.touched.add(key)
+                    self.touched.tasks.add(key)
                 self.zone_tasks.touch_task(task.node_name, key)
                 self.preempt_index.touch(task.node_name)
         return True

@@ -49,6 +49,16 @@ _PENDING = TaskStatus.PENDING
 _LEAST = -MIN_RESOURCE  # below this, a dimension of a node's idle is over-committed
 
 
+class Touched:
+    """What the fold changed since a writer's last checkpoint: task keys and job ids."""
+
+    __slots__ = ("jobs", "tasks")
+
+    def __init__(self) -> None:
+        self.tasks: set[str] = set()
+        self.jobs: set[str] = set()
+
+
 class ClusterIndex:
     """Nodes, tasks, jobs and queues with their indexes (see the module docstring).
 
@@ -93,10 +103,10 @@ class ClusterIndex:
         #: nodes whose requests exceed their allocatable, told where accounting changes
         #: (overcommit.py; the offset is :attr:`position`, the record being folded)
         self.overcommit = OvercommitWatch()
-        #: the keys of the tasks added, removed or changed in place since a writer's last
+        #: the tasks and jobs added, removed or changed in place since a writer's last
         #: checkpoint, while one tracks this cluster (:class:`projections.rowcache.RowCache`);
         #: else None
-        self.touched: set[str] | None = None
+        self.touched: Touched | None = None
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -148,8 +158,10 @@ class ClusterIndex:
     def _add_task(self, task: TaskInfo, key: str) -> None:
         rules = self.rules
         self.tasks[key] = task
-        if self.touched is not None:
-            self.touched.add(key)
+        touched = self.touched
+        if touched is not None:
+            touched.tasks.add(key)
+            touched.jobs.add(task.job)
         self.affinity_pods.add(key, task)
         job = self.jobs.get(task.job)
         # the job's queue and PodGroup unchanged: its totals change by this task alone
@@ -186,8 +198,10 @@ class ClusterIndex:
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
         del self.tasks[key]
-        if self.touched is not None:
-            self.touched.add(key)
+        touched = self.touched
+        if touched is not None:
+            touched.tasks.add(key)
+            touched.jobs.add(task.job)
         self.affinity_pods.remove(key)
         self._unplace(task, key)
         job = self.jobs.get(task.job)
@@ -213,8 +227,10 @@ class ClusterIndex:
             self.queue_totals.task_moved(task, -1)
         task.status = status
         task.node_name = node_name
-        if self.touched is not None:
-            self.touched.add(key)
+        touched = self.touched
+        if touched is not None:
+            touched.tasks.add(key)
+            touched.jobs.add(task.job)  # an implicit job's phase follows below
         self._place(task, key)
         if filed:
             self.queue_totals.task_moved(task, 1)

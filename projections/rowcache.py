@@ -11,17 +11,19 @@ BLAKE2b, as text), the table of maps is keyed by those names, and each task's ro
 encoded on its own (orjson, the envelope's options). Equal states still give equal bytes:
 rows in key order, the table's entries in name order.
 
-What a writer keeps between its checkpoints (:class:`RowCache`): each task's encoded row
-and the table of the maps the rows name (each with how many rows name it), and the keys
-of the tasks the fold added, removed or changed in place since (``touched`` of
-:class:`projections.clusterindex.ClusterIndex`, which the fold fills only while a cache
-tracks it: every change of a task goes through ``_add_task``, ``_remove_task``,
-``_restatus`` or a PodGroup's derivation, and each of them names the task). Only those
-rows are written again; every other row of the last checkpoint is the one its task
-encodes to now. A cluster the cache did not dump last (another World, one loaded since)
-is dumped whole. The rows are encoded in one orjson call (cut apart after: one call per
-row costs ~3x, each row's bytes allocated on their own), and the part is returned in
-pieces that a checkpoint hashes and compresses without joining them (see
+What a writer keeps between its checkpoints (:class:`RowCache`): each task's and each
+job's encoded row, the table of the maps the rows name (each with how many rows name it)
+in order, and what the fold added, removed or changed since (``touched`` of
+:class:`projections.clusterindex.ClusterIndex`, a :class:`~projections.clusterindex.Touched`
+the fold fills only while a cache tracks it: a task changes only in ``_add_task``,
+``_remove_task``, ``_restatus`` and a PodGroup's derivation, a job only with one of its
+tasks, a PodGroup record or a priority class learned, and each of them names what it
+changed). Only those rows are written again; every other row of the last checkpoint is
+the one its task or job encodes to now (nodes, 400 on the benchmark, are written whole). A
+cluster the cache did not dump last (another World, one loaded since) is dumped whole. The
+rows are encoded in one orjson call (cut apart after: one call per row costs ~3x, each
+row's bytes allocated on their own), and the part is returned in pieces that a checkpoint
+hashes and compresses without joining them (see
 :data:`projections.checkpoint_codec.Pieces`). The cost: the writer holds each row's bytes
 (~470 bytes a task) and each map's entry beside the World.
 
@@ -40,10 +42,10 @@ from typing import Any
 
 import orjson
 
-from projections.clusterindex import ClusterIndex
-from projections.model import TaskInfo
+from projections.clusterindex import ClusterIndex, Touched
+from projections.model import JobInfo, TaskInfo
 from projections.snapshot import _RESOURCES
-from projections.snapshot_rows import MAPPED, dumps, names_of, resource_out, rest_of
+from projections.snapshot_rows import MAPPED, dumps, names_of, resource_out, rest_of, row_writer
 
 #: the options of the envelope (:func:`projections.snapshot_rows.dumps`): a row encoded on
 #: its own is the bytes the envelope would give it
@@ -57,7 +59,8 @@ _INIT_AT = _TASK_FIELDS.index("init_resreq")
 #: the rows go in the part): orjson escapes every control character inside a string, so a
 #: raw NUL byte is never part of what it writes
 _CUT = orjson.Fragment(b"\x00")
-_MAPS_HERE, _TASKS_HERE = b"\x00maps", b"\x00tasks"
+_JOBS_HERE, _MAPS_HERE, _TASKS_HERE = b"\x00jobs", b"\x00maps", b"\x00tasks"
+_JOB_ROW = row_writer(JobInfo)
 
 #: a task's row: the task it encodes, its bytes, and its maps' names
 _Row = tuple[TaskInfo, bytes, tuple[str, ...]]
@@ -85,12 +88,12 @@ class RowCache:
     """A writer's rows of its last format-3 dump (see the module docstring). Held by the
     writer (:class:`projections.checkpoints.Keeper`), passed to every dump it makes."""
 
-    __slots__ = ("keys", "maps", "order", "rows", "table", "touched", "tracked")
+    __slots__ = ("job_ids", "jobs", "keys", "maps", "order", "rows", "table", "touched", "tracked")
 
     def __init__(self) -> None:
-        #: the set the dumped cluster fills with the tasks it changes in place (None: none
-        #: dumped yet); the cluster holds the same set while the cache is its tracker
-        self.touched: set[str] | None = None
+        #: what the dumped cluster fills with the tasks and jobs it changes (None: none
+        #: dumped yet); the cluster holds the same one while the cache is its tracker
+        self.touched: Touched | None = None
         #: that cluster (told to stop tracking when the cache dumps another one)
         self.tracked: weakref.ref[ClusterIndex] | None = None
         #: task key -> its row of the last dump, and the keys in order
@@ -103,6 +106,14 @@ class RowCache:
         #: the maps the last dump encoded, by identity (a map the fold holds is never
         #: changed in place: raw objects are copied to be edited)
         self.maps: dict[int, _Map] = {}
+        #: job id -> its row of the last dump, and the ids in order
+        self.jobs: dict[str, bytes] = {}
+        self.job_ids: list[str] = []
+
+    def drop(self) -> None:
+        """Forget every row (the next dump is whole)."""
+        self.touched, self.rows, self.table, self.keys = None, {}, {}, []
+        self.order, self.jobs, self.job_ids = [], {}, []
 
 
 class _Names:
@@ -192,60 +203,116 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
     """The cluster's part of a checkpoint of version 3, in pieces (joined, the envelope
     :func:`projections.snapshot_rows.dumps` of a format-3 body); ``cache``: the writer's
     rows of its last dump (read when they are this cluster's, then brought up to this
-    dump, and the cluster told to track its changes in place for the next)."""
-    tracked = cache is not None and cache.touched is not None and state.touched is cache.touched
-    whole = cache is None or not tracked or state.touched is None
-    if cache is None or whole or state.touched is None:
+    dump, and the cluster told to track its changes for the next)."""
+    touched = state.touched
+    whole = cache is None or cache.touched is None or touched is not cache.touched
+    if cache is None or touched is None or whole:
         rows: dict[str, _Row] = {}
         table: dict[str, list[Any]] = {}
+        jobs: dict[str, bytes] = {}
         keys = work = sorted(state.tasks)
-    else:
-        rows, table, keys = cache.rows, cache.table, cache.keys
-        work = sorted(state.touched)  # the rows of every other task are as they were
-    tasks = state.tasks
+        job_ids = job_work = sorted(state.jobs)
+        before: list[str] = []
+    else:  # the rows of every other task and job are as they were
+        rows, table, keys, before = cache.rows, cache.table, cache.keys, cache.order
+        jobs, job_ids = cache.jobs, cache.job_ids
+        work, job_work = sorted(touched.tasks), sorted(touched.jobs)
     try:
         names = _Names(cache.maps if cache is not None else {})
-        changed: list[tuple[str, TaskInfo]] = []
-        values: list[Any] = []
-        added = removed = False
         born: list[str] = []
-        for key in work:
-            task = tasks.get(key)
-            row = rows.get(key)
-            if row is not None:
-                _forget(table, row[2])
-                if task is None:
-                    del rows[key]
-                    removed = True
-            if task is not None:
-                added = added or row is None
-                changed.append((key, task))
-                values.append(_values(key, task, names, table, born))
-        for (key, task), piece, (_, row_values) in zip(
-            changed, _encoded(values), values, strict=True
-        ):
-            rows[key] = (task, piece, tuple(row_values[i] for i in _MAP_AT))
-        if not whole and (added or removed):
-            keys = sorted(tasks)  # as format 1 loads them: in key order
-        if len(keys) != len(tasks):
-            raise RuntimeError("the cluster's tasks changed without telling its checkpoints")
+        keys = _tasks_again(state, rows, table, names, born, work, keys, whole)
+        job_ids = _jobs_again(state, jobs, job_work, job_ids, whole)
+        order = sorted(table) if whole else _order(before, table, born)
     except BaseException:
         if cache is not None:  # its rows are half brought up to date: start again whole
-            cache.touched, cache.rows, cache.table, cache.keys = None, {}, {}, []
+            cache.drop()
         raise
-    order = sorted(table) if cache is None or whole else _order(cache.order, table, born)
     if cache is not None:
         cache.rows, cache.table, cache.maps, cache.keys = rows, table, names.seen, keys
-        cache.order = order
-        before = cache.tracked() if cache.tracked is not None else None
-        if before is not None and before is not state and before.touched is cache.touched:
-            before.touched = None
-        cache.touched = state.touched = set()
+        cache.order, cache.jobs, cache.job_ids = order, jobs, job_ids
+        tracked = cache.tracked() if cache.tracked is not None else None
+        if tracked is not None and tracked is not state and tracked.touched is cache.touched:
+            tracked.touched = None
+        cache.touched = state.touched = Touched()
         cache.tracked = weakref.ref(state)
-    body = rest_of(state, orjson.Fragment(_MAPS_HERE), orjson.Fragment(_TASKS_HERE))
-    envelope = dumps("cluster", state.position, body, fmt=3)
-    head, _, rest = envelope.partition(_MAPS_HERE)
+    here = (orjson.Fragment(_MAPS_HERE), orjson.Fragment(_TASKS_HERE), orjson.Fragment(_JOBS_HERE))
+    envelope = dumps("cluster", state.position, rest_of(state, *here), fmt=3)
+    # the keys in order: fields, jobs, maps, nodes, ..., tasks, version
+    head, _, rest = envelope.partition(_JOBS_HERE)
+    between, _, rest = rest.partition(_MAPS_HERE)
     middle, _, tail = rest.partition(_TASKS_HERE)
-    maps = b",".join([table[name][1] for name in order])
-    written = b",".join([rows[key][1] for key in keys])
-    return (head, b"{", maps, b"}", middle, b"[", written, b"]", tail)
+    return (
+        head,
+        b"[",
+        b",".join([jobs[job_id] for job_id in job_ids]),
+        b"]",
+        between,
+        b"{",
+        b",".join([table[name][1] for name in order]),
+        b"}",
+        middle,
+        b"[",
+        b",".join([rows[key][1] for key in keys]),
+        b"]",
+        tail,
+    )
+
+
+def _tasks_again(
+    state: ClusterIndex,
+    rows: dict[str, _Row],
+    table: dict[str, list[Any]],
+    names: _Names,
+    born: list[str],
+    work: list[str],
+    keys: list[str],
+    whole: bool,
+) -> list[str]:
+    """Bring ``rows`` (and ``table``) up to ``state`` for the tasks ``work`` names; the
+    task keys in order."""
+    tasks = state.tasks
+    changed: list[tuple[str, TaskInfo]] = []
+    values: list[Any] = []
+    added = removed = False
+    for key in work:
+        task = tasks.get(key)
+        row = rows.get(key)
+        if row is not None:
+            _forget(table, row[2])
+            if task is None:
+                del rows[key]
+                removed = True
+        if task is not None:
+            added = added or row is None
+            changed.append((key, task))
+            values.append(_values(key, task, names, table, born))
+    for (key, task), piece, (_, row_values) in zip(changed, _encoded(values), values, strict=True):
+        rows[key] = (task, piece, tuple(row_values[i] for i in _MAP_AT))
+    if not whole and (added or removed):
+        keys = sorted(tasks)  # as format 1 loads them: in key order
+    if len(keys) != len(tasks):
+        raise RuntimeError("the cluster's tasks changed without telling its checkpoints")
+    return keys
+
+
+def _jobs_again(
+    state: ClusterIndex, jobs: dict[str, bytes], work: list[str], ids: list[str], whole: bool
+) -> list[str]:
+    """Bring ``jobs`` up to ``state`` for the jobs ``work`` names; the job ids in order."""
+    changed: list[str] = []
+    values: list[Any] = []
+    moved = False
+    for job_id in work:
+        job = state.jobs.get(job_id)
+        had = jobs.pop(job_id, None)
+        moved = moved or (had is None) != (job is None)
+        if job is not None:
+            changed.append(job_id)
+            values.append([job_id, _JOB_ROW(job)])
+    for job_id, piece in zip(changed, _encoded(values), strict=True):
+        jobs[job_id] = piece
+    if not whole and moved:
+        ids = sorted(state.jobs)
+    if len(ids) != len(state.jobs):
+        raise RuntimeError("the cluster's jobs changed without telling its checkpoints")
+    return ids

@@ -115,7 +115,7 @@ class _Maps:
         return found
 
 
-def _writer(cls: type[Any], maps: _Maps | None) -> Callable[[Any], list[Any]]:
+def row_writer(cls: type[Any], maps: _Maps | None = None) -> Callable[[Any], list[Any]]:
     """A function writing one object of ``cls`` as its row. Times and statuses are left as
     they are: the row is written with ``orjson.OPT_UTC_Z`` (:func:`dumps`), which gives
     :func:`streams.events.format_time`'s text, and a status is an ``IntEnum``."""
@@ -213,7 +213,7 @@ def dump_rows(state: ClusterIndex) -> JSON:
     """The body of a format-2 cluster checkpoint (what checkpoints of version 1 and 2
     hold: their state digest is computed from it)."""
     maps = _Maps()
-    task_row = _writer(TaskInfo, maps)
+    task_row = row_writer(TaskInfo, maps)
     init_at = names_of(TaskInfo).index("init_resreq")
     tasks = []
     for key in sorted(state.tasks):  # as format 1 loads them: in key order
@@ -225,10 +225,13 @@ def dump_rows(state: ClusterIndex) -> JSON:
     return rest_of(state, maps.values, tasks)
 
 
-def rest_of(state: ClusterIndex, maps: Any, tasks: Any) -> JSON:
-    """A rows body (format 2 or 3) of ``state`` around its table of ``maps`` and its
-    ``tasks``' rows (what the formats write alike: the fields, nodes, jobs, queues...)."""
-    node_row, job_row, queue_row = (_writer(cls, None) for cls in (NodeInfo, JobInfo, QueueInfo))
+def rest_of(state: ClusterIndex, maps: Any, tasks: Any, jobs: Any = None) -> JSON:
+    """A rows body (format 2 or 3) of ``state`` around its table of ``maps``, its
+    ``tasks``' rows and (None: written here) its ``jobs``' rows (what the formats write
+    alike: the fields, nodes, jobs, queues...)."""
+    node_row, job_row, queue_row = (row_writer(cls, None) for cls in (NodeInfo, JobInfo, QueueInfo))
+    if jobs is None:
+        jobs = [[job_id, job_row(state.jobs[job_id])] for job_id in sorted(state.jobs)]
     return {
         "version": state.version,
         "sched_version": state.sched_version,
@@ -237,7 +240,7 @@ def rest_of(state: ClusterIndex, maps: Any, tasks: Any) -> JSON:
         "maps": maps,
         "nodes": [[name, node_row(state.nodes[name])] for name in sorted(state.nodes)],
         "tasks": tasks,
-        "jobs": [[job_id, job_row(state.jobs[job_id])] for job_id in sorted(state.jobs)],
+        "jobs": jobs,
         "queues": [[name, queue_row(state.queues[name])] for name in sorted(state.queues)],
         "priority_classes": state.priority_classes,
         "rules": [

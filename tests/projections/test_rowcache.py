@@ -72,12 +72,21 @@ def _start() -> list[Event]:
     events = [_applied({}), watch("nodes", build_node("n1")), watch("nodes", build_node("n2"))]
     events += [watch("pods", _pod(i)) for i in range(6)]
     events.append(watch("pods", build_pod("ns", "waiting", phase="Pending")))
+    events.append(watch("podgroups", build_podgroup("ns", "h", priority_class="high")))
+    events.append(watch("pods", build_pod("ns", "q", node="n2", group="h")))
     return events
 
 
-def _tasks(dump: bytes) -> Any:
+def _of_class(name: str, value: int) -> dict[str, Any]:
+    """A pod of PriorityClass ``name`` (the fold learns its value from it)."""
+    pod = build_pod("ns", "r", node="n1")
+    pod["spec"].update(priorityClassName=name, priority=value)
+    return pod
+
+
+def _rows(dump: bytes) -> Any:
     body = decode_state("cluster", dump, fmt=3)[1]
-    return body["tasks"], body["maps"]
+    return body["tasks"], body["maps"], body["jobs"]
 
 
 def _fold(state: ClusterState, events: list[Event]) -> None:
@@ -86,7 +95,7 @@ def _fold(state: ClusterState, events: list[Event]) -> None:
 
 
 _EVICT = _decision("evict", "p2")
-#: the fold's changes after a first dump: (name, records, whether the tasks' rows change)
+#: the fold's changes after a first dump: (name, records, whether the rows change)
 CHANGES: list[tuple[str, list[Event], bool]] = [
     ("pod updated", [watch("pods", _pod(2, cpu="2"), event="MODIFIED")], True),
     ("pod updated alike", [watch("pods", _pod(2), event="MODIFIED")], False),
@@ -96,11 +105,20 @@ CHANGES: list[tuple[str, list[Event], bool]] = [
         True,
     ),
     ("pod deleted", [watch("pods", _pod(3), event="DELETED")], True),
+    (
+        "implicit job's pod deleted",
+        [watch("pods", build_pod("ns", "waiting", phase="Pending"), event="DELETED")],
+        True,
+    ),
     ("pod added", [watch("pods", _pod(9))], True),
     ("evicted (in place)", [_EVICT], True),
     ("evict failed (in place, back)", [_EVICT, _failed(_EVICT)], False),
     ("bound (in place)", [_decision("bind", "waiting", "n2")], True),
-    ("podgroup derives its tasks again", [watch("podgroups", build_podgroup("ns", "g"))], False),
+    (
+        "podgroup arrives (its tasks derived again)",
+        [watch("podgroups", build_podgroup("ns", "g"))],
+        True,
+    ),
     (
         "podgroup marks its tasks preemptable",
         [watch("podgroups", build_podgroup("ns", "g", annotations={PREEMPTABLE: "true"}))],
@@ -108,6 +126,8 @@ CHANGES: list[tuple[str, list[Event], bool]] = [
     ),
     ("rules changed", [_applied({"preemptableByDefault": True})], True),
     ("node updated", [watch("nodes", build_node("n1", cpu="64"), event="MODIFIED")], False),
+    ("podgroup deleted", [watch("podgroups", build_podgroup("ns", "h"), event="DELETED")], True),
+    ("priority class learned", [watch("pods", _of_class("high", 1000))], True),
 ]
 
 
@@ -124,7 +144,7 @@ def test_a_dump_after_the_fold_moved_is_the_fresh_dump(records: list[Event], cha
     assert state.version > version  # the records did reach the fold
     again = _bytes(state, rows)
     assert again == _bytes(state, None)
-    assert (_tasks(again) != _tasks(first)) == changes
+    assert (_rows(again) != _rows(first)) == changes
     restored = ClusterState()
     load_rows(restored, decode_state("cluster", again, fmt=3)[1], 3)
     restored.position = state.position
