@@ -191,6 +191,10 @@ def _among(ordered: list[str], name: str) -> bool:
     return at < len(ordered) and ordered[at] == name
 
 
+class _Stale(Exception):
+    """The rows kept do not cover the cluster's tasks or jobs (a change nobody named)."""
+
+
 def _forget(table: dict[str, list[Any]], names: tuple[str, ...]) -> None:
     for name in names:
         counted = table[name]
@@ -223,6 +227,10 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
         keys = _tasks_again(state, rows, table, names, born, work, keys, whole)
         job_ids = _jobs_again(state, jobs, job_work, job_ids, whole)
         order = sorted(table) if whole else _order(before, table, born)
+    except _Stale:  # the rows kept missed a change: never written, the cluster dumped whole
+        assert cache is not None and not whole
+        cache.drop()
+        return cluster_part(state, cache)
     except BaseException:
         if cache is not None:  # its rows are half brought up to date: start again whole
             cache.drop()
@@ -291,7 +299,7 @@ def _tasks_again(
     if not whole and (added or removed):
         keys = sorted(tasks)  # as format 1 loads them: in key order
     if len(keys) != len(tasks):
-        raise RuntimeError("the cluster's tasks changed without telling its checkpoints")
+        raise _Stale("the cluster's tasks changed without telling its checkpoints")
     return keys
 
 
@@ -314,5 +322,5 @@ def _jobs_again(
     if not whole and moved:
         ids = sorted(state.jobs)
     if len(ids) != len(state.jobs):
-        raise RuntimeError("the cluster's jobs changed without telling its checkpoints")
+        raise _Stale("the cluster's jobs changed without telling its checkpoints")
     return ids

@@ -245,3 +245,19 @@ def test_two_maps_under_one_name_raise_and_the_next_dump_is_whole(
             _bytes(state, rows)
     assert rows.touched is None
     assert _bytes(state, rows) == _bytes(state, None)
+
+
+def test_rows_kept_that_miss_a_task_or_job_are_not_written() -> None:
+    """A task or job the cache was not told of (nothing in the fold does this: the guard
+    behind its marks) makes the dump whole instead of one of stale rows."""
+    for gone in ("task", "job"):
+        state, rows = ClusterState(), RowCache()
+        _fold(state, _start())
+        _bytes(state, rows)
+        if gone == "task":
+            del state.tasks["ns/waiting"]  # behind the fold's back: no mark
+        else:
+            del state.jobs["ns/waiting"]
+        assert rows.touched is not None and not rows.touched.tasks | rows.touched.jobs
+        assert _bytes(state, rows) == _bytes(state, None), gone
+        assert rows.touched is state.touched is not None  # tracking again
