@@ -29,7 +29,8 @@ hashes and compresses without joining them (see
 
 A 96-bit name is trusted to tell maps apart (two distinct maps among a million collide
 with a chance of ~1e-17); two distinct encodings meeting under one name in a dump raise
-rather than write a wrong checkpoint.
+rather than write a wrong checkpoint. Kept rows that do not cover the cluster's tasks or
+jobs (one added or removed that nobody named) are dropped and the cluster dumped whole.
 """
 
 from __future__ import annotations
