@@ -92,13 +92,12 @@ _READ = {str(v).encode(): v for v in READS}
 Pieces = tuple[bytes, ...]
 
 
-def compress(body: bytes | Pieces) -> bytes:
-    """A checkpoint's state (or its pieces, in order), compressed as :data:`VERSION` does
+def compress(body: Pieces) -> bytes:
+    """A checkpoint's state, from its pieces in order, compressed as :data:`VERSION` does
     (one frame, its size in it)."""
-    compressor = zstandard.ZstdCompressor(level=LEVEL)
-    if isinstance(body, bytes):
-        return compressor.compress(body)
-    stream = compressor.compressobj(size=sum(len(piece) for piece in body))
+    stream = zstandard.ZstdCompressor(level=LEVEL).compressobj(
+        size=sum(len(piece) for piece in body)
+    )
     packed = [stream.compress(piece) for piece in body]
     packed.append(stream.flush())
     return b"".join(packed)

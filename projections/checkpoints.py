@@ -181,7 +181,7 @@ class Keeper:
         self._saved = self.position  # the position of the last checkpoint (kept or resumed)
         self._saved_at = self.at
         self.written = 0
-        #: the rows of the last checkpoint's cluster (only the tasks moved since are
+        #: the rows of the last checkpoint's cluster (only the tasks and jobs moved since are
         #: encoded again)
         self.rows = RowCache()
         #: World parts encoded ahead of the records they fold (:meth:`hold`), oldest first

@@ -58,6 +58,11 @@ class Touched:
         self.tasks: set[str] = set()
         self.jobs: set[str] = set()
 
+    def task(self, key: str, task: TaskInfo) -> None:
+        """The task at ``key`` changed (added, removed, moved), and so maybe its job."""
+        self.tasks.add(key)
+        self.jobs.add(task.job)
+
 
 class ClusterIndex:
     """Nodes, tasks, jobs and queues with their indexes (see the module docstring).
@@ -158,10 +163,8 @@ class ClusterIndex:
     def _add_task(self, task: TaskInfo, key: str) -> None:
         rules = self.rules
         self.tasks[key] = task
-        touched = self.touched
-        if touched is not None:
-            touched.tasks.add(key)
-            touched.jobs.add(task.job)
+        if self.touched is not None:
+            self.touched.task(key, task)
         self.affinity_pods.add(key, task)
         job = self.jobs.get(task.job)
         # the job's queue and PodGroup unchanged: its totals change by this task alone
@@ -198,10 +201,8 @@ class ClusterIndex:
 
     def _remove_task(self, task: TaskInfo, key: str, *, keep_job: bool = False) -> None:
         del self.tasks[key]
-        touched = self.touched
-        if touched is not None:
-            touched.tasks.add(key)
-            touched.jobs.add(task.job)
+        if self.touched is not None:
+            self.touched.task(key, task)
         self.affinity_pods.remove(key)
         self._unplace(task, key)
         job = self.jobs.get(task.job)
@@ -227,10 +228,8 @@ class ClusterIndex:
             self.queue_totals.task_moved(task, -1)
         task.status = status
         task.node_name = node_name
-        touched = self.touched
-        if touched is not None:
-            touched.tasks.add(key)
-            touched.jobs.add(task.job)  # an implicit job's phase follows below
+        if self.touched is not None:  # an implicit job's phase follows below
+            self.touched.task(key, task)
         self._place(task, key)
         if filed:
             self.queue_totals.task_moved(task, 1)

@@ -70,6 +70,10 @@ def key_of(obj: Mapping[str, object]) -> str:
     return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
 
 
+#: a tuple made at once (a NamedTuple's __new__ is a call of its own: once per record)
+_TUPLE = tuple.__new__
+
+
 def identity_of(obj: Mapping[str, object]) -> Identity:
     """The identity of a raw object (fields it lacks, or that are not text, are "")."""
     meta = obj.get("metadata")
@@ -84,7 +88,6 @@ def identity_of(obj: Mapping[str, object]) -> Identity:
     else:
         namespace = name = uid = version = None
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    # the tuple made at once (a NamedTuple's __new__ is a call of its own: once per record)
     return _TUPLE(
         Identity,
         (
@@ -96,9 +99,6 @@ def identity_of(obj: Mapping[str, object]) -> Identity:
             kind if isinstance(kind, str) else "",
         ),
     )
-
-
-_TUPLE = tuple.__new__
 
 
 class KnownObjects:

@@ -63,8 +63,8 @@ _CUT = orjson.Fragment(b"\x00")
 _JOBS_HERE, _MAPS_HERE, _TASKS_HERE = b"\x00jobs", b"\x00maps", b"\x00tasks"
 _JOB_ROW = row_writer(JobInfo)
 
-#: a task's row: the task it encodes, its bytes, and its maps' names
-_Row = tuple[TaskInfo, bytes, tuple[str, ...]]
+#: a task's row: its bytes and its maps' names
+_Row = tuple[bytes, tuple[str, ...]]
 #: a map's entry: the map (so its id is not reused while the entry lives), its name, and
 #: its entry in the table (``"name":`` and its encoding)
 _Map = tuple[Any, str, bytes]
@@ -210,18 +210,17 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
     rows of its last dump (read when they are this cluster's, then brought up to this
     dump, and the cluster told to track its changes for the next)."""
     touched = state.touched
-    whole = cache is None or cache.touched is None or touched is not cache.touched
-    if cache is None or touched is None or whole:
-        rows: dict[str, _Row] = {}
-        table: dict[str, list[Any]] = {}
-        jobs: dict[str, bytes] = {}
-        keys = work = sorted(state.tasks)
-        job_ids = job_work = sorted(state.jobs)
-        before: list[str] = []
-    else:  # the rows of every other task and job are as they were
+    if cache is not None and touched is not None and touched is cache.touched:
+        # the rows of every other task and job are as they were
+        whole = False
         rows, table, keys, before = cache.rows, cache.table, cache.keys, cache.order
         jobs, job_ids = cache.jobs, cache.job_ids
         work, job_work = sorted(touched.tasks), sorted(touched.jobs)
+    else:
+        whole = True
+        rows, table, jobs, before = {}, {}, {}, []
+        keys = work = sorted(state.tasks)
+        job_ids = job_work = sorted(state.jobs)
     try:
         names = _Names(cache.maps if cache is not None else {})
         born: list[str] = []
@@ -261,7 +260,7 @@ def cluster_part(state: ClusterIndex, cache: RowCache | None = None) -> tuple[by
         b"}",
         middle,
         b"[",
-        b",".join([rows[key][1] for key in keys]),
+        b",".join([rows[key][0] for key in keys]),
         b"]",
         tail,
     )
@@ -280,23 +279,21 @@ def _tasks_again(
     """Bring ``rows`` (and ``table``) up to ``state`` for the tasks ``work`` names; the
     task keys in order."""
     tasks = state.tasks
-    changed: list[tuple[str, TaskInfo]] = []
     values: list[Any] = []
     added = removed = False
     for key in work:
         task = tasks.get(key)
         row = rows.get(key)
         if row is not None:
-            _forget(table, row[2])
+            _forget(table, row[1])
             if task is None:
                 del rows[key]
                 removed = True
         if task is not None:
             added = added or row is None
-            changed.append((key, task))
             values.append(_values(key, task, names, table, born))
-    for (key, task), piece, (_, row_values) in zip(changed, _encoded(values), values, strict=True):
-        rows[key] = (task, piece, tuple(row_values[i] for i in _MAP_AT))
+    for (key, row_values), piece in zip(values, _encoded(values), strict=True):
+        rows[key] = (piece, tuple(row_values[i] for i in _MAP_AT))
     if not whole and (added or removed):
         keys = sorted(tasks)  # as format 1 loads them: in key order
     if len(keys) != len(tasks):
@@ -308,7 +305,6 @@ def _jobs_again(
     state: ClusterIndex, jobs: dict[str, bytes], work: list[str], ids: list[str], whole: bool
 ) -> list[str]:
     """Bring ``jobs`` up to ``state`` for the jobs ``work`` names; the job ids in order."""
-    changed: list[str] = []
     values: list[Any] = []
     moved = False
     for job_id in work:
@@ -316,9 +312,8 @@ def _jobs_again(
         had = jobs.pop(job_id, None)
         moved = moved or (had is None) != (job is None)
         if job is not None:
-            changed.append(job_id)
             values.append([job_id, _JOB_ROW(job)])
-    for job_id, piece in zip(changed, _encoded(values), strict=True):
+    for (job_id, _), piece in zip(values, _encoded(values), strict=True):
         jobs[job_id] = piece
     if not whole and moved:
         ids = sorted(state.jobs)

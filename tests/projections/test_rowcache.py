@@ -6,7 +6,6 @@ cluster."""
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,11 +18,10 @@ from projections.cluster import ClusterState
 from projections.rowcache import RowCache, cluster_part, map_name
 from projections.snapshot_rows import load_rows
 from projections.world import World
-from streams.codec import decode
 from streams.events import Event, make_event
 from tests.builders import T0, at, build_node, build_pod, build_podgroup, watch
+from tests.projections.test_checkpoints_by_position import _records as golden_records
 
-GOLDEN = Path(__file__).parents[1] / "replay" / "golden"
 LABELS = {"app": "web", "team": "ads"}
 PREEMPTABLE = "volcano.sh/preemptable"
 
@@ -182,10 +180,19 @@ def test_maps_are_named_by_their_content() -> None:
     assert len(map_name(b"{}")) == 24
 
 
-@cache
-def _records(name: str) -> list[Event]:
-    lines = (GOLDEN / name).read_bytes().splitlines()
-    return [decode(line).with_offset(i) for i, line in enumerate(lines)]
+#: a golden log's records, decoded once for the session (hypothesis draws them again)
+_records = cache(golden_records)
+
+
+def _kept_along(records: list[Event], cuts: list[int]) -> None:
+    """Fold ``records``, dumping at each of ``cuts`` (ascending) with one cache: each
+    dump is the fresh one."""
+    world, rows = World(), RowCache()
+    done = 0
+    for cut in cuts:
+        world.fold(records[done:cut])
+        done = cut
+        assert _bytes(world.cluster, rows) == _bytes(world.cluster, None), cut
 
 
 LOGS = (
@@ -204,28 +211,13 @@ def test_dumps_kept_along_a_golden_log_are_fresh_dumps(name: str, data: st.DataO
     """Whatever the records between two dumps (decisions, outcomes, configuration,
     deletions), the cached dump is the fresh one."""
     records = _records(name)
-    cuts = sorted(
-        data.draw(st.sets(st.integers(1, len(records)), min_size=1, max_size=8), label="cuts")
-    )
-    world, rows = World(), RowCache()
-    at_ = 0
-    for cut in cuts:
-        world.fold(records[at_:cut])
-        at_ = cut
-        assert _bytes(world.cluster, rows) == _bytes(world.cluster, None), cut
-
-
-def _demo_cuts() -> list[int]:
-    return list(range(250, len(_records("demo.jsonl")), 250))
+    cuts = data.draw(st.sets(st.integers(1, len(records)), min_size=1, max_size=8), label="cuts")
+    _kept_along(records, sorted(cuts))
 
 
 def test_dumps_kept_along_the_demo_are_fresh_dumps() -> None:
-    records, world, rows = _records("demo.jsonl"), World(), RowCache()
-    at_ = 0
-    for cut in _demo_cuts():
-        world.fold(records[at_:cut])
-        at_ = cut
-        assert _bytes(world.cluster, rows) == _bytes(world.cluster, None), cut
+    records = _records("demo.jsonl")
+    _kept_along(records, list(range(250, len(records), 250)))
 
 
 def test_two_maps_under_one_name_raise_and_the_next_dump_is_whole(

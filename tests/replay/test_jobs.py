@@ -4,6 +4,7 @@ gives the serial check's verdict and output, at any checkpoint interval and any 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from replay.segments import execute, join
 from streams.backends.checkpoints import open_log_store
 from streams.backends.sqlite import SQLiteLog
 from streams.recording import import_recording
+from tests.projections.golden_checkpoints import as_version_1, version_2
 
 GOLDEN = Path(__file__).parent / "golden"
 T = TypeVar("T")
@@ -189,10 +191,6 @@ def _mixed_versions(name: str, tmp: Path) -> Path:
     """A copy of the log with a checkpoint every 13 records, each in turn as this tide
     writes it (version 3), as tides before wrote it (version 2, stored) and as the first
     ones did (version 1, made from the stored one)."""
-    import sqlite3
-
-    from tests.projections.golden_checkpoints import as_version_1, version_2
-
     copy = tmp / "mixed.db"
     with sqlite3.connect(log_with_checkpoints(name, 13)) as src, sqlite3.connect(copy) as dst:
         src.backup(dst)
