@@ -118,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     used = _cpu() - start
     sys.stderr.write(
         f"CPU {_cpu():.2f} s, the command {used:.2f} s; folded {read.folded} records, "
-        f"loaded checkpoints {read.loaded}, {read.noted} fed without the World\n"
+        f"loaded checkpoints {read.loaded}, {read.noted} fed without the World, "
+        f"{read.local} to the local parts from {read.local_from}"
+        f"{' (given up: folded again)' if read.again else ''}\n"
     )
     return code
 

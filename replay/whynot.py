@@ -51,6 +51,8 @@ from streams.payloads import (
 )
 
 _TDM_KINDS = frozenset({"window-end", "evict-period"})
+#: the resources a "was cooling down" sentence is said of (:func:`_cooling`)
+COOLING_RESOURCES = ("cpu", "memory")
 
 
 def _match(key: str, pod: str) -> bool:
@@ -236,7 +238,7 @@ def _cooling(
     if numbers is None:
         return []
     out = []
-    for resource in ("cpu", "memory"):
+    for resource in COOLING_RESOURCES:
         limits = eviction.resource(resource)
         value = numbers.pressure(resource)
         if not limits.enabled or value <= limits.evict_threshold:

@@ -51,6 +51,13 @@ class Plan:
     #: every decision of the log was read); a task of another reads every record
     jobs: frozenset[str] | None = None
     nodes: frozenset[str] | None = None
+    #: the offsets of the records the World must be exact at (every record before them
+    #: folded): the sessions of the pod's binds (a bind view replays one) and the pod's
+    #: records that are not :func:`world_free` (they may make it Pending: a wait opens)
+    full: list[int] = field(default_factory=list)
+    #: the ids of the moments not under the pod's name (the causes the answer reads, the
+    #: triggers of its jobs' TDM evictions): a local fold reads them by id
+    ids: frozenset[str] = frozenset()
 
     def knows(self, job: str, node: str) -> bool:
         """Whether the moments of a task of ``job`` on ``node`` are all in the plan."""
@@ -62,6 +69,10 @@ class Plan:
         """The first static moment at or after ``position``."""
         i = bisect.bisect_left(self.moments, position)
         return self.moments[i] if i < len(self.moments) else None
+
+    def next_full(self, position: int) -> int | None:
+        """The first offset at or after ``position`` the World must be exact at."""
+        return first_at(self.full, position)
 
     def next_checkpoint(self, position: int) -> int | None:
         """The first checkpoint position after ``position``."""
@@ -127,6 +138,10 @@ def plan_for(
     tdm = {
         job: sorted(found[c] for c in causes if c in found) for job, causes in tdm_causes.items()
     }
+    binds = [e for e in decided if e.type == "decision.bind" and _match(_pod_key(e), pod)]
+    sessions = {e.cause for e in binds if e.cause}
+    full = {o for o, e in by_offset.items() if not world_free(e)}
+    full |= {found[c] for c in sessions if c in found}
     return Plan(
         moments=sorted(moments),
         tdm=tdm,
@@ -137,6 +152,8 @@ def plan_for(
         held=held,
         jobs=None if known is None else known[0],
         nodes=None if known is None else known[1],
+        full=sorted(full),
+        ids=frozenset(wanted),
     )
 
 

@@ -29,6 +29,24 @@ log is folded without gaps, as before. The gaps are chosen at *evaluation points
 start, after each moment, at each checkpoint position): there the fold knows the World
 exactly and can say which of the moments above lie ahead; past the last of them, with no
 wait open, nothing can change and the fold stops.
+
+**The local parts.** Most of the World is read only by the bind views (a session replayed
+over every node) and by the waits (a session's predicates while the pod is Pending). The
+other sentences read the *local parts*: which tasks bear the pod's name and their fields
+(job, QoS, node, status, uid, the owned and evictable marks), the nodes they are on
+(capacity), those nodes' usage series and pressure cooldowns, whether the pod was evicted
+by pressure and not yet gone, and the configuration. Each of those is folded from records
+filed under the pod's name (its watch records, the decisions about it and their effects)
+or under one of its nodes (the node's watch records and samples, the decisions on it), or
+from ``config.applied``: nothing else moves them. So once no record ahead needs the World
+exact (:attr:`Plan.full`: the sessions of the pod's binds, its records that may make it
+Pending) and no wait is open, the fold reads only those records and the moments read by id
+(``local``; :func:`local_keys`): a World exact at some point and fed them alone from there
+keeps its local parts exact, whatever it holds beside them. A pod that was never Pending
+and never bound by tide folds from offset 0 on them alone, with no checkpoint loaded. Should
+the answer come to need the World exact again after all (a wait opening with no record of
+the pod saying so, a task the plan's narrow queries do not cover), it is folded again with
+the World exact throughout.
 """
 
 from __future__ import annotations
@@ -38,11 +56,13 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from controller.policy.pressure.candidates import PRESSURE_QOS
+from projections.model import TaskInfo
 from projections.world import World
 from replay.bindview import BindFold, with_views
 from replay.explain import Answer
 from replay.nomination import nomination_answers
 from replay.streamed import WhyFold
+from replay.whynot import COOLING_RESOURCES
 from replay.whyplan import Narrowed, Plan, first_at, narrowed, plan_for, pod_of, world_free
 from streams.events import DECISION_TYPES, Event
 from streams.payloads import as_decision, as_watch
@@ -54,6 +74,12 @@ LOAD_COST = 20_000
 
 def _match(key: str, pod: str) -> bool:
     return key == pod or key.split("/", 1)[-1] == pod
+
+
+def _candidate_node(task: TaskInfo) -> str:
+    """The node a cooling sentence may name for ``task`` ("" when it is no pressure
+    candidate: :func:`replay.whynot._cooling`)."""
+    return task.node_name if task.evictable and task.qos in PRESSURE_QOS else ""
 
 
 class _Fold:
@@ -92,6 +118,21 @@ class _Fold:
         whynot.task_key = type(whynot.task_key)(self.pod)
         self.binds.world = world
 
+    def _task(self) -> TaskInfo | None:
+        key = self.why.whynot.task_key.find(self.world)
+        return None if key is None else self.world.cluster.tasks[key]
+
+    def local(self, plan: Plan, position: int) -> bool:
+        """Whether from ``position`` on the answer reads only the World's local parts (the
+        module docstring): no record ahead needs the World exact, no wait is open, no
+        task of the pod is Pending, and the plan knows the moments of its task."""
+        if plan.jobs is None or plan.nodes is None or plan.gapless:
+            return False
+        if plan.next_full(position) is not None or self.waiting():
+            return False
+        task = self._task()
+        return task is None or plan.knows(task.job, _candidate_node(task))
+
     def waiting(self) -> bool:
         """Whether a wait of the pod is open or a task of it is Pending."""
         waits = self.why.whynot.waits.waits
@@ -108,19 +149,19 @@ class _Fold:
             return position
         ahead = [plan.next_moment(position)]
         world = self.world
-        key = self.why.whynot.task_key.find(world)
-        if key is not None:
-            task = world.cluster.tasks[key]
-            # a cooling sentence needs a pressure candidate (replay.whynot._cooling)
-            node = task.node_name if task.evictable and task.qos in PRESSURE_QOS else ""
+        task = self._task()
+        if task is not None:
+            node = _candidate_node(task)
             if not plan.knows(task.job, node):
                 return position
             if task.job:
                 ahead.append(first_at(plan.tdm.get(task.job, ()), position))
             if node:
                 clock = world.pressure.clock
-                for (name, _), held in world.pressure.cooldowns.items():
-                    if name == node and (clock is None or held.until > clock):
+                cooldowns = world.pressure.cooldowns
+                for resource in COOLING_RESOURCES:
+                    held = cooldowns.get((node, resource))
+                    if held is not None and (clock is None or held.until > clock):
                         return position
                 ahead.append(first_at(plan.cooldowns.get(node, ()), position))
         found = [a for a in ahead if a is not None]
@@ -132,17 +173,14 @@ class _Fold:
         always fed, the evicting triggers of the jobs and the cooldowns of the nodes the
         pod's task has now or may have after it; None: no moment ahead; False: a cooldown
         may be held on such a node at ``record`` (the World is read from there on)."""
-        world = self.world
-        key = self.why.whynot.task_key.find(world)
+        task = self._task()
         job, node = pod_of(record)
         jobs, nodes = {job}, {node}
         if record.type in DECISION_TYPES:  # a bind puts the task on its node
             nodes.add(str(as_decision(record).get("node") or ""))
-        if key is not None:
-            task = world.cluster.tasks[key]
+        if task is not None:
             jobs.add(task.job)
-            if task.evictable and task.qos in PRESSURE_QOS:
-                nodes.add(task.node_name)
+            nodes.add(_candidate_node(task))
         jobs.discard("")
         nodes.discard("")
         if not all(plan.knows(j, "") for j in jobs) or not all(plan.knows("", n) for n in nodes):
@@ -209,6 +247,22 @@ class Read:
     loaded: list[int] = field(default_factory=list)
     #: world-free records fed without the World (a checkpoint past them loaded next)
     noted: int = 0
+    #: records fed to the local parts only, and the offset that local fold began at
+    local: int = 0
+    local_from: int | None = None
+    #: the local fold gave up (a wait opened, or a task the plan does not cover): the
+    #: answer was folded again with every record, and the figures above are that fold's
+    again: bool = False
+
+    def restart(self) -> None:
+        """Count a fold again, from nothing (the local fold gave up)."""
+        self.folded, self.noted, self.local, self.local_from = 0, 0, 0, None
+        self.loaded.clear()
+        self.again = True
+
+
+class _Exact(Exception):
+    """The local parts no longer answer: fold the answer again, the World kept exact."""
 
 
 def fold_why(
@@ -218,14 +272,40 @@ def fold_why(
     *,
     records: Callable[[int], Generator[Event, None, None]],
     resume: Callable[[int], World | None],
+    local: Callable[[int], Generator[Event, None, None]] | None = None,
     read: Read | None = None,
 ) -> tuple[list[Answer], list[str]]:
     """The answers and the non-decisions about ``pod``: the folds of
     ``controller.cli.explain_cmd._why_fold`` fed only the records from moment to moment
     of ``plan``. ``records(start)`` reads the log from an offset; ``resume(upto)`` is the
-    World of the nearest good checkpoint at or before ``upto`` (or None)."""
-    fold = _Fold(pod, decided)
+    World of the nearest good checkpoint at or before ``upto`` (or None); ``local(start)``
+    reads the records the World's local parts fold from an offset (:func:`local_keys`,
+    the ``config.applied`` records and the records of ``plan.ids``; None: the World is
+    kept exact throughout)."""
     read = read if read is not None else Read()
+    if local is not None:
+        try:
+            return _fold_why(_Fold(pod, decided), plan, records, resume, local, read)
+        except _Exact:
+            read.restart()
+    return _fold_why(_Fold(pod, decided), plan, records, resume, None, read)
+
+
+def local_keys(pod: str, plan: Plan) -> list[str]:
+    """The subject keys of the records the World's local parts fold, but for the
+    ``config.applied`` records and the moments read by id: the pod's name and its nodes."""
+    nodes = sorted(plan.nodes or ())
+    return [f"podname:{pod.rsplit('/', 1)[-1]}", *(f"node:{n}" for n in nodes)]
+
+
+def _fold_why(
+    fold: _Fold,
+    plan: Plan,
+    records: Callable[[int], Generator[Event, None, None]],
+    resume: Callable[[int], World | None],
+    local: Callable[[int], Generator[Event, None, None]] | None,
+    read: Read,
+) -> tuple[list[Answer], list[str]]:
     position, evaluate = 0, 0
     events = records(0)
     try:
@@ -234,6 +314,12 @@ def fold_why(
                 horizon = fold.horizon(plan, position)
                 if horizon is None:
                     break  # no moment ahead, no wait open: nothing can change the answer
+                if local is not None and fold.local(plan, position):
+                    events.close()
+                    events = local(position)
+                    read.local_from = position
+                    _fold_local(fold, plan, events, read)
+                    break
                 record = plan.named.get(horizon)
                 if horizon > position and record is not None and world_free(record):
                     beyond = fold.beyond(plan, record)
@@ -279,4 +365,26 @@ def fold_why(
     return fold.answer()
 
 
-__all__ = ["LOAD_COST", "Narrowed", "Plan", "Read", "fold_why", "narrowed", "plan_for"]
+def _fold_local(fold: _Fold, plan: Plan, events: Generator[Event, None, None], read: Read) -> None:
+    """Feed the records of the local parts until no moment lies ahead (:class:`_Exact`
+    when the answer comes to need the World exact again)."""
+    for event in events:
+        fold.feed(event)
+        read.local += 1
+        position = event.offset + 1
+        if not fold.local(plan, position):
+            raise _Exact
+        if fold.horizon(plan, position) is None:
+            return
+
+
+__all__ = [
+    "LOAD_COST",
+    "Narrowed",
+    "Plan",
+    "Read",
+    "fold_why",
+    "local_keys",
+    "narrowed",
+    "plan_for",
+]

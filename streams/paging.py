@@ -155,15 +155,16 @@ class LogReader:
         streams = [self._rows(log, start, None, t) for t in sorted(wanted)]
         yield from heapq.merge(*streams, key=lambda e: e.offset)
 
-    def about(self, subjects: Sequence[str]) -> Iterator[Event] | None:
-        """The records filed under any of ``subjects`` (:mod:`streams.subjects`), in
-        offset order, a page at a time; None when the log keeps no subject index (read
-        :meth:`records` and filter them instead: the same answer, at a scan's cost)."""
+    def about(self, subjects: Sequence[str], start: int = 0) -> Iterator[Event] | None:
+        """The records filed under any of ``subjects`` (:mod:`streams.subjects`) from
+        ``start`` on, in offset order, a page at a time; None when the log keeps no subject
+        index (read :meth:`records` and filter them instead: the same answer, at a scan's
+        cost)."""
         log = self.log
         if not isinstance(log, SubjectPages):
             return None
         keys = list(subjects)
-        first = self._call(log.read_about(keys, 0, PAGE))
+        first = self._call(log.read_about(keys, start, PAGE))
         if first is None:
             return None
         return self._about(log, keys, first)

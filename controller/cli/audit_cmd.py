@@ -57,7 +57,7 @@ def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
     nearest checkpoint before each moment; None when the log has no subject index or no
     lookup by id (then :func:`controller.cli.explain_cmd.why_streamed` answers)."""
     from replay.streamed import WhyFold
-    from replay.whyread import fold_why, plan_for
+    from replay.whyread import fold_why, local_keys, plan_for
     from streams.conflicts import RecordLookup
 
     if is_recording(source):
@@ -86,12 +86,15 @@ def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
             checkpoints=log.run(_positions(url)),
             known=None if narrow is None else (narrow.jobs, narrow.nodes),
         )
+        moments = sorted(log.run(lookup.records(sorted(plan.ids))).values(), key=_offset)
+        keys = local_keys(pod, plan)
         return fold_why(
             pod,
             decided,
             plan,
             records=lambda start: _records(log, start),
             resume=lambda upto: log.run(_resumed(log, url, upto)),
+            local=None if narrow is None else lambda start: _local(log, keys, moments, start),
         )
 
 
@@ -121,6 +124,29 @@ def _narrowed(log: LogReader, pod: str, named: list[Event]) -> Narrowed | None:
 
 def _records(log: LogReader, start: int) -> Generator[Event, None, None]:
     yield from paced(log.records(start))
+
+
+def _offset(event: Event) -> int:
+    return event.offset
+
+
+def _local(
+    log: LogReader, keys: list[str], moments: list[Event], start: int
+) -> Generator[Event, None, None]:
+    """The records the World's local parts fold from ``start`` on (offset order, once
+    each): those under ``keys``, the ``config.applied`` records and ``moments``."""
+    import heapq
+
+    about = log.about(keys, start)
+    if about is None:  # the plan was read from this index: it cannot be gone
+        raise RuntimeError("the log's subject index is gone")
+    later = (e for e in moments if e.offset >= start)
+    configs = log.of_types(["config.applied"], start)
+    last = -1
+    for event in heapq.merge(about, configs, later, key=_offset):
+        if event.offset != last:
+            last = event.offset
+            yield event
 
 
 async def _positions(url: str) -> list[int]:

@@ -96,6 +96,7 @@ def test_every_answer_equals_a_fold_from_zero(
     make, asked = SOURCES[name]
     events = make()
     loads: list[int] = []
+    local: list[int] = []
     real = whyread.fold_why
 
     def counted(*args: Any, **kwargs: Any) -> Any:
@@ -104,6 +105,8 @@ def test_every_answer_equals_a_fold_from_zero(
             return real(*args, **{**kwargs, "read": read})
         finally:
             loads.extend(read.loaded)
+            if read.local_from is not None:
+                local.append(read.local)
 
     monkeypatch.setattr(whyread, "fold_why", counted)
     monkeypatch.setattr(whyread, "LOAD_COST", 0)  # jump over every gap a checkpoint spans
@@ -128,6 +131,7 @@ def test_every_answer_equals_a_fold_from_zero(
             for every, url in urls.items():
                 assert _why(url, pod) == expected, (name, cut, every, pod)
     assert loads, "no answer loaded a checkpoint: the gaps were never jumped"
+    assert local, "no answer folded the local parts only"
 
 
 async def _export(url: str, path: Path) -> None:
