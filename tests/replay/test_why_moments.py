@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from controller.cli import app
 from controller.policy.loader import load_config
 from controller.simulate.runner import Simulation, save_log
-from replay import whyread
+from replay import whyplan, whyread
 from streams.backends import open_log
 from streams.codec import encode
 from streams.events import Event
@@ -138,3 +138,34 @@ async def _export(url: str, path: Path) -> None:
     async with await open_log(url) as log:
         lines = [encode(e) + b"\n" async for e in log.read(0)]
     path.write_bytes(b"".join(lines))
+
+
+def test_an_answer_that_comes_to_need_the_exact_world_again_is_folded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan told that no record of a pod needs the World exact (each one world-free):
+    the local fold starts before the pods' Pending records and must give up at them (a wait
+    opens); the answer is folded again with the World exact and equals a fold from 0."""
+    events = _recreated()
+    again: list[str] = []
+    real = whyread.fold_why
+
+    def counted(pod: str, *args: Any, **kwargs: Any) -> Any:
+        read = whyread.Read()
+        try:
+            return real(pod, *args, **{**kwargs, "read": read})
+        finally:
+            if read.again:
+                again.append(pod)
+
+    monkeypatch.setattr(whyread, "fold_why", counted)
+    monkeypatch.setattr(whyplan, "world_free", lambda event: True)
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    save_log(url, events)
+    asyncio.run(_checkpoint(url, 3))
+    reference = tmp_path / "log.jsonl"
+    asyncio.run(_export(url, reference))
+    for pod in ("w", "default/w", "x", "z", "nobody/none"):
+        assert _why(url, pod) == _why(str(reference), pod), pod
+    # bare "w" stays exact: other/w's bind (38 s) comes after default/w is re-created
+    assert set(again) == {"default/w", "x", "z"}, again
