@@ -170,21 +170,24 @@ def narrowed(
     pod: str,
     named: Sequence[Event],
     *,
-    mentioning: Callable[[Sequence[str], str], list[Event]],
+    naming: Callable[[str], list[Event]],
+    of_job: Callable[[str], list[Event]],
     caused: Callable[[Sequence[str]], list[Event]],
     cooling: Callable[[Sequence[str]], list[Event]],
 ) -> Narrowed | None:
     """Instead of every decision of the log, the ones the answer reads: the pod's own
-    (``named``), the evictions that name it (a round's plan; ``mentioning(types, text)``:
-    a superset of the records of those types whose payload holds ``text``), the TDM
-    evictions of its jobs, every decision of the sessions that bound it (``caused``, a
-    bind view replays them) and the cooldowns started on its nodes (``cooling``). None
-    when a preemption nominated it: its outcome reads node deletions anywhere, so the log
-    is read whole, as before."""
+    (``named``), the evictions that name it (a round's plan; ``naming(name)``: a superset
+    of the evictions whose evidence names a pod of that bare name), the TDM evictions of
+    its jobs (``of_job(job)``: a superset of those whose evidence names the job), every
+    decision of the sessions that bound it (``caused``, a bind view replays them) and the
+    cooldowns started on its nodes (``cooling``). None when a preemption nominated it: its
+    outcome reads node deletions anywhere, so the log is read whole, as before."""
     name = pod.rsplit("/", 1)[-1]
     own = [e for e in named if e.type in DECISION_TYPES]
     found = {e.offset: e for e in own}
-    for event in mentioning(["decision.evict"], name):
+    for event in naming(name):
+        if event.type != "decision.evict":
+            continue
         if _nominates(event, pod):
             return None
         if _names(event, pod):
@@ -199,8 +202,8 @@ def narrowed(
     jobs.discard("")
     nodes.discard("")
     for job in sorted(jobs):
-        for event in mentioning(["decision.evict"], job):
-            if tdm_evidence(as_evict(event)).get("job") == job:
+        for event in of_job(job):
+            if event.type == "decision.evict" and tdm_evidence(as_evict(event)).get("job") == job:
                 found[event.offset] = event
     sessions = sorted({e.cause for e in own if e.type == "decision.bind" and e.cause})
     for event in caused(sessions) if sessions else []:

@@ -12,7 +12,14 @@ filter to them, so the index only has to hold *at least* the records the filter 
   pod name asked for matches the second: the timeline's ``key.split("/", 1)[-1] == pod``);
 * ``node:NAME`` for its node name;
 * ``zone:ZONE`` for a ``trigger.fired`` of a zone (a node's timeline shows its zone's);
-* ``ns:NAMESPACE`` for a decision naming a namespace.
+* ``ns:NAMESPACE`` for a decision naming a namespace;
+* for an eviction, ``mention:NAME`` for each other pod its evidence names (the preemptor it
+  nominated a node for, the pods its pressure round planned), by bare name, and
+  ``job:JOB`` for the job its evidence names (a TDM eviction's): ``tide audit why`` reads
+  the evictions that name a pod or its job by them (:func:`mention_keys`), not by a scan.
+
+Version 2 added the last two kinds of key and changed no other: an index of version 1
+answers every key but those (:data:`READS`).
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ from streams.events import DECISION_TYPES, EFFECT_TYPES, Event
 from streams.payloads import as_decision, as_effect, as_node_sample, as_pod_sample, as_watch
 
 #: the version of :func:`subjects_of`: a log indexed under another is indexed again
-VERSION = 1
+VERSION = 2
+#: the versions whose index holds every key of :func:`subjects_of` but
+#: :func:`mention_keys` (which only an index of :data:`VERSION` holds)
+READS = (1, 2)
 
 
 def target_of(event: Event) -> tuple[str, str]:
@@ -67,7 +77,37 @@ def subjects_of(event: Event) -> list[str]:
         keys.append(f"zone:{data.get('zone')}")
     if event.type in DECISION_TYPES and data.get("namespace") is not None:
         keys.append(f"ns:{data.get('namespace')}")
+    if event.type == "decision.evict":
+        keys += mention_keys(data.get("evidence"))
     return keys
+
+
+def mention_keys(evidence: object) -> list[str]:
+    """The ``mention:`` and ``job:`` keys of an eviction's ``evidence`` (the module
+    docstring): a superset of the pods it names as preemptor or in a round's plan (by
+    bare name) and the job it names; none when it holds no such thing."""
+    if not isinstance(evidence, dict):
+        return []
+    names = [evidence.get("preemptor")]
+    held = evidence.get("round")
+    plan = held.get("plan") if isinstance(held, dict) else None
+    if isinstance(plan, list):
+        names += plan
+    keys = sorted({f"mention:{n.rsplit('/', 1)[-1]}" for n in names if isinstance(n, str) and n})
+    job = evidence.get("job")
+    if isinstance(job, str) and job:
+        keys.append(f"job:{job}")
+    return keys
+
+
+def mention_key(pod: str) -> str:
+    """The key of the evictions whose evidence names ``pod`` (by its bare name)."""
+    return f"mention:{pod.rsplit('/', 1)[-1]}"
+
+
+def job_key(job: str) -> str:
+    """The key of the evictions whose evidence names job ``job``."""
+    return f"job:{job}"
 
 
 def pod_keys(pod: str) -> list[str]:

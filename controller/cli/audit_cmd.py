@@ -23,7 +23,8 @@ from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event, format_time, parse_time
 from streams.gcpause import paced
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
-from streams.subjects import node_key
+from streams.subjects import VERSION as SUBJECTS_VERSION
+from streams.subjects import job_key, mention_key, node_key
 from streams.urls import DEFAULT_LOG
 
 if TYPE_CHECKING:
@@ -108,9 +109,12 @@ def _narrowed(log: LogReader, pod: str, named: list[Event]) -> Narrowed | None:
         return None
     sqlite: Any = log.log  # a SQLiteLog (its class is not imported here: see is_sqlite)
     types = orjson.dumps(sorted(DECISION_TYPES)).decode()
+    indexed = log.run(q.indexed(sqlite)) == SUBJECTS_VERSION  # mention keys: version 2 on
 
-    def mentioning(kinds: Sequence[str], text: str) -> list[Event]:
-        return log.run(q.query(sqlite, q.MENTIONING, orjson.dumps(list(kinds)).decode(), text))
+    def mentioning(key: str, text: str) -> list[Event]:
+        if indexed:
+            return list(log.about([key]) or ())
+        return log.run(q.query(sqlite, q.MENTIONING, '["decision.evict"]', text))
 
     def caused(ids: Sequence[str]) -> list[Event]:
         return log.run(q.query(sqlite, q.CAUSED, types, orjson.dumps(list(ids)).decode()))
@@ -119,7 +123,14 @@ def _narrowed(log: LogReader, pod: str, named: list[Event]) -> Narrowed | None:
         keys = orjson.dumps([node_key(n) for n in nodes]).decode()
         return log.run(q.query(sqlite, q.FILED_MENTIONING, keys, "decision.evict", "cooldown"))
 
-    return narrowed(pod, named, mentioning=mentioning, caused=caused, cooling=cooling)
+    return narrowed(
+        pod,
+        named,
+        naming=lambda name: mentioning(mention_key(name), name),
+        of_job=lambda job: mentioning(job_key(job), job),
+        caused=caused,
+        cooling=cooling,
+    )
 
 
 def _records(log: LogReader, start: int) -> Generator[Event, None, None]:

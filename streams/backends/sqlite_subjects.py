@@ -24,7 +24,7 @@ from typing import Any
 
 from streams.codec import from_stored
 from streams.events import Event
-from streams.subjects import VERSION, subjects_of
+from streams.subjects import READS, VERSION, subjects_of
 
 TABLE = "subjects"
 VERSION_TABLE = "subjects_version"
@@ -52,6 +52,10 @@ FIND = (
     f'(SELECT DISTINCT "offset" FROM {TABLE} WHERE subject IN (SELECT value FROM json_each(?)) '
     'AND "offset" >= ?) ORDER BY "offset" LIMIT ?'
 )
+_EVICTIONS = (
+    'SELECT "offset", id, at, type, cause, v, data, NULL FROM events '
+    "WHERE type = 'decision.evict' AND \"offset\" >= ? ORDER BY \"offset\" LIMIT ?"
+)
 _BACKFILL_PAGE = 5_000
 
 
@@ -60,24 +64,34 @@ def rows_of(events: Iterable[tuple[int, Event]]) -> list[tuple[str, int]]:
     return [(subject, offset) for offset, event in events for subject in subjects_of(event)]
 
 
-def usable(con: sqlite3.Connection) -> bool:
-    """Whether the file holds an index of this version (read only: creates nothing)."""
+def version_of(con: sqlite3.Connection) -> int | None:
+    """The version of the file's index (None: it has none; read only: creates nothing)."""
     try:
         row = con.execute(_VERSION).fetchone()
     except sqlite3.OperationalError:  # no such table: a log from before the index
-        return False
-    return row is not None and row[0] == VERSION
+        return None
+    return row[0] if row is not None and isinstance(row[0], int) else None
+
+
+def usable(con: sqlite3.Connection) -> bool:
+    """Whether the file holds an index a reader can ask (of a version in
+    :data:`streams.subjects.READS`: every key but the mentions of a later version)."""
+    return version_of(con) in READS
 
 
 def ensure(con: sqlite3.Connection) -> None:
     """Create the index of a log that lacks it (or holds another version's) and index
     every stored record, in one ``BEGIN IMMEDIATE`` transaction: the writer's migration.
     A log already indexed costs one query."""
-    if usable(con):
+    if version_of(con) == VERSION:
         return
     con.execute("BEGIN IMMEDIATE")
     try:
-        if not usable(con):  # asked again under the lock: another writer may have built it
+        held = version_of(con)  # asked again under the lock: another writer may have built it
+        if held in READS and held != VERSION:  # a version 1 index lacks the evictions' keys
+            _add_mentions(con)
+            con.execute(_SET_VERSION, (VERSION,))
+        elif held != VERSION:
             con.execute(f"DROP TABLE IF EXISTS {TABLE}")
             for statement in _CREATE.split(";"):
                 if statement.strip():
@@ -92,6 +106,15 @@ def ensure(con: sqlite3.Connection) -> None:
     except BaseException:
         con.rollback()
         raise
+
+
+def _add_mentions(con: sqlite3.Connection) -> None:
+    """File every eviction under the keys version 2 added (:func:`mention_keys`)."""
+    offset = 0
+    while rows := con.execute(_EVICTIONS, (offset, _BACKFILL_PAGE)).fetchall():
+        events = ((row[0], from_stored(*row)) for row in rows)
+        con.executemany(INSERT, rows_of(events))
+        offset = rows[-1][0] + 1
 
 
 def insert(con: sqlite3.Connection, rows: Sequence[tuple[str, int]]) -> None:
@@ -117,6 +140,16 @@ FILED_MENTIONING = (
     "(SELECT value FROM json_each(?))) AND type = ? AND instr(data, ?) > 0 "
     'ORDER BY "offset"'
 )
+
+
+async def indexed(log: Any) -> int | None:
+    """The version of the subject index of the SQLite log ``log`` (as :func:`query`)."""
+    if type(log).__name__ == "SQLiteReader":
+        rows = log.select(_VERSION, ())
+    else:
+        async with log._lock:
+            rows = await log._fetch(_VERSION, ())
+    return rows[0][0] if rows and isinstance(rows[0][0], int) else None
 
 
 def events_of(rows: Iterable[Sequence[object]]) -> list[Event]:

@@ -122,3 +122,55 @@ def test_an_old_log_is_read_unchanged_and_indexed_by_its_next_writer(tmp_path: P
     b.close()
     assert _ask(["timeline", "--pod", pod], old) == _ask(["timeline", "--pod", pod], db)
     assert scanned[1].strip()
+
+
+def _version_1(db: Path, out: Path) -> Path:
+    """A copy of ``db`` as version 1 indexed it: no ``mention:`` or ``job:`` keys."""
+    shutil.copy(db, out)
+    with sqlite3.connect(out) as con:
+        con.execute("DELETE FROM subjects WHERE subject LIKE 'mention:%' OR subject LIKE 'job:%'")
+        con.execute("UPDATE subjects_version SET version = 1")
+    con.close()
+    return out
+
+
+def _why(pod: str, db: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["audit", "why", pod, "--log", str(db), "--json"])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("name", ["pressure-graceful", "tdm-budgets", "ownership"])
+def test_why_reads_a_version_1_index_by_a_scan_and_its_next_writer_adds_the_mentions(
+    name: str, tmp_path: Path
+) -> None:
+    """``audit why`` reads the evictions naming a pod or its job by the ``mention:`` and
+    ``job:`` keys; an index of version 1 lacks them and is read by a scan of the
+    evictions' payloads instead, with the same answers; its next writer files the
+    evictions under them (the index then equals one a writer built whole)."""
+    events = _events(name)
+    db = tmp_path / "log.db"
+    save_log(str(db), events)
+    old = _version_1(db, tmp_path / "old.db")
+    with sqlite3.connect(db) as con:
+        mentions = con.execute(
+            "SELECT count(*) FROM subjects WHERE subject LIKE 'mention:%' OR subject LIKE 'job:%'"
+        ).fetchone()[0]
+    con.close()
+    assert mentions, name  # the log's evictions name pods or jobs
+    pods = sorted(
+        {f"{e.data['namespace']}/{e.data['pod']}" for e in events if e.type == "decision.evict"}
+    )
+    before = old.read_bytes()
+    for pod in [*pods[:6], pods[0].split("/", 1)[1]]:
+        answer = _why(pod, db)
+        assert answer[0] == 0 and answer[1].strip(), pod
+        assert _why(pod, old) == answer, pod
+    assert old.read_bytes() == before  # a reader wrote nothing
+    save_log(str(old), events)
+    save_log(str(db), events)
+    with sqlite3.connect(old) as a, sqlite3.connect(db) as b:
+        query = 'SELECT subject, "offset" FROM subjects ORDER BY subject, "offset"'
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+        assert a.execute("SELECT version FROM subjects_version").fetchall() == [(2,)]
+    a.close()
+    b.close()
