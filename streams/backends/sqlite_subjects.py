@@ -54,7 +54,7 @@ FIND = (
 )
 _EVICTIONS = (
     'SELECT "offset", id, at, type, cause, v, data, NULL FROM events '
-    "WHERE type = 'decision.evict' AND \"offset\" >= ? ORDER BY \"offset\" LIMIT ?"
+    'WHERE type = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?'
 )
 _BACKFILL_PAGE = 5_000
 
@@ -111,7 +111,7 @@ def ensure(con: sqlite3.Connection) -> None:
 def _add_mentions(con: sqlite3.Connection) -> None:
     """File every eviction under the keys version 2 added (:func:`mention_keys`)."""
     offset = 0
-    while rows := con.execute(_EVICTIONS, (offset, _BACKFILL_PAGE)).fetchall():
+    while rows := con.execute(_EVICTIONS, ("decision.evict", offset, _BACKFILL_PAGE)).fetchall():
         events = ((row[0], from_stored(*row)) for row in rows)
         con.executemany(INSERT, rows_of(events))
         offset = rows[-1][0] + 1
