@@ -66,6 +66,7 @@ from replay.whynot import COOLING_RESOURCES
 from replay.whyplan import Narrowed, Plan, first_at, narrowed, plan_for, pod_of, world_free
 from streams.events import DECISION_TYPES, Event
 from streams.payloads import as_decision, as_watch
+from streams.subjects import name_key, node_key
 
 #: records: folding fewer than this many is cheaper than loading a checkpoint (a 30,000-pod
 #: World loads in about the time ~30,000 records fold); only the cost depends on it
@@ -294,8 +295,7 @@ def fold_why(
 def local_keys(pod: str, plan: Plan) -> list[str]:
     """The subject keys of the records the World's local parts fold, but for the
     ``config.applied`` records and the moments read by id: the pod's name and its nodes."""
-    nodes = sorted(plan.nodes or ())
-    return [f"podname:{pod.rsplit('/', 1)[-1]}", *(f"node:{n}" for n in nodes)]
+    return [name_key(pod), *(node_key(n) for n in sorted(plan.nodes or ()))]
 
 
 def _fold_why(

@@ -93,10 +93,10 @@ def mention_keys(evidence: object) -> list[str]:
     plan = held.get("plan") if isinstance(held, dict) else None
     if isinstance(plan, list):
         names += plan
-    keys = sorted({f"mention:{n.rsplit('/', 1)[-1]}" for n in names if isinstance(n, str) and n})
+    keys = sorted({mention_key(n) for n in names if isinstance(n, str) and n})
     job = evidence.get("job")
     if isinstance(job, str) and job:
-        keys.append(f"job:{job}")
+        keys.append(job_key(job))
     return keys
 
 
@@ -114,6 +114,12 @@ def pod_keys(pod: str) -> list[str]:
     """The keys of the records about ``pod`` (``namespace/name``, or a bare name: any
     namespace): every record whose pod key is ``pod`` or whose pod's name is."""
     return [f"pod:{pod}", f"podname:{pod}"]
+
+
+def name_key(pod: str) -> str:
+    """The key of the records about every pod named as ``pod`` is (``namespace/name`` or
+    a bare name), in any namespace."""
+    return f"podname:{pod.rsplit('/', 1)[-1]}"
 
 
 def node_key(node: str) -> str:

@@ -24,7 +24,7 @@ from streams.events import DECISION_TYPES, Event, format_time, parse_time
 from streams.gcpause import paced
 from streams.payloads import DECISION_KINDS, REASON_CODES, as_decision
 from streams.subjects import VERSION as SUBJECTS_VERSION
-from streams.subjects import job_key, mention_key, node_key
+from streams.subjects import job_key, mention_key, name_key, node_key
 from streams.urls import DEFAULT_LOG
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def _why_read(source: str, pod: str) -> tuple[list[Answer], list[str]] | None:
     if is_recording(source):
         return None
     with reader(source) as log:
-        named = log.about([f"podname:{pod.rsplit('/', 1)[-1]}"])
+        named = log.about([name_key(pod)])
         lookup = log.log
         if named is None or not isinstance(lookup, RecordLookup):
             return None

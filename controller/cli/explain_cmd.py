@@ -30,6 +30,7 @@ from streams.codec import decision_line
 from streams.events import DECISION_TYPES, Event
 from streams.gcpause import paced
 from streams.payloads import as_decision, as_watch
+from streams.subjects import name_key
 
 if TYPE_CHECKING:
     from projections.world import World
@@ -97,7 +98,7 @@ def _why_span(
     (no cooling sentence said, no wait begun), so a fold from there answers the same. The
     pod's records come from the log's subject index (``podname:NAME`` holds every record
     naming a pod of that name); a log without one is folded whole."""
-    found = log.about([f"podname:{pod.rsplit('/', 1)[-1]}"])
+    found = log.about([name_key(pod)])
     if found is None:
         return None, None
     named = [event.offset for event in found]

@@ -144,11 +144,7 @@ FILED_MENTIONING = (
 
 async def indexed(log: Any) -> int | None:
     """The version of the subject index of the SQLite log ``log`` (as :func:`query`)."""
-    if type(log).__name__ == "SQLiteReader":
-        rows = log.select(_VERSION, ())
-    else:
-        async with log._lock:
-            rows = await log._fetch(_VERSION, ())
+    rows = await _select(log, _VERSION, ())
     return rows[0][0] if rows and isinstance(rows[0][0], int) else None
 
 
@@ -176,7 +172,12 @@ async def query(log: Any, sql: str, *params: object) -> list[Event]:
     """The events one of the queries above selects from the SQLite log ``log`` (one of
     :func:`is_sqlite`'s; not named in the signature, so that readers of this module need
     not import the driver)."""
+    return events_of(await _select(log, sql, params))
+
+
+async def _select(log: Any, sql: str, params: Sequence[object]) -> list[Any]:
+    """The rows ``sql`` selects from the SQLite log ``log`` (as :func:`query`)."""
     if type(log).__name__ == "SQLiteReader":  # synchronous, on the caller's thread
-        return events_of(log.select(sql, params))
+        return list(log.select(sql, params))
     async with log._lock:
-        return events_of(await log._fetch(sql, params))
+        return list(await log._fetch(sql, params))

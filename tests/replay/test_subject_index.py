@@ -29,14 +29,19 @@ def _events(name: str) -> list[Event]:
     return [e for e in read_recording(GOLDEN / f"{name}.jsonl") if isinstance(e, Event)]
 
 
-def _unindexed(db: Path, out: Path) -> Path:
-    """A copy of ``db`` as a log written before the index: its tables dropped."""
+def _altered(db: Path, out: Path, *statements: str) -> Path:
+    """A copy of ``db`` with ``statements`` run on it."""
     shutil.copy(db, out)
     with sqlite3.connect(out) as con:
-        con.execute("DROP TABLE subjects")
-        con.execute("DROP TABLE subjects_version")
+        for statement in statements:
+            con.execute(statement)
     con.close()
     return out
+
+
+def _unindexed(db: Path, out: Path) -> Path:
+    """A copy of ``db`` as a log written before the index: its tables dropped."""
+    return _altered(db, out, "DROP TABLE subjects", "DROP TABLE subjects_version")
 
 
 def _questions(events: list[Event]) -> list[list[str]]:
@@ -126,12 +131,12 @@ def test_an_old_log_is_read_unchanged_and_indexed_by_its_next_writer(tmp_path: P
 
 def _version_1(db: Path, out: Path) -> Path:
     """A copy of ``db`` as version 1 indexed it: no ``mention:`` or ``job:`` keys."""
-    shutil.copy(db, out)
-    with sqlite3.connect(out) as con:
-        con.execute("DELETE FROM subjects WHERE subject LIKE 'mention:%' OR subject LIKE 'job:%'")
-        con.execute("UPDATE subjects_version SET version = 1")
-    con.close()
-    return out
+    return _altered(
+        db,
+        out,
+        "DELETE FROM subjects WHERE subject LIKE 'mention:%' OR subject LIKE 'job:%'",
+        "UPDATE subjects_version SET version = 1",
+    )
 
 
 def _why(pod: str, db: Path) -> tuple[int, str]:
