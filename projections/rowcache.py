@@ -39,6 +39,9 @@ import hashlib
 import operator
 import weakref
 from bisect import bisect_left
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from itertools import chain, pairwise
 from typing import Any
 
 import orjson
@@ -56,6 +59,8 @@ _GET = operator.attrgetter(*_TASK_FIELDS)
 _RESOURCE_AT = tuple(i for i, name in enumerate(_TASK_FIELDS) if name in _RESOURCES)
 _MAP_AT = tuple(i for i, name in enumerate(_TASK_FIELDS) if name in MAPPED)
 _INIT_AT = _TASK_FIELDS.index("init_resreq")
+#: a task row's maps' names, as a tuple
+_MAPS_OF = operator.itemgetter(*_MAP_AT)
 #: written between rows encoded in one call, to cut them apart (and where the table and
 #: the rows go in the part): orjson escapes every control character inside a string, so a
 #: raw NUL byte is never part of what it writes
@@ -320,3 +325,42 @@ def _jobs_again(
     if len(ids) != len(state.jobs):
         raise _Stale("the cluster's jobs changed without telling its checkpoints")
     return ids
+
+
+def seeded(
+    state: ClusterIndex, pieces: Sequence[bytes], rows: Sequence[Any], maps: Mapping[str, Any]
+) -> RowCache | None:
+    """A cache holding the rows ``state`` was just loaded from, as if a writer had dumped
+    ``state`` itself (the next dump encodes only what the fold touches since, and the
+    cluster is told to track it): ``pieces`` and ``rows``, each task's row as bytes and as
+    parsed, in order (:func:`projections.rowslices.cut`), ``maps`` the part's table. None
+    when they are not what a dump of ``state`` writes: rows not one per task in key order,
+    a map named otherwise than by its encoding, a name not in the table or an entry no row
+    names. (Each
+    row's bytes are trusted to be its task's encoding as far as the checkpoint is: a
+    segment's is, by the digest of the one before it.) The jobs, a few, are encoded
+    afresh."""
+    keys = [row[0] for row in rows]
+    if len(keys) != len(state.tasks) or any(a >= b for a, b in pairwise(keys)):
+        return None
+    table: dict[str, list[Any]] = {}
+    for name, value in maps.items():
+        encoding = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        if map_name(encoding) != name:
+            return None
+        table[name] = [0, b'"%s":%s' % (name.encode(), encoding)]
+    names = [_MAPS_OF(row[1]) for row in rows]
+    counts = Counter(chain.from_iterable(names))
+    if counts.keys() != table.keys():  # a name no entry has, or an entry no row names
+        return None
+    for name, counted in table.items():
+        counted[0] = counts[name]
+    cached: dict[str, _Row] = dict(zip(keys, zip(pieces, names, strict=True), strict=True))
+    job_ids = sorted(state.jobs)
+    values = [[job_id, _JOB_ROW(state.jobs[job_id])] for job_id in job_ids]
+    cache = RowCache()
+    cache.rows, cache.keys, cache.table, cache.order = cached, keys, table, sorted(table)
+    cache.jobs, cache.job_ids = dict(zip(job_ids, _encoded(values), strict=True)), job_ids
+    cache.touched = state.touched = Touched()
+    cache.tracked = weakref.ref(state)
+    return cache

@@ -262,15 +262,17 @@ def _verify(log: object, segment: Segment) -> SegmentResult:
     start, stop = segment.start, segment.stop
     world, effects, checker = World(), EffectsState(), ChainChecker()
     chain_on = True
+    rows = None
     if start > 0:
         warned: list[str] = []
-        loaded = log.run(_load(segment.url, log, start, warned.append))
+        keep = segment.stop is not None and segment.stop_version == VERSION
+        loaded = log.run(_load(segment.url, log, start, warned.append, keep))
         if loaded is None or loaded[0].position != start:
             why = warned[0] if warned else "gone"
             result.problems.append(f"{segment.describe()}: its checkpoint is not usable ({why})")
             return result
         snapshot, result.start_state = loaded
-        world, effects = snapshot.world, snapshot.effects
+        world, effects, rows = snapshot.world, snapshot.effects, snapshot.rows
         chain_on = snapshot.chain is not None
         state = snapshot.chain
         if state and segment.sealed is not None:  # the log ended cleanly before this segment
@@ -332,7 +334,10 @@ def _verify(log: object, segment: Segment) -> SegmentResult:
             effects=effects,
             chain=checker.state() if chain_on else None,
         )
-        result.end_state = state_digest(end, segment.stop_version)
+        # the rows of the checkpoint it started from, kept: only those its records touched
+        # are encoded again (each row's bytes are its task's, as far as that checkpoint is
+        # trusted: by the digest of the segment before, which :func:`join` compares)
+        result.end_state = state_digest(end, segment.stop_version, cache=rows)
     if segment.finish and chain_on:
         result.chain = checker.finish(segment.seal)
     return result
@@ -346,10 +351,11 @@ def _until(events: Iterator[Event], stop: int | None) -> Iterator[Event]:
 
 
 async def _load(
-    url: str, log: object, position: int, warn: Callable[[str], None]
+    url: str, log: object, position: int, warn: Callable[[str], None], keep: bool = False
 ) -> tuple[Snapshot, str] | None:
     """The checkpoint at ``position`` and the sha256 of the state it holds, computed from
-    its bytes (not the header's word for it: a forged state shows). The caller planned
+    its bytes (not the header's word for it: a forged state shows); ``keep``: with the
+    cluster's rows kept (:attr:`~projections.checkpoint_codec.Snapshot.rows`). The caller planned
     the cut at a good checkpoint (:func:`plan_cuts` checked its digest and last record)."""
     from streams.backends.checkpoints import open_log_store
     from streams.paging import LogReader
@@ -363,7 +369,7 @@ async def _load(
     if data is None:
         return None
     try:
-        snapshot, state = decode_checked(data)
+        snapshot, state = decode_checked(data, keep_rows=keep)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         warn(str(exc))
         return None
