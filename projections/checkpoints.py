@@ -10,7 +10,7 @@ gives: a checkpoint is exactly that fold, and one that cannot be trusted is skip
 
 * :class:`CheckpointPolicy`: every ``every_records`` records and every ``every_minutes``
   of log time (whichever comes first), and at the end of each writer's run; the newest
-  ``keep`` are kept, and of the older ones up to ``thinned``, ever further apart. Read
+  ``keep`` are kept, and of the older ones up to ``thinned``, spread evenly along the log. Read
   from the environment by :meth:`CheckpointPolicy.from_env` (``docs/checkpoints.md``).
 * :class:`Keeper`: fed every record after a checkpoint (or from offset 0), it folds what
   a checkpoint holds besides the World (the ledger of decisions waiting for their outcome,
@@ -57,6 +57,9 @@ from streams.paging import PAGE, RowPages
 Warn = Callable[[str], None]
 _T = TypeVar("_T")
 
+#: the narrowest span of records the older checkpoints are thinned to one per, when no
+#: checkpoint is kept every so many records (:meth:`CheckpointPolicy.retained`)
+GRID = 16_384
 #: the environment variables :meth:`CheckpointPolicy.from_env` reads
 ENV = {
     "every_records": "TIDE_CHECKPOINT_RECORDS",
@@ -77,7 +80,7 @@ class CheckpointPolicy:
     every_records: int = 100_000
     every_minutes: float = 10.0
     keep: int = 8
-    thinned: int = 8
+    thinned: int = 16
 
     def __post_init__(self) -> None:
         if self.every_records < 0 or self.every_minutes < 0:
@@ -121,23 +124,26 @@ class CheckpointPolicy:
         )
 
     def retained(self, positions: Sequence[int]) -> list[int]:
-        """Which of ``positions`` (ascending) to keep: the newest :attr:`keep`, and older
-        ones ever further apart (each at least twice as far from the next kept one as the
-        last gap), at most :attr:`thinned` of them."""
+        """Which of ``positions`` (ascending) to keep: the newest :attr:`keep`, and of the
+        older ones at most :attr:`thinned`, spread evenly along the log: the first of each
+        span of :attr:`every_records` records (:data:`GRID` when that trigger is off) that
+        holds one, the span doubled until the spans from the oldest to the newest of them
+        are no more than :attr:`thinned` (so it is under twice their stretch of the log /
+        ``thinned``). The span only widens as the log grows, and what a span keeps, the
+        first of its first half holding one, its halves kept too: whatever was dropped is
+        dropped for good (keeping the rest again and again keeps what the whole list
+        would), and a reader of any moment, or a cut of ``replay --jobs`` anywhere along
+        the log, finds one within two spans."""
         newest = list(positions[-self.keep :])
         older = positions[: -self.keep] if len(positions) > self.keep else []
-        kept: list[int] = []
-        if older and self.thinned:
-            anchor = newest[0]
-            # start from the spacing of the newest ones, then double it each time
-            gap = max(1, (newest[-1] - newest[0]) // max(1, len(newest) - 1))
-            for position in reversed(older):
-                if anchor - position >= gap:
-                    kept.append(position)
-                    anchor, gap = position, gap * 2
-                    if len(kept) >= self.thinned:
-                        break
-        return sorted(kept) + newest
+        if not older or not self.thinned:
+            return newest
+        span = self.every_records or GRID
+        while older[-1] // span - older[0] // span >= self.thinned:
+            span *= 2
+        return [
+            p for i, p in enumerate(older) if not i or p // span != older[i - 1] // span
+        ] + newest
 
 
 class Keeper:

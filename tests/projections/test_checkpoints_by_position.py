@@ -27,7 +27,7 @@ from projections.checkpoint_codec import (
     state_digest,
     state_of,
 )
-from projections.checkpoints import CheckpointPolicy, keep_checkpoints, nearest
+from projections.checkpoints import GRID, CheckpointPolicy, keep_checkpoints, nearest
 from projections.effects import EffectsState
 from projections.world import World
 from streams.backends import open_log
@@ -186,16 +186,53 @@ def test_state_from_checkpoints_equals_a_fold_from_zero(
         ([], 2, 2, 10, []),
         ([10, 20, 30], 5, 5, 10, [10, 20, 30]),
         ([10, 20, 30, 40, 50], 2, 0, 10, [40, 50]),
-        # the older ones ever further apart: 40 (gap 10), 20 (gap 20), not 10 (gap 40)
-        ([10, 20, 30, 40, 50, 60], 2, 5, 10, [20, 40, 50, 60]),
-        ([1, 2, 3, 4, 100, 200], 1, 3, 0, [4, 100, 200]),
+        # older ones few enough: each the first of its span of 10 records
+        ([10, 20, 30, 40, 50, 60], 2, 5, 10, [10, 20, 30, 40, 50, 60]),
+        # too many: spans of 20 (10, 20, 40: three), then of 40 (10, 40)
+        ([10, 20, 30, 40, 50, 60], 2, 2, 10, [10, 40, 50, 60]),
+        # spans 0-5 of 10 are too many for 4: of 20, the first of each (not the nearest to
+        # its start); an empty span keeps none
+        ([5, 12, 18, 55, 58, 90], 1, 4, 10, [5, 55, 90]),
+        ([5, 12, 18, 55, 58, 90], 1, 6, 10, [5, 12, 55, 90]),
+        # no trigger by records: spans of GRID records
+        (
+            [1, 2, GRID + 3, 2 * GRID, 3 * GRID + 1, 9 * GRID],
+            1,
+            8,
+            0,
+            [1, GRID + 3, 2 * GRID, 3 * GRID + 1, 9 * GRID],
+        ),
+        ([1, 2, GRID + 3, 2 * GRID, 3 * GRID + 1, 9 * GRID], 1, 2, 0, [1, 2 * GRID, 9 * GRID]),
     ],
 )
-def test_retention_keeps_the_newest_and_thinned_older_ones(
+def test_retention_keeps_the_newest_and_older_ones_spread_evenly(
     positions: list[int], keep: int, thinned: int, every: int, kept: list[int]
 ) -> None:
     policy = CheckpointPolicy(every_records=every, every_minutes=0, keep=keep, thinned=thinned)
     assert policy.retained(positions) == kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gaps=st.lists(st.integers(1, 300), min_size=1, max_size=120),
+    keep=st.integers(1, 5),
+    thinned=st.integers(0, 9),
+    every=st.sampled_from([0, 7, 100]),
+)
+def test_retention_applied_as_a_writer_goes_keeps_what_the_whole_list_would(
+    gaps: list[int], keep: int, thinned: int, every: int
+) -> None:
+    """A writer applies the retention after each checkpoint, to what it kept before and
+    the new one: whatever it drops is never one the whole list would keep later, and the
+    older ones kept are never more than ``thinned``."""
+    policy = CheckpointPolicy(every_records=every, every_minutes=0, keep=keep, thinned=thinned)
+    written: list[int] = []
+    kept: list[int] = []
+    for gap in gaps:
+        written.append((written[-1] if written else 0) + gap)
+        kept = policy.retained([*kept, written[-1]])
+        assert kept == policy.retained(written)
+        assert len(kept) <= keep + thinned
 
 
 @pytest.mark.parametrize(
