@@ -3,7 +3,9 @@
 ``python -m benchmarks.bench_jobs [--nodes 200 --pods 6000 --minutes 60]`` (or
 ``python -m benchmarks.run --only jobs``, at the run's ``--nodes``/``--pods``) simulates a
 generated day into a SQLite log (``tide simulate --log`` keeping a checkpoint every
-``--every`` records), then measures in one run, each command in a fresh process:
+``--every`` records; or ``--log DB``: an existing SQLite log, its checkpoints as its
+writer kept them, e.g. the 1,000-node day's), then measures in one run, each command in
+a fresh process:
 
 * the wall time of ``tide replay LOG --verify`` (the serial check) and of ``--jobs 2``
   (best of ``--repeat``, interleaved):
@@ -84,14 +86,24 @@ def _simulate(recording: Path, db: Path, every: int) -> None:
 
 
 def rows(
-    nodes: int, pods: int, minutes: int, every: int, work: Path, repeat: int = 2
+    nodes: int,
+    pods: int,
+    minutes: int,
+    every: int,
+    work: Path,
+    repeat: int = 2,
+    log: Path | None = None,
 ) -> list[Result]:
-    """Every row (see the module docstring)."""
+    """Every row (see the module docstring); ``log``: measured on this SQLite log as its
+    writer kept its checkpoints (e.g. the 1,000-node day's), instead of a day simulated."""
     from controller.cli.reading import plan_jobs
 
-    day = ensure_day(DayScale(nodes=nodes, pods=pods, minutes=minutes), OUT_DIR)
-    db = work / "jobs.db"
-    _simulate(Path(day.path), db, every)
+    if log is None:
+        day = ensure_day(DayScale(nodes=nodes, pods=pods, minutes=minutes), OUT_DIR)
+        db = work / "jobs.db"
+        _simulate(Path(day.path), db, every)
+    else:
+        db = log
     runs = []
     for _ in range(repeat):  # interleaved, so that noise hits both alike; the best of each
         runs.append(
@@ -109,6 +121,8 @@ def rows(
     projected = parent + max(cpus)
     bench = "jobs"
     scale = f"{nodes} nodes, {pods} pods, {minutes} min, a checkpoint every {every} records"
+    if log is not None:
+        scale = f"{log.name}, its checkpoints as kept"
     return [
         Result(
             bench,
@@ -134,8 +148,13 @@ def rows(
             notes=(
                 f"{len(segments)} segments, CPU each "
                 + ", ".join(f"{c:.1f}" for c in cpus)
-                + f" s; parent (plan, spawn, join) {parent:.1f} s; the 1,000-node day's "
-                "serial 334 s / ratio = " + f"{334 / (serial_cpu / projected):.0f} s"
+                + f" s; parent (plan, spawn, join) {parent:.1f} s; "
+                + (
+                    f"this log with 4 workers: {projected:.0f} s"
+                    if log is not None
+                    else "the 1,000-node day's serial 334 s / ratio = "
+                    f"{334 / (serial_cpu / projected):.0f} s"
+                )
             ),
             extra={"segment_cpu": cpus, "parent_cpu": parent},
         ),
@@ -156,10 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--every", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--log", type=Path, help="an existing SQLite log, not a day simulated")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="jobs-", dir=OUT_DIR if OUT_DIR.exists() else None))
     try:
-        for row in rows(args.nodes, args.pods, args.minutes, args.every, work, args.repeat):
+        scale = (args.nodes, args.pods, args.minutes, args.every)
+        for row in rows(*scale, work, args.repeat, args.log):
             print(
                 f"{row.metric}: {row.value:.2f} {row.unit} (baseline {row.baseline:.2f}: "
                 f"{row.baseline_name}) ratio {row.ratio:.2f}  target {row.target}  [{row.notes}]"

@@ -35,6 +35,8 @@ _TAIL = b'],"version":'
 _START = b',"tasks":['
 #: where a row may end (its values' list, then the row) and the next begin
 _BETWEEN = b"]],["
+#: the pieces tried for one row before the part is left to be decoded whole
+_TRIES = 64
 #: the keys of a part's envelope (:func:`projections.base.encode_state`), in order
 _ENVELOPE = ["format", "position", "projection", "state"]
 
@@ -93,7 +95,7 @@ def _rows(part: bytes, start: int, end: int) -> tuple[list[bytes], list[Any]] | 
     at = start
     while at < end:
         mark = find(_BETWEEN, at, end)
-        while True:
+        for _ in range(_TRIES):
             stop = end if mark < 0 else mark + 2
             piece = part[at:stop]
             try:
@@ -103,6 +105,8 @@ def _rows(part: bytes, start: int, end: int) -> tuple[list[bytes], list[Any]] | 
                 if mark < 0:
                     return None
                 mark = find(_BETWEEN, mark + 1, end)
+        else:  # a row full of what looks like a row's end: parsed whole, not piece by piece
+            return None
         if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
             return None
         pieces.append(piece)

@@ -144,3 +144,14 @@ def test_a_checkpoint_decoded_with_its_rows_digests_its_fold_as_the_fold_from_ze
     assert b"".join(world_part(loaded.world, cache=loaded.rows)) == b"".join(world_part(fresh))
     plain, _ = decode_checked(data)
     assert plain.rows is None
+
+
+def test_a_row_full_of_row_ends_is_left_to_the_whole_parse() -> None:
+    records = _start() + [watch("pods", build_pod("ns", "z" + "]],[" * 100, node="n1"))]
+    _, part = _part(records)
+    assert cut(part) is None
+    world = World().fold(r.with_offset(i) for i, r in enumerate(records))
+    data = encode_snapshot(Snapshot(len(records), "", None, world, EffectsState(), None))
+    loaded, _ = decode_checked(data, keep_rows=True)
+    assert loaded.rows is None  # decoded whole: nothing kept
+    assert loaded.world.dump() == world.dump()
