@@ -336,10 +336,9 @@ def seeded(
     parsed, in order (:func:`projections.rowslices.cut`), ``maps`` the part's table. None
     when they are not what a dump of ``state`` writes: rows not one per task in key order,
     a map named otherwise than by its encoding, a name not in the table or an entry no row
-    names. (Each
-    row's bytes are trusted to be its task's encoding as far as the checkpoint is: a
-    segment's is, by the digest of the one before it.) The jobs, a few, are encoded
-    afresh."""
+    names. (Each row's bytes are trusted to be its task's encoding as far as the
+    checkpoint is: a segment's is, by the digest of the one before it.) The jobs, fewer
+    and smaller (9,785 beside 30,900 tasks on the 1,000-node day), are encoded afresh."""
     keys = [row[0] for row in rows]
     if len(keys) != len(state.tasks) or any(a >= b for a, b in pairwise(keys)):
         return None

@@ -17,9 +17,11 @@ piece up to a ``]]`` followed by ``,[`` (or the array's end) that parses as one 
 on its own: a proper prefix of a JSON array never parses, nor does a piece holding one
 value and more, so each piece is exactly one row, and the next begins after its comma.
 What is left, the part without its rows (``"tasks":[]``), must parse with an empty
-``tasks``: had the start been found inside a row, the rows before it would be in it, or
-it would not parse. Anything else (another layout, a piece that parses as no row) gives
-None, and the caller decodes the part whole, which names what is wrong.
+``tasks`` in the state, the envelope's last key: had the start been found inside a row,
+the rows before it would be in it, or it would not parse. Anything else (another layout,
+a piece that parses as no row, a row that needs more than :data:`_TRIES` pieces tried)
+gives None, and the caller decodes the part whole, which names what is wrong. The tests
+mutate parts byte by byte: what the cut gives is always what the whole parse gives.
 """
 
 from __future__ import annotations
