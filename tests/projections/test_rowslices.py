@@ -147,7 +147,7 @@ def test_a_checkpoint_decoded_with_its_rows_digests_its_fold_as_the_fold_from_ze
 
 
 def test_a_row_full_of_row_ends_is_left_to_the_whole_parse() -> None:
-    records = _start() + [watch("pods", build_pod("ns", "z" + "]],[" * 100, node="n1"))]
+    records = [*_start(), watch("pods", build_pod("ns", "z" + "]],[" * 100, node="n1"))]
     _, part = _part(records)
     assert cut(part) is None
     world = World().fold(r.with_offset(i) for i, r in enumerate(records))
