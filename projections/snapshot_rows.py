@@ -155,22 +155,29 @@ class _SharedMaps:
     equal ones (:func:`projections.pods.shared_map`) once per table entry, not once per
     task naming it: the tasks of one workload name one entry. An empty entry is shared
     again for every task, as :func:`~projections.pods.share_maps` does (an empty label
-    map is each task's own)."""
+    map is each task's own: a new dict each time, without asking again)."""
 
-    __slots__ = ("_field", "_get", "_shared")
+    __slots__ = ("_field", "_fresh", "_get", "_shared")
 
     def __init__(self, field: str, maps: list[Any] | JSON) -> None:
         self._field = field
         #: an entry of format 2's list, named by index, or of format 3's dict, by digest
         self._get: Callable[[Any], Any] = maps.__getitem__
         self._shared: dict[int | str, Any] = {}
+        #: the entries :func:`~projections.pods.shared_map` gives a new empty dict for
+        self._fresh: set[int | str] = set()
 
     def get(self, index: int | str) -> Any:
         found = self._shared.get(index)
         if found is None:
-            found = shared_map(self._field, self._get(index))
-            if found:
+            if index in self._fresh:
+                return {}
+            value = self._get(index)
+            found = shared_map(self._field, value)
+            if found or found is value:  # shared, or an empty one given back as it is
                 self._shared[index] = found
+            else:
+                self._fresh.add(index)
         return found
 
 
