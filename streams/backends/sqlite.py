@@ -77,6 +77,9 @@ CREATE TABLE IF NOT EXISTS events (
     prev TEXT
 );
 CREATE INDEX IF NOT EXISTS events_type ON events (type);
+-- what each cause led to (the decisions a bind view replays: sqlite_subjects.CAUSED);
+-- only the records with a cause, about one in five (built once for an older log)
+CREATE INDEX IF NOT EXISTS events_cause ON events (cause) WHERE cause IS NOT NULL;
 CREATE TABLE IF NOT EXISTS quarantine (
     seq INTEGER PRIMARY KEY,
     source TEXT NOT NULL,

@@ -14,6 +14,7 @@ from streams import codec
 from streams.backends import open_log
 from streams.backends import sqlite as sqlite_backend
 from streams.backends.sqlite import SQLiteLog
+from streams.backends.sqlite_subjects import CAUSED
 from streams.events import EVENT_TYPES
 from streams.log import BackendUnavailableError, EventLog, LogError
 from tests.builders import node_metrics
@@ -143,9 +144,29 @@ async def test_the_file_is_wal_with_the_documented_table(tmp_path: Path) -> None
         # prev: the record's hash-chain link (streams/chain.py), added after the others
         assert columns == ["offset", "id", "at", "type", "cause", "v", "data", "prev"]
         indexes = {row[1] for row in db.execute("PRAGMA index_list(events)")}
-        assert "events_type" in indexes
+        assert {"events_type", "events_cause"} <= indexes
         row = db.execute('SELECT "offset", id, at, type, cause, v FROM events').fetchone()
         assert row == (0, tick(0, cause="c0").id, "2026-11-21T20:00:00Z", "trigger.fired", "c0", 1)
+
+
+async def test_what_a_cause_led_to_is_read_by_an_index_a_writer_builds(tmp_path: Path) -> None:
+    """``sqlite_subjects.CAUSED`` (a bind view's session decisions) reads the rows of its
+    causes, not every row of its types: a log from before the index gets it from its next
+    writer, and a reader finds the same rows either way."""
+    path = tmp_path / "log.db"
+    async with await SQLiteLog.open(path) as log:
+        await log.append([tick(0), tick(1, cause="c0"), tick(2, cause="c1")])
+    args = ('["trigger.fired"]', '["c0"]')
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX events_cause")  # as a log written before it
+        before = db.execute(CAUSED, args).fetchall()
+    async with await SQLiteLog.open(path):
+        pass
+    with sqlite3.connect(path) as db:
+        plan = " ".join(str(row) for row in db.execute("EXPLAIN QUERY PLAN " + CAUSED, args))
+        assert "events_cause" in plan
+        assert db.execute(CAUSED, args).fetchall() == before
+        assert [row[4] for row in before] == ["c0"]
 
 
 async def test_new_files_get_large_pages_and_old_files_keep_theirs(tmp_path: Path) -> None:
