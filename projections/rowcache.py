@@ -344,10 +344,10 @@ def seeded(
         return None
     table: dict[str, list[Any]] = {}
     for name, value in maps.items():
-        encoding = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        if map_name(encoding) != name:
+        _, named, entry = _entry(value)  # as a dump names and writes it
+        if named != name:
             return None
-        table[name] = [0, b'"%s":%s' % (name.encode(), encoding)]
+        table[name] = [0, entry]
     names = [_MAPS_OF(row[1]) for row in rows]
     counts = Counter(chain.from_iterable(names))
     if counts.keys() != table.keys():  # a name no entry has, or an entry no row names

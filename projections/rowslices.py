@@ -44,7 +44,7 @@ _ENVELOPE = ["format", "position", "projection", "state"]
 
 
 @dataclass
-class Cut:
+class Rows:
     """A cluster part in rows: its envelope's position and state (the tasks' rows in it,
     as one parse of the whole part gives them), and each row's bytes in order."""
 
@@ -53,12 +53,11 @@ class Cut:
     pieces: list[bytes]
 
 
-def cut(part: bytes) -> Cut | None:
+def cut(part: bytes) -> Rows | None:
     """The cluster part of a format-3 checkpoint, row by row (see the module docstring);
     None when it is not laid out as :func:`projections.rowcache.cluster_part` writes it."""
     end = part.rfind(_TAIL)
-    version = part[end + len(_TAIL) : -2]
-    if end < 0 or not part.endswith(b"}}") or not version.isdigit():
+    if end < 0 or not part.endswith(b"}}") or not part[end + len(_TAIL) : -2].isdigit():
         return None
     start = part.rfind(_START, 0, end)
     if start < 0:
@@ -85,7 +84,7 @@ def cut(part: bytes) -> Cut | None:
         return None
     pieces, values = rows
     body["tasks"] = values
-    return Cut(position, body, pieces)
+    return Rows(position, body, pieces)
 
 
 def _rows(part: bytes, start: int, end: int) -> tuple[list[bytes], list[Any]] | None:
